@@ -1,0 +1,5 @@
+import sys
+
+from hpcgym.cli import main
+
+sys.exit(main())

@@ -1,0 +1,46 @@
+"""Command-line interface: ``hpcgym <command> ...`` (also ``python -m hpcgym``).
+
+Each layer adds its own sub-commands through an ``add_parser(subparsers)`` function:
+``traces`` (:mod:`hpcgym.workload.cli`), ``simulate`` and ``compare``
+(:mod:`hpcgym.sim.cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from hpcgym import __version__
+    from hpcgym.sim import cli as sim_cli
+    from hpcgym.workload import cli as workload_cli
+
+    parser = argparse.ArgumentParser(
+        prog="hpcgym",
+        description="HPC batch scheduling simulator, trace registry and RL backfilling env.",
+    )
+    parser.add_argument("--version", action="version", version=f"hpcgym {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    workload_cli.add_parser(sub)
+    sim_cli.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except (FileNotFoundError, ValueError, KeyError) as exc:  # user errors: one clear line
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"hpcgym {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,719 @@
+"""The compiled core of the one scheduling engine (numba, ``nopython``).
+
+Everything here operates on five arrays that together are the complete, resumable
+state of one simulation (see :class:`hpcgym.sim.engine.Simulation`):
+
+``JF``  float64[NF, n] -- per-job float columns (rows ``F_*``)
+``JI``  int64[NI, n]   -- per-job int columns and list storage (rows ``I_*``)
+``S``   float64[NS]    -- float scalars (``S_*``)
+``C``   int64[NC]      -- int scalars and configuration (``C_*``)
+``PF``  float64[2, 2n+4] -- scratch profile for conservative backfilling
+
+The entry point is :func:`advance`: it runs the event loop until the simulation is
+done (``EV_DONE``), an online estimator must estimate newly arrived jobs
+(``EV_ESTIMATE``), or -- with ``backfill = external`` -- a backfill decision is due
+(``EV_DECISION``). The caller answers and calls :func:`advance` again; there is only
+one loop. Built-in backfillers (EASY, SJBF, conservative) decide inside the same
+pass, at the same decision point, without leaving compiled code.
+
+Semantics are documented in ``docs/engine.md``; keep the two in sync.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# --------------------------------------------------------------------------- layout
+# JF rows
+F_SUBMIT = 0
+F_RUNTIME = 1
+F_REQUEST = 2
+F_EST = 3  # estimate for queue keys and backfill eligibility
+F_REST = 4  # estimate of a running job's duration (shadow time); corrected over time
+F_START = 5  # start time (nan until started)
+F_KEY = 6  # scratch: policy key
+F_HEAPT = 7  # completion heap: times
+F_XHEAPT = 8  # expiry (estimated end reached) heap: times
+F_BFSHADOW = 9  # shadow time when the job was backfilled (nan otherwise)
+F_INITEST = 10  # running estimate at start time (before corrections)
+NF = 11
+
+# JI rows
+I_PROCS = 0
+I_STATUS = 1  # 0 future, 1 waiting, 2 running, 3 done
+I_BACKFILLED = 2  # 1 if started by backfilling
+I_QUEUE = 3  # waiting jobs, in index (= submit) order, length C_QLEN
+I_RUN = 4  # running jobs sorted by (start + rest, index), length C_RLEN
+I_HEAPJ = 5  # completion heap: jobs
+I_XHEAPJ = 6  # expiry heap: jobs
+I_FIN = 7  # log of completed jobs, in completion order, length C_NFIN
+I_ORDER = 8  # scratch: waiting jobs in queue (policy) order, length C_OLEN
+I_BFHEAD = 9  # head job when the job was backfilled (-1 otherwise)
+I_NCORR = 10  # number of corrections applied to the job
+I_STARTLOG = 11  # log of started jobs, in start order, length C_NSTART
+I_BFORDER = 12  # scratch: backfill order
+NI = 13
+
+ST_FUTURE = 0
+ST_WAITING = 1
+ST_RUNNING = 2
+ST_DONE = 3
+
+# S
+S_T = 0
+S_SHADOW = 1
+S_THETA = 2  # starvation threshold (<= 0: off)
+S_PENDING_T = 3  # time of the pending event batch
+NS = 4
+
+# C
+C_PHASE = 0
+C_NEXT = 1  # next job to arrive
+C_QLEN = 2
+C_RLEN = 3
+C_HLEN = 4
+C_XLEN = 5
+C_FREE = 6
+C_EXTRA = 7
+C_NFIN = 8
+C_M = 9
+C_POLICY = 10
+C_BACKFILL = 11
+C_CANDMODE = 12
+C_CORRECTION = 13
+C_ONLINE = 14
+C_HEAD = 15  # reserved head job (-1 if none)
+C_DECISIONS = 16
+C_VIOLATIONS = 17
+C_NBACKFILLED = 18
+C_ARR_LO = 19
+C_ARR_HI = 20
+C_OLEN = 21
+C_NSTART = 22
+C_RUN_REQUEST = 23  # 1: running jobs' ends use the request (Tang's selective variant)
+C_CORRECTIONS = 24  # total corrections applied
+C_N = 25
+C_BFMODE = 26  # order used by the external backfill order: 0 policy, 1 SJBF
+NC = 27
+
+# phases
+P_EVENTS = 0
+P_ARRIVE = 1
+P_DECIDE = 2
+P_DONE = 3
+
+# events returned by advance()
+EV_DONE = 0
+EV_ESTIMATE = 1
+EV_DECISION = 2
+
+# backfill modes
+BF_NONE = 0
+BF_EASY = 1
+BF_SJBF = 2
+BF_CONSERVATIVE = 3
+BF_EXTERNAL = 4
+
+# candidate modes (external backfill)
+CAND_EASY = 0  # jobs EASY would allow now (guarded)
+CAND_FIT = 1  # all jobs that fit now
+
+# corrections
+CORR_REQUEST = 0
+CORR_INCREMENTAL = 1
+CORR_DOUBLING = 2
+
+# policies
+POL_FCFS = 0
+POL_SJF = 1
+POL_SQF = 2
+POL_SAF = 3
+POL_LJF = 4
+POL_LQF = 5
+POL_LAF = 6
+POL_WFP3 = 7
+POL_UNICEF = 8
+POL_F1 = 9
+POL_F2 = 10
+POL_F3 = 11
+POL_F4 = 12
+
+INF = np.inf
+
+# incremental correction steps (Tsafrir et al. via Gaussier et al. §5.2), seconds
+INCREMENTS = np.array(
+    [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0]
+)
+
+
+# ------------------------------------------------------------------------- heaps
+@njit(cache=True)
+def _heap_push(ht, hj, size, t, j):
+    i = size
+    ht[i] = t
+    hj[i] = j
+    while i > 0:
+        p = (i - 1) >> 1
+        # order by (time, job)
+        if ht[p] > ht[i] or (ht[p] == ht[i] and hj[p] > hj[i]):
+            ht[p], ht[i] = ht[i], ht[p]
+            hj[p], hj[i] = hj[i], hj[p]
+            i = p
+        else:
+            break
+    return size + 1
+
+
+@njit(cache=True)
+def _heap_pop(ht, hj, size):
+    size -= 1
+    ht[0] = ht[size]
+    hj[0] = hj[size]
+    i = 0
+    while True:
+        left = 2 * i + 1
+        if left >= size:
+            break
+        c = left
+        r = left + 1
+        if r < size and (ht[r] < ht[left] or (ht[r] == ht[left] and hj[r] < hj[left])):
+            c = r
+        if ht[c] < ht[i] or (ht[c] == ht[i] and hj[c] < hj[i]):
+            ht[c], ht[i] = ht[i], ht[c]
+            hj[c], hj[i] = hj[i], hj[c]
+            i = c
+        else:
+            break
+    return size
+
+
+# ------------------------------------------------------------------ policy keys
+@njit(cache=True)
+def policy_key(policy, s, n, r, w):
+    """Priority key of a waiting job (smaller runs first)."""
+    if policy == POL_FCFS:
+        return s
+    if policy == POL_SJF:
+        return r
+    if policy == POL_SQF:
+        return float(n)
+    if policy == POL_SAF:
+        return r * n
+    if policy == POL_LJF:
+        return -r
+    if policy == POL_LQF:
+        return -float(n)
+    if policy == POL_LAF:
+        return -r * n
+    if policy == POL_WFP3:
+        q = w / r
+        return -(q * q * q) * n
+    if policy == POL_UNICEF:
+        return -w / (math.log2(max(n, 2)) * r)
+    rr = max(r, 1.0)
+    ss = max(s, 1.0)
+    if policy == POL_F1:
+        return math.log10(rr) * n + 870.0 * math.log10(ss)
+    if policy == POL_F2:
+        return math.sqrt(rr) * n + 25600.0 * math.log10(ss)
+    if policy == POL_F3:
+        return rr * n + 6.86e6 * math.log10(ss)
+    if policy == POL_F4:
+        return rr * math.sqrt(n) + 5.3e5 * math.log10(ss)
+    return s
+
+
+# ------------------------------------------------------------- running list
+@njit(cache=True)
+def _run_end(JF, j):
+    return JF[F_START, j] + JF[F_REST, j]
+
+
+@njit(cache=True)
+def _run_insert(JF, JI, C, j):
+    run = JI[I_RUN]
+    k = C[C_RLEN]
+    e = _run_end(JF, j)
+    # insertion from the back: list sorted by (end, index)
+    while k > 0:
+        o = run[k - 1]
+        eo = _run_end(JF, o)
+        if eo > e or (eo == e and o > j):
+            run[k] = o
+            k -= 1
+        else:
+            break
+    run[k] = j
+    C[C_RLEN] += 1
+
+
+@njit(cache=True)
+def _run_remove(JI, C, j):
+    run = JI[I_RUN]
+    n = C[C_RLEN]
+    k = 0
+    while k < n and run[k] != j:
+        k += 1
+    while k < n - 1:
+        run[k] = run[k + 1]
+        k += 1
+    C[C_RLEN] = n - 1
+
+
+# --------------------------------------------------------------- starting jobs
+@njit(cache=True)
+def _start_job(JF, JI, S, C, j, backfilled):
+    t = S[S_T]
+    JF[F_START, j] = t
+    JI[I_STATUS, j] = ST_RUNNING
+    if C[C_RUN_REQUEST] == 1:
+        JF[F_REST, j] = JF[F_REQUEST, j]
+    else:
+        JF[F_REST, j] = JF[F_EST, j]
+    JF[F_INITEST, j] = JF[F_REST, j]
+    C[C_FREE] -= JI[I_PROCS, j]
+    _run_insert(JF, JI, C, j)
+    C[C_HLEN] = _heap_push(JF[F_HEAPT], JI[I_HEAPJ], C[C_HLEN], t + JF[F_RUNTIME, j], j)
+    if JF[F_REST, j] < JF[F_RUNTIME, j]:
+        C[C_XLEN] = _heap_push(JF[F_XHEAPT], JI[I_XHEAPJ], C[C_XLEN], t + JF[F_REST, j], j)
+    JI[I_STARTLOG, C[C_NSTART]] = j
+    C[C_NSTART] += 1
+    if backfilled:
+        JI[I_BACKFILLED, j] = 1
+        JF[F_BFSHADOW, j] = S[S_SHADOW]
+        JI[I_BFHEAD, j] = C[C_HEAD]
+        C[C_NBACKFILLED] += 1
+
+
+@njit(cache=True)
+def _remove_from_queue(JI, C, j):
+    """Remove a started job from the queue storage and from the order scratch."""
+    q = JI[I_QUEUE]
+    n = C[C_QLEN]
+    k = 0
+    w = 0
+    while k < n:
+        if q[k] != j:
+            q[w] = q[k]
+            w += 1
+        k += 1
+    C[C_QLEN] = w
+    o = JI[I_ORDER]
+    n = C[C_OLEN]
+    k = 0
+    w = 0
+    while k < n:
+        if o[k] != j:
+            o[w] = o[k]
+            w += 1
+        k += 1
+    C[C_OLEN] = w
+
+
+# ------------------------------------------------------------- corrections
+@njit(cache=True)
+def corrected_estimate(kind, elapsed, current, request, ncorr):
+    """New running estimate of a job that reached its estimate without finishing."""
+    if kind == CORR_REQUEST:
+        new = request
+    elif kind == CORR_INCREMENTAL:
+        k = min(ncorr, INCREMENTS.shape[0] - 1)
+        new = current + INCREMENTS[k]
+    else:  # recursive doubling: double the elapsed time
+        new = 2.0 * elapsed
+    if new > request:
+        new = request
+    return new
+
+
+@njit(cache=True)
+def _apply_correction(JF, JI, S, C, j):
+    t = S[S_T]
+    elapsed = t - JF[F_START, j]
+    new = corrected_estimate(
+        C[C_CORRECTION], elapsed, JF[F_REST, j], JF[F_REQUEST, j], JI[I_NCORR, j]
+    )
+    if new <= elapsed:  # safety: never an end in the past (request >= runtime > elapsed)
+        new = JF[F_REQUEST, j]
+    JI[I_NCORR, j] += 1
+    C[C_CORRECTIONS] += 1
+    _run_remove(JI, C, j)
+    JF[F_REST, j] = new
+    _run_insert(JF, JI, C, j)
+    if new < JF[F_RUNTIME, j]:
+        C[C_XLEN] = _heap_push(JF[F_XHEAPT], JI[I_XHEAPJ], C[C_XLEN], JF[F_START, j] + new, j)
+
+
+# ------------------------------------------------------------------ ordering
+@njit(cache=True)
+def _order_queue(JF, JI, S, C):
+    """Fill I_ORDER with the waiting jobs in queue order (policy key, then index)."""
+    qlen = C[C_QLEN]
+    q = JI[I_QUEUE]
+    order = JI[I_ORDER]
+    policy = C[C_POLICY]
+    t = S[S_T]
+    theta = S[S_THETA]
+    C[C_OLEN] = qlen
+    if policy == POL_FCFS:
+        for k in range(qlen):
+            order[k] = q[k]
+        return
+    keys = np.empty(qlen)
+    dynamic = policy == POL_WFP3 or policy == POL_UNICEF
+    for k in range(qlen):
+        j = q[k]
+        if dynamic:
+            keys[k] = policy_key(
+                policy,
+                JF[F_SUBMIT, j],
+                JI[I_PROCS, j],
+                JF[F_EST, j],
+                t - JF[F_SUBMIT, j],
+            )
+        else:
+            keys[k] = JF[F_KEY, j]
+    idx = np.argsort(keys, kind="mergesort")  # stable: ties keep index order
+    if theta > 0.0:
+        # starving jobs first, FCFS among them
+        w = 0
+        for k in range(qlen):
+            j = q[k]
+            if t - JF[F_SUBMIT, j] > theta:
+                order[w] = j
+                w += 1
+        for k in range(qlen):
+            j = q[idx[k]]
+            if not (t - JF[F_SUBMIT, j] > theta):
+                order[w] = j
+                w += 1
+    else:
+        for k in range(qlen):
+            order[k] = q[idx[k]]
+
+
+@njit(cache=True)
+def _compute_shadow(JF, JI, S, C, head):
+    """Shadow time and extra processors of the reserved head job."""
+    need = JI[I_PROCS, head]
+    avail = C[C_FREE]
+    run = JI[I_RUN]
+    rlen = C[C_RLEN]
+    k = 0
+    shadow = INF
+    extra = 0
+    while k < rlen:
+        e = _run_end(JF, run[k])
+        avail += JI[I_PROCS, run[k]]
+        k += 1
+        if avail >= need:
+            shadow = e
+            extra = avail - need
+            break
+    S[S_SHADOW] = shadow
+    C[C_EXTRA] = extra
+    C[C_HEAD] = head
+
+
+@njit(cache=True)
+def easy_allows(JF, JI, S, C, j):
+    """EASY's test: fits now and ends by the shadow, or fits in the extra processors."""
+    p = JI[I_PROCS, j]
+    if p > C[C_FREE]:
+        return False
+    if S[S_T] + JF[F_EST, j] <= S[S_SHADOW]:
+        return True
+    return p <= C[C_EXTRA]
+
+
+@njit(cache=True)
+def backfill_start(JF, JI, S, C, j):
+    """Start waiting job ``j`` as a backfill at the current decision point.
+
+    Returns 0 if EASY allowed it by the shadow clause, 1 by the extra clause and
+    2 if it violates the head's reservation (then the reservation is recomputed).
+    """
+    p = JI[I_PROCS, j]
+    t = S[S_T]
+    if t + JF[F_EST, j] <= S[S_SHADOW]:
+        kind = 0
+    elif p <= C[C_EXTRA]:
+        kind = 1
+        C[C_EXTRA] -= p
+    else:
+        kind = 2
+        C[C_VIOLATIONS] += 1
+    _start_job(JF, JI, S, C, j, True)
+    _remove_from_queue(JI, C, j)
+    if kind == 2:
+        _compute_shadow(JF, JI, S, C, C[C_HEAD])
+    return kind
+
+
+@njit(cache=True)
+def _fill_backfill_order(JF, JI, C, sjbf):
+    """I_BFORDER := waiting jobs except the head (ORDER[0]) in backfill order."""
+    olen = C[C_OLEN]
+    order = JI[I_ORDER]
+    bf = JI[I_BFORDER]
+    nb = olen - 1
+    if not sjbf:
+        for k in range(nb):
+            bf[k] = order[k + 1]
+        return nb
+    ests = np.empty(nb)
+    ids = np.empty(nb, dtype=np.int64)
+    for k in range(nb):
+        ids[k] = order[k + 1]
+    ids.sort()  # index order => ties by submit, then position
+    for k in range(nb):
+        ests[k] = JF[F_EST, ids[k]]
+    idx = np.argsort(ests, kind="mergesort")
+    for k in range(nb):
+        bf[k] = ids[idx[k]]
+    return nb
+
+
+@njit(cache=True)
+def is_candidate(JF, JI, S, C, j):
+    if C[C_CANDMODE] == CAND_EASY:
+        return easy_allows(JF, JI, S, C, j)
+    return JI[I_PROCS, j] <= C[C_FREE]
+
+
+@njit(cache=True)
+def has_candidate(JF, JI, S, C):
+    if C[C_FREE] <= 0:
+        return False
+    order = JI[I_ORDER]
+    for k in range(1, C[C_OLEN]):
+        if is_candidate(JF, JI, S, C, order[k]):
+            return True
+    return False
+
+
+# ------------------------------------------------------- conservative backfill
+@njit(cache=True)
+def _conservative_pass(JF, JI, S, C, PF):
+    t = S[S_T]
+    pt = PF[0]
+    pf = PF[1]
+    # profile: pf[i] free processors during [pt[i], pt[i+1]); last segment open-ended
+    np_ = 1
+    pt[0] = t
+    pf[0] = C[C_FREE]
+    run = JI[I_RUN]
+    for k in range(C[C_RLEN]):
+        j = run[k]
+        e = _run_end(JF, j)
+        if e > pt[np_ - 1]:
+            pt[np_] = e
+            pf[np_] = pf[np_ - 1] + JI[I_PROCS, j]
+            np_ += 1
+        else:
+            pf[np_ - 1] += JI[I_PROCS, j]
+    order = JI[I_ORDER]
+    olen = C[C_OLEN]
+    started_all_before = True
+    k = 0
+    while k < olen:
+        j = order[k]
+        p = JI[I_PROCS, j]
+        d = JF[F_EST, j]
+        # earliest segment i where the job fits for d seconds
+        i = 0
+        found = -1
+        while i < np_:
+            if pf[i] >= p:
+                end = pt[i] + d
+                ok = True
+                m = i + 1
+                while m < np_ and pt[m] < end:
+                    if pf[m] < p:
+                        ok = False
+                        break
+                    m += 1
+                if ok:
+                    found = i
+                    break
+                i = m  # the first too-full segment: no start before it ends can fit
+            else:
+                i += 1
+        s = pt[found]
+        end = s + d
+        # split at end if needed, then subtract p on [s, end)
+        m = found
+        while m < np_ and pt[m] < end:
+            m += 1
+        if m == np_ or pt[m] > end:
+            # insert breakpoint at index m with free level of segment m-1
+            for x in range(np_, m, -1):
+                pt[x] = pt[x - 1]
+                pf[x] = pf[x - 1]
+            pt[m] = end
+            pf[m] = pf[m - 1]
+            np_ += 1
+        for x in range(found, m):
+            pf[x] -= p
+        if s == t:
+            C[C_HEAD] = -1
+            S[S_SHADOW] = INF
+            _start_job(JF, JI, S, C, j, not started_all_before)
+            _remove_from_queue(JI, C, j)
+            olen -= 1
+            continue  # order compacted: same k is the next job
+        started_all_before = False
+        k += 1
+
+
+# ------------------------------------------------------------ scheduling pass
+@njit(cache=True)
+def _schedule(JF, JI, S, C, PF):
+    """One scheduling pass at S_T. Returns EV_DECISION if an external decision is due."""
+    C[C_HEAD] = -1
+    S[S_SHADOW] = INF
+    if C[C_QLEN] == 0:
+        return -1
+    _order_queue(JF, JI, S, C)
+    bfmode = C[C_BACKFILL]
+    if bfmode == BF_CONSERVATIVE:
+        _conservative_pass(JF, JI, S, C, PF)
+        return -1
+    # start from the head while it fits
+    order = JI[I_ORDER]
+    while C[C_OLEN] > 0 and JI[I_PROCS, order[0]] <= C[C_FREE]:
+        _start_job(JF, JI, S, C, order[0], False)
+        _remove_from_queue(JI, C, order[0])
+    if C[C_OLEN] == 0 or bfmode == BF_NONE:
+        return -1
+    head = order[0]
+    _compute_shadow(JF, JI, S, C, head)
+    if C[C_FREE] <= 0 or C[C_OLEN] < 2:
+        return -1
+    if bfmode == BF_EXTERNAL:
+        if has_candidate(JF, JI, S, C):
+            C[C_PHASE] = P_DECIDE
+            C[C_DECISIONS] += 1
+            return EV_DECISION
+        return -1
+    nb = _fill_backfill_order(JF, JI, C, bfmode == BF_SJBF)
+    bf = JI[I_BFORDER]
+    for k in range(nb):
+        if C[C_FREE] <= 0:
+            break
+        j = bf[k]
+        if easy_allows(JF, JI, S, C, j):
+            backfill_start(JF, JI, S, C, j)
+    return -1
+
+
+@njit(cache=True)
+def _enqueue(JF, JI, C, lo, hi):
+    policy = C[C_POLICY]
+    q = JI[I_QUEUE]
+    for j in range(lo, hi):
+        JI[I_STATUS, j] = ST_WAITING
+        q[C[C_QLEN]] = j
+        C[C_QLEN] += 1
+        JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[F_EST, j], 0.0)
+    C[C_NEXT] = hi
+
+
+@njit(cache=True)
+def advance(JF, JI, S, C, PF):
+    """Run the event loop to the next stop. Returns ``EV_DONE``, ``EV_ESTIMATE`` or
+    ``EV_DECISION`` (see module doc)."""
+    n = C[C_N]
+    while True:
+        phase = C[C_PHASE]
+        if phase == P_DONE:
+            return EV_DONE
+        if phase == P_DECIDE:
+            if has_candidate(JF, JI, S, C):
+                C[C_DECISIONS] += 1
+                return EV_DECISION
+            C[C_PHASE] = P_EVENTS
+            continue
+        if phase == P_ARRIVE:
+            _enqueue(JF, JI, C, C[C_ARR_LO], C[C_ARR_HI])
+            C[C_PHASE] = P_EVENTS
+            if _schedule(JF, JI, S, C, PF) == EV_DECISION:
+                return EV_DECISION
+            continue
+        # ---- P_EVENTS: next event time
+        nxt = C[C_NEXT]
+        t = INF
+        if nxt < n:
+            t = JF[F_SUBMIT, nxt]
+        if C[C_HLEN] > 0 and JF[F_HEAPT, 0] < t:
+            t = JF[F_HEAPT, 0]
+        if C[C_XLEN] > 0 and JF[F_XHEAPT, 0] < t:
+            t = JF[F_XHEAPT, 0]
+        if t == INF:
+            C[C_PHASE] = P_DONE
+            return EV_DONE
+        S[S_T] = t
+        # completions
+        while C[C_HLEN] > 0 and JF[F_HEAPT, 0] == t:
+            j = JI[I_HEAPJ, 0]
+            C[C_HLEN] = _heap_pop(JF[F_HEAPT], JI[I_HEAPJ], C[C_HLEN])
+            JI[I_STATUS, j] = ST_DONE
+            C[C_FREE] += JI[I_PROCS, j]
+            _run_remove(JI, C, j)
+            JI[I_FIN, C[C_NFIN]] = j
+            C[C_NFIN] += 1
+        # estimated ends reached by jobs still running: corrections
+        while C[C_XLEN] > 0 and JF[F_XHEAPT, 0] == t:
+            j = JI[I_XHEAPJ, 0]
+            C[C_XLEN] = _heap_pop(JF[F_XHEAPT], JI[I_XHEAPJ], C[C_XLEN])
+            if JI[I_STATUS, j] == ST_RUNNING and _run_end(JF, j) == t:
+                _apply_correction(JF, JI, S, C, j)
+        # arrivals
+        hi = nxt
+        while hi < n and JF[F_SUBMIT, hi] == t:
+            hi += 1
+        if hi > nxt:
+            if C[C_ONLINE] == 1:
+                C[C_ARR_LO] = nxt
+                C[C_ARR_HI] = hi
+                C[C_PHASE] = P_ARRIVE
+                return EV_ESTIMATE
+            _enqueue(JF, JI, C, nxt, hi)
+        if _schedule(JF, JI, S, C, PF) == EV_DECISION:
+            return EV_DECISION
+
+
+@njit(cache=True)
+def candidates(JF, JI, S, C, out_jobs, out_flags):
+    """Write the current decision point's candidates (FCFS = index order) to ``out_jobs``.
+
+    ``out_flags`` bit 0: EASY allows it; bit 1: fits now. Returns the count.
+    The head (reserved job) is never a candidate.
+    """
+    q = JI[I_QUEUE]
+    head = C[C_HEAD]
+    c = 0
+    for k in range(C[C_QLEN]):
+        j = q[k]
+        if j == head:
+            continue
+        if not is_candidate(JF, JI, S, C, j):
+            continue
+        out_jobs[c] = j
+        f = 0
+        if easy_allows(JF, JI, S, C, j):
+            f |= 1
+        if JI[I_PROCS, j] <= C[C_FREE]:
+            f |= 2
+        out_flags[c] = f
+        c += 1
+    return c
+
+
+@njit(cache=True)
+def stop_backfilling(C):
+    """The decision maker declines further backfilling at this time."""
+    C[C_PHASE] = P_EVENTS

@@ -1,0 +1,485 @@
+"""The one event-driven scheduling engine.
+
+:class:`Simulation` owns the complete state of one simulated window and steps it
+from one stop to the next (:meth:`Simulation.advance`). A stop is either the end,
+a batch of arrivals that an online estimator must estimate, or -- when the
+backfiller is external (the RL agent, or any Python backfiller) -- a **decision
+point**: the head of the queue is blocked and at least one waiting job is a
+backfill candidate. The built-in backfillers (EASY, SJBF, conservative) answer the
+same question at the same point inside the compiled pass.
+
+Quick use::
+
+    from hpcgym.sim import simulate
+    res = simulate(workload, policy="FCFS", backfill="easy", estimate="request")
+    res.metrics["avg_bsld"]
+
+Driving decisions yourself::
+
+    sim = Simulation(workload, backfill="external")
+    while sim.advance() == Event.DECISION:
+        jobs, flags = sim.candidates()          # FCFS order; flags: EASY-allowed
+        if len(jobs): sim.backfill(jobs[0])     # or sim.stop()
+        else: sim.stop()
+    sim.result()
+
+Semantics: see ``docs/engine.md``.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hpcgym.predictors.base import Estimator, SystemView
+from hpcgym.sim import _kernel as K
+from hpcgym.sim.metrics import compute_metrics
+from hpcgym.workload.core import Workload
+
+__all__ = [
+    "BACKFILLS",
+    "CANDIDATE_MODES",
+    "CORRECTIONS",
+    "Event",
+    "POLICIES",
+    "SimResult",
+    "Simulation",
+    "simulate",
+]
+
+#: queue policies: name -> (kernel id, key formula)
+POLICIES: dict[str, tuple[int, str]] = {
+    "FCFS": (K.POL_FCFS, "s"),
+    "SJF": (K.POL_SJF, "r"),
+    "SPF": (K.POL_SJF, "r"),
+    "SQF": (K.POL_SQF, "n"),
+    "SAF": (K.POL_SAF, "r*n"),
+    "LJF": (K.POL_LJF, "-r"),
+    "LPF": (K.POL_LJF, "-r"),
+    "LQF": (K.POL_LQF, "-n"),
+    "LAF": (K.POL_LAF, "-r*n"),
+    "WFP3": (K.POL_WFP3, "-(w/r)^3*n"),
+    "UNICEF": (K.POL_UNICEF, "-w/(log2(max(n,2))*r)"),
+    "F1": (K.POL_F1, "log10(r)*n + 870*log10(s)"),
+    "F2": (K.POL_F2, "sqrt(r)*n + 25600*log10(s)"),
+    "F3": (K.POL_F3, "r*n + 6.86e6*log10(s)"),
+    "F4": (K.POL_F4, "r*sqrt(n) + 5.3e5*log10(s)"),
+}
+
+BACKFILLS: dict[str, int] = {
+    "none": K.BF_NONE,
+    "easy": K.BF_EASY,
+    "sjbf": K.BF_SJBF,
+    "conservative": K.BF_CONSERVATIVE,
+    "external": K.BF_EXTERNAL,
+}
+
+CORRECTIONS: dict[str, int] = {
+    "requested": K.CORR_REQUEST,
+    "incremental": K.CORR_INCREMENTAL,
+    "doubling": K.CORR_DOUBLING,
+}
+
+CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}
+
+# estimates the engine knows without an Estimator object
+_BUILTIN_ESTIMATES = {
+    "request": "request",
+    "requested": "request",
+    "user": "request",
+    "actual": "actual",
+    "ar": "actual",
+    "clairvoyant": "actual",
+}
+
+
+class Event(enum.IntEnum):
+    """Why :meth:`Simulation.advance` returned."""
+
+    DONE = K.EV_DONE
+    ESTIMATE = K.EV_ESTIMATE  # handled inside advance(); never returned to callers
+    DECISION = K.EV_DECISION
+
+
+def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
+    for k in table:
+        if k.lower() == str(value).lower():
+            return table[k]
+    raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(table)}")
+
+
+def policy_id(name: str) -> int:
+    return int(_choice("policy", name, POLICIES)[0])
+
+
+@dataclass
+class SimResult:
+    """Outcome of one simulation.
+
+    :param start: start time of every job (trace seconds)
+    :param backfilled: True for jobs started by backfilling
+    :param metrics: see :func:`hpcgym.sim.metrics.compute_metrics`
+    :param counters: engine counters (decisions, violations, corrections)
+    """
+
+    workload: Workload
+    start: np.ndarray
+    backfilled: np.ndarray
+    metrics: dict[str, float]
+    counters: dict[str, int] = field(default_factory=dict)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def wait(self) -> np.ndarray:
+        return self.start - self.workload.submit
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.config, **self.metrics, **self.counters}
+
+
+class Simulation:
+    """The resumable state of one simulated window.
+
+    :param workload: jobs to simulate (a window of a trace; submit-ordered)
+    :param policy: queue policy name (see :data:`POLICIES`)
+    :param backfill: ``none``, ``easy``, ``sjbf``, ``conservative`` or ``external``
+        (decisions are made by the caller at decision points)
+    :param estimate: ``request``, ``actual``, an :class:`Estimator`, or a float array
+        of estimates (one per job; capped at the request)
+    :param correction: what a running job's estimate becomes when it reaches it
+        without finishing: ``requested``, ``incremental`` or ``doubling``
+        (Gaussier et al. §5.2). Irrelevant when estimates never under-estimate.
+    :param starvation: starvation threshold Θ in seconds (Carastan-Santos §4): a job
+        that has waited more than Θ goes first (FCFS among such jobs); ``None`` = off;
+        ``"auto"`` = 3 × the workload's largest request.
+    :param candidates: with ``backfill="external"``: ``easy`` (only jobs EASY allows:
+        the reservation can never be delayed) or ``fit`` (every job that fits now)
+    :param external_order: order reported by :meth:`backfill_order` for external
+        deciders: ``policy`` (queue order) or ``sjbf``
+    :param seed: seed or Generator for stochastic estimators
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        policy: str = "FCFS",
+        backfill: str = "easy",
+        estimate: str | Estimator | np.ndarray = "request",
+        correction: str = "incremental",
+        starvation: float | str | None = None,
+        candidates: str = "easy",
+        external_order: str = "policy",
+        seed: int | np.random.Generator | None = 0,
+    ) -> None:
+        n = len(workload)
+        if n == 0:
+            raise ValueError("cannot simulate an empty workload")
+        self.workload = workload
+        self.policy = policy.upper()
+        self.backfill_mode = backfill.lower()
+        pol = policy_id(policy)
+        bf = _choice("backfill", backfill, BACKFILLS)
+        corr = _choice("correction", correction, CORRECTIONS)
+        cand = _choice("candidate mode", candidates, CANDIDATE_MODES)
+        ext = _choice("external order", external_order, {"policy": 0, "sjbf": 1})
+        self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+        JF = np.zeros((K.NF, n), dtype=np.float64)
+        JI = np.zeros((K.NI, n), dtype=np.int64)
+        JF[K.F_SUBMIT] = workload.submit
+        JF[K.F_RUNTIME] = workload.runtime
+        JF[K.F_REQUEST] = workload.request
+        JF[K.F_START] = np.nan
+        JF[K.F_BFSHADOW] = np.nan
+        JI[K.I_PROCS] = workload.procs
+        JI[K.I_BFHEAD] = -1
+        if int(workload.procs.max()) > workload.machine_size:
+            raise ValueError(
+                f"a job needs {int(workload.procs.max())} processors but the machine has "
+                f"{workload.machine_size}"
+            )
+        S = np.zeros(K.NS, dtype=np.float64)
+        C = np.zeros(K.NC, dtype=np.int64)
+        C[K.C_N] = n
+        C[K.C_M] = workload.machine_size
+        C[K.C_FREE] = workload.machine_size
+        C[K.C_POLICY] = pol
+        C[K.C_BACKFILL] = bf
+        C[K.C_CANDMODE] = cand
+        C[K.C_CORRECTION] = corr
+        C[K.C_HEAD] = -1
+        C[K.C_BFMODE] = ext
+        S[K.S_SHADOW] = np.inf
+        S[K.S_T] = workload.submit[0]
+        if starvation == "auto":
+            S[K.S_THETA] = 3.0 * float(workload.request.max())
+        elif starvation is not None:
+            if float(starvation) <= 0:
+                raise ValueError(f"starvation threshold must be > 0 seconds, got {starvation}")
+            S[K.S_THETA] = float(starvation)
+        self.starvation = float(S[K.S_THETA]) if S[K.S_THETA] > 0 else None
+
+        if isinstance(estimate, str) and estimate.lower() not in _BUILTIN_ESTIMATES:
+            from hpcgym.predictors import make_estimator  # registry of named estimators
+
+            estimate = make_estimator(estimate)
+        self.estimator: Estimator | None = None
+        self.estimate_name: str
+        if isinstance(estimate, Estimator):
+            self.estimator = estimate
+            self.estimate_name = estimate.name
+            estimate.bind(workload, self.rng)
+            if estimate.running_estimate == "request":
+                C[K.C_RUN_REQUEST] = 1
+            if estimate.online:
+                C[K.C_ONLINE] = 1
+                JF[K.F_EST] = workload.request  # replaced at each arrival
+            else:
+                static = estimate.static_estimates()
+                if static is None:
+                    raise ValueError(f"estimator {estimate.name!r} gave no static estimates")
+                JF[K.F_EST] = self._cap(np.asarray(static, dtype=np.float64))
+        elif isinstance(estimate, np.ndarray):
+            if estimate.shape != (n,):
+                raise ValueError(f"estimate array has shape {estimate.shape}, expected ({n},)")
+            self.estimate_name = "array"
+            JF[K.F_EST] = self._cap(estimate.astype(np.float64))
+        elif _BUILTIN_ESTIMATES[estimate.lower()] == "request":
+            JF[K.F_EST] = workload.request
+            self.estimate_name = "request"
+        else:
+            JF[K.F_EST] = workload.runtime
+            self.estimate_name = "actual"
+        self.JF, self.JI, self.S, self.C = JF, JI, S, C
+        self.PF = np.zeros((2, 2 * n + 4) if bf == K.BF_CONSERVATIVE else (2, 1))
+        self._fin_seen = 0
+        self._start_seen = 0
+        self._sim_seconds = 0.0
+        self._buf_jobs = np.empty(n, dtype=np.int64)
+        self._buf_flags = np.empty(n, dtype=np.int64)
+        self.config = {
+            "policy": self.policy,
+            "backfill": self.backfill_mode,
+            "estimate": self.estimate_name,
+            "correction": correction,
+            "starvation": self.starvation,
+        }
+
+    def _cap(self, est: np.ndarray) -> np.ndarray:
+        req = self.workload.request
+        est = np.where(np.isfinite(est), est, req)
+        return np.clip(est, np.minimum(1.0, req), req)
+
+    # ------------------------------------------------------------------ stepping
+    @property
+    def now(self) -> float:
+        return float(self.S[K.S_T])
+
+    @property
+    def done(self) -> bool:
+        return int(self.C[K.C_PHASE]) == K.P_DONE
+
+    def advance(self) -> Event:
+        """Run to the next decision point (external backfill) or to the end."""
+        t0 = time.perf_counter()
+        while True:
+            ev = K.advance(self.JF, self.JI, self.S, self.C, self.PF)
+            if ev == K.EV_ESTIMATE:
+                self._estimate_arrivals()
+                continue
+            self._sim_seconds += time.perf_counter() - t0
+            return Event(ev)
+
+    def _estimate_arrivals(self) -> None:
+        est = self.estimator
+        assert est is not None
+        JF, JI, C = self.JF, self.JI, self.C
+        nfin = int(C[K.C_NFIN])
+        if nfin > self._fin_seen:
+            jobs = JI[K.I_FIN, self._fin_seen : nfin].copy()
+            ends = JF[K.F_START, jobs] + JF[K.F_RUNTIME, jobs]
+            est.observe_finished(jobs, ends)
+            self._fin_seen = nfin
+        nst = int(C[K.C_NSTART])
+        if nst > self._start_seen:
+            jobs = JI[K.I_STARTLOG, self._start_seen : nst].copy()
+            est.observe_started(jobs, JF[K.F_START, jobs])
+            self._start_seen = nst
+        view = SystemView(
+            now=self.now,
+            running=JI[K.I_RUN, : int(C[K.C_RLEN])].copy(),
+            start=JF[K.F_START],
+            free=int(C[K.C_FREE]),
+            machine_size=int(C[K.C_M]),
+        )
+        req = JF[K.F_REQUEST]
+        for j in range(int(C[K.C_ARR_LO]), int(C[K.C_ARR_HI])):
+            v = float(est.predict(j, view))
+            if not np.isfinite(v):
+                v = req[j]
+            JF[K.F_EST, j] = min(max(v, min(1.0, req[j])), req[j])
+
+    # ---------------------------------------------------------- decision points
+    @property
+    def head(self) -> int:
+        """The reserved (blocked) head job at this decision point, or -1."""
+        return int(self.C[K.C_HEAD])
+
+    @property
+    def shadow(self) -> float:
+        return float(self.S[K.S_SHADOW])
+
+    @property
+    def extra(self) -> int:
+        return int(self.C[K.C_EXTRA])
+
+    @property
+    def free(self) -> int:
+        return int(self.C[K.C_FREE])
+
+    def candidates(self) -> tuple[np.ndarray, np.ndarray]:
+        """Candidates at the current decision point, FCFS order.
+
+        Returns ``(jobs, easy_allowed)``: job indices and a bool array telling which
+        of them EASY itself would start (fits now, and ends by the shadow or fits in
+        the extra processors).
+        """
+        c = K.candidates(self.JF, self.JI, self.S, self.C, self._buf_jobs, self._buf_flags)
+        return self._buf_jobs[:c].copy(), (self._buf_flags[:c] & 1).astype(bool)
+
+    def backfill_order(self) -> np.ndarray:
+        """Waiting jobs except the head, in the configured backfill order."""
+        JI, C = self.JI, self.C
+        nb = K._fill_backfill_order(self.JF, JI, C, int(C[K.C_BFMODE]) == 1)
+        return JI[K.I_BFORDER, :nb].copy()
+
+    def backfill(self, job: int) -> bool:
+        """Start waiting ``job`` now. Returns True if it delays the head's reservation.
+
+        Raises ``ValueError`` if the job is not a candidate at this decision point.
+        """
+        if int(self.C[K.C_PHASE]) != K.P_DECIDE:
+            raise RuntimeError("backfill() is only valid at a decision point")
+        job = int(job)
+        if (
+            not (0 <= job < len(self.workload))
+            or not K.is_candidate(self.JF, self.JI, self.S, self.C, job)
+            or int(self.JI[K.I_STATUS, job]) != K.ST_WAITING
+            or job == self.head
+        ):
+            jobs, _ = self.candidates()
+            raise ValueError(f"job {job} is not a candidate now; valid: {jobs.tolist()}")
+        return int(K.backfill_start(self.JF, self.JI, self.S, self.C, job)) == 2
+
+    def stop(self) -> None:
+        """Decline further backfilling at this time (resume with :meth:`advance`)."""
+        if int(self.C[K.C_PHASE]) != K.P_DECIDE:
+            raise RuntimeError("stop() is only valid at a decision point")
+        K.stop_backfilling(self.C)
+
+    def would_delay(self, job: int) -> bool:
+        """Whether starting ``job`` now would delay the head's reservation."""
+        return not bool(K.easy_allows(self.JF, self.JI, self.S, self.C, int(job)))
+
+    # ---------------------------------------------------------------- inspection
+    @property
+    def start_times(self) -> np.ndarray:
+        return self.JF[K.F_START]
+
+    @property
+    def status(self) -> np.ndarray:
+        return self.JI[K.I_STATUS]
+
+    @property
+    def estimates(self) -> np.ndarray:
+        return self.JF[K.F_EST]
+
+    def waiting(self) -> np.ndarray:
+        """Waiting jobs in index (FCFS) order."""
+        return self.JI[K.I_QUEUE, : int(self.C[K.C_QLEN])].copy()
+
+    def running(self) -> np.ndarray:
+        """Running jobs in order of estimated end."""
+        return self.JI[K.I_RUN, : int(self.C[K.C_RLEN])].copy()
+
+    @property
+    def counters(self) -> dict[str, int]:
+        C = self.C
+        return {
+            "decisions": int(C[K.C_DECISIONS]),
+            "violations": int(C[K.C_VIOLATIONS]),
+            "corrections": int(C[K.C_CORRECTIONS]),
+        }
+
+    def result(self) -> SimResult:
+        if not self.done:
+            raise RuntimeError("simulation is not finished; call advance() until DONE")
+        start = self.JF[K.F_START].copy()
+        backfilled = self.JI[K.I_BACKFILLED].astype(bool)
+        metrics = compute_metrics(self.workload, start, backfilled)
+        metrics["sim_seconds"] = self._sim_seconds
+        return SimResult(
+            workload=self.workload,
+            start=start,
+            backfilled=backfilled,
+            metrics=metrics,
+            counters=self.counters,
+            config=dict(self.config),
+        )
+
+    def run(self, decide: Callable[[Simulation], int | None] | None = None) -> SimResult:
+        """Run to the end. With ``backfill="external"``, ``decide(sim)`` returns the job
+        to start at each decision point, or ``None`` to stop backfilling there."""
+        while self.advance() == Event.DECISION:
+            if decide is None:
+                raise RuntimeError("backfill='external' needs a decide() callback")
+            j = decide(self)
+            if j is None:
+                self.stop()
+            else:
+                self.backfill(j)
+        return self.result()
+
+
+def warmup() -> None:
+    """Compile (or load from numba's on-disk cache) the engine's kernels, so that
+    timings of the first real simulation measure the simulation alone."""
+    from hpcgym.workload.core import Workload as _W
+
+    one = np.ones(3)
+    wl = _W(
+        "warmup",
+        2,
+        np.arange(3),
+        np.arange(3.0),
+        one,
+        np.array([2, 1, 1]),
+        one * 2,
+        -one,
+        -one,
+        -one,
+        -one,
+    )
+    for bf in ("easy", "sjbf", "conservative", "none"):
+        simulate(wl, policy="WFP3", backfill=bf)
+    sim = Simulation(wl, backfill="external")
+    sim.run(lambda s: int(s.candidates()[0][0]))
+
+
+def simulate(
+    workload: Workload,
+    policy: str = "FCFS",
+    backfill: str = "easy",
+    estimate: str | Estimator | np.ndarray = "request",
+    correction: str = "incremental",
+    starvation: float | str | None = None,
+    seed: int | np.random.Generator | None = 0,
+) -> SimResult:
+    """Simulate ``workload`` with a built-in backfiller and return the result."""
+    sim = Simulation(workload, policy, backfill, estimate, correction, starvation, seed=seed)
+    return sim.run()

@@ -1,0 +1,235 @@
+"""Named schedulers: a name for every (policy, backfill, estimate, correction) triple
+the literature uses, accepted wherever a scheduler is asked for (``hpcgym simulate
+--scheduler``, the env's reward normalizer, evaluation).
+
+Spellings accepted by :func:`get_scheduler`:
+
+* a named scheduler, e.g. ``EASY``, ``EASY-AR``, ``EASY-SJBF``, ``EASY++``, ``SAF``,
+  ``ELOSS``, ``CONSERVATIVE`` (see :data:`NAMED`; case-insensitive);
+* ``POLICY+NAME``: a named scheduler with another queue policy, e.g. ``SJF+EASY``,
+  ``WFP3+EASY-AR``, ``F1+EASY``, ``FCFS+NONE`` (no backfilling);
+* a key-value spec, e.g. ``policy=SJF,backfill=sjbf,estimate=actual,correction=doubling``
+  (keys: policy, backfill, estimate, correction, starvation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
+from hpcgym.workload.core import Workload
+
+__all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "list_schedulers"]
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    """A complete scheduler: queue policy, backfilling, runtime estimate, correction.
+
+    :param name: display name
+    :param policy: queue policy (:data:`hpcgym.sim.engine.POLICIES`)
+    :param backfill: ``none``, ``easy``, ``sjbf`` or ``conservative``
+    :param estimate: ``request``, ``actual`` or a predictor name of
+        :func:`hpcgym.predictors.make_estimator`
+    :param estimate_kwargs: keyword arguments of the predictor
+    :param correction: ``requested``, ``incremental`` or ``doubling``
+    :param starvation: starvation threshold in seconds, ``"auto"`` or ``None``
+    :param description: one line for listings
+    """
+
+    name: str
+    policy: str = "FCFS"
+    backfill: str = "easy"
+    estimate: str = "request"
+    estimate_kwargs: tuple[tuple[str, Any], ...] = field(default=())
+    correction: str = "incremental"
+    starvation: float | str | None = None
+    description: str = ""
+
+    def _estimator(self) -> Any:
+        if self.estimate.lower() in ("request", "actual") and not self.estimate_kwargs:
+            return self.estimate.lower()
+        from hpcgym.predictors import make_estimator
+
+        return make_estimator(self.estimate, **dict(self.estimate_kwargs))
+
+    def make_simulation(
+        self,
+        workload: Workload,
+        seed: int | np.random.Generator | None = 0,
+        *,
+        backfill: str | None = None,
+        candidates: str = "easy",
+    ) -> Simulation:
+        """A fresh :class:`Simulation` of ``workload`` with this scheduler.
+
+        ``backfill="external"`` keeps the policy/estimate/correction but hands the
+        backfill decisions to the caller (the RL env does this); the external
+        backfill order is this scheduler's (``sjbf`` for SJBF schedulers).
+        """
+        return Simulation(
+            workload,
+            policy=self.policy,
+            backfill=backfill or self.backfill,
+            estimate=self._estimator(),
+            correction=self.correction,
+            starvation=self.starvation,
+            candidates=candidates,
+            external_order="sjbf" if self.backfill == "sjbf" else "policy",
+            seed=seed,
+        )
+
+    def simulate(self, workload: Workload, seed: int | np.random.Generator | None = 0) -> SimResult:
+        res = self.make_simulation(workload, seed).run()
+        res.config["scheduler"] = self.name
+        return res
+
+    def with_policy(self, policy: str) -> SchedulerSpec:
+        _check("policy", policy, POLICIES)
+        return replace(self, name=f"{policy.upper()}+{self.name}", policy=policy.upper())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "policy": self.policy,
+            "backfill": self.backfill,
+            "estimate": self.estimate,
+            "estimate_kwargs": dict(self.estimate_kwargs),
+            "correction": self.correction,
+            "starvation": self.starvation,
+        }
+
+
+def _check(kind: str, value: str, table: dict[str, Any]) -> None:
+    if value.lower() not in {k.lower() for k in table}:
+        raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(table)}")
+
+
+def _s(name: str, desc: str, **kw: Any) -> SchedulerSpec:
+    return SchedulerSpec(name=name, description=desc, **kw)
+
+
+#: The named schedulers.
+NAMED: dict[str, SchedulerSpec] = {
+    s.name: s
+    for s in [
+        _s("EASY", "FCFS + EASY backfilling with user requests (Lifka 1995)"),
+        _s("EASY-AR", "FCFS + EASY with actual runtimes (clairvoyant)", estimate="actual"),
+        _s("EASY-SJBF", "FCFS + EASY, shortest-request-first backfill order", backfill="sjbf"),
+        _s(
+            "EASY-SJBF-AR",
+            "FCFS + EASY-SJBF with actual runtimes",
+            backfill="sjbf",
+            estimate="actual",
+        ),
+        _s("NONE", "no backfilling (strict head-of-line blocking)", backfill="none"),
+        _s(
+            "CONSERVATIVE", "FCFS + conservative backfilling with requests", backfill="conservative"
+        ),
+        _s(
+            "CONSERVATIVE-AR",
+            "FCFS + conservative backfilling with actual runtimes",
+            backfill="conservative",
+            estimate="actual",
+        ),
+        _s("SAF", "SAF order + EASY with requests (Carastan-Santos)", policy="SAF"),
+        _s(
+            "EASY++",
+            "FCFS + AVE2 predictions + incremental correction + SJBF (Tsafrir et al.)",
+            backfill="sjbf",
+            estimate="ave2",
+            correction="incremental",
+        ),
+        _s(
+            "ELOSS",
+            "FCFS + E-Loss learned predictions + incremental + SJBF (Gaussier et al.)",
+            backfill="sjbf",
+            estimate="eloss",
+            correction="incremental",
+        ),
+        _s("TANG-user", "FCFS + EASY, user-adjusted requests (Tang et al.)", estimate="tang-user"),
+        _s(
+            "TANG-project",
+            "FCFS + EASY, project-adjusted requests (Tang et al.)",
+            estimate="tang-project",
+        ),
+        _s(
+            "TANG-combined",
+            "FCFS + EASY, combined user/project adjusting (Tang et al. Eq. 5)",
+            estimate="tang-combined",
+        ),
+        _s(
+            "TANG-selective",
+            "FCFS + EASY, adjusted estimates for order/eligibility, requests for the shadow",
+            estimate="tang-selective",
+        ),
+        _s(
+            "EASY-HMM",
+            "FCFS + probabilistic backfilling with HMM runtime distributions (Nissimov)",
+            backfill="easy",
+            estimate="hmm",
+        ),
+    ]
+}
+
+_LOOKUP = {k.lower(): v for k, v in NAMED.items()}
+
+
+def list_schedulers() -> list[str]:
+    return list(NAMED)
+
+
+def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
+    """Resolve a scheduler name or spec string (see module doc)."""
+    if isinstance(spec, SchedulerSpec):
+        return spec
+    text = spec.strip()
+    if "=" in text:
+        kw: dict[str, Any] = {}
+        for part in text.split(","):
+            if not part.strip():
+                continue
+            if "=" not in part:
+                raise ValueError(f"bad scheduler spec part {part!r} in {spec!r} (want key=value)")
+            k, v = (x.strip() for x in part.split("=", 1))
+            k = k.lower()
+            if k not in ("policy", "backfill", "estimate", "correction", "starvation"):
+                raise ValueError(
+                    f"unknown scheduler spec key {k!r}; valid: policy, backfill, estimate, "
+                    "correction, starvation"
+                )
+            kw[k] = v
+        if "policy" in kw:
+            _check("policy", kw["policy"], POLICIES)
+            kw["policy"] = kw["policy"].upper()
+        if "backfill" in kw:
+            _check(
+                "backfill", kw["backfill"], {k: v for k, v in BACKFILLS.items() if k != "external"}
+            )
+            kw["backfill"] = kw["backfill"].lower()
+        if "correction" in kw:
+            _check("correction", kw["correction"], CORRECTIONS)
+        if "starvation" in kw and kw["starvation"] != "auto":
+            kw["starvation"] = float(kw["starvation"])
+        name = "{}+{}/{}".format(
+            kw.get("policy", "FCFS"),
+            kw.get("backfill", "easy").upper(),
+            kw.get("estimate", "request"),
+        )
+        return SchedulerSpec(name=name, **kw)
+    if text.lower() in _LOOKUP:
+        return _LOOKUP[text.lower()]
+    if "+" in text and not text.endswith("+"):
+        policy, rest = text.split("+", 1)
+        base = _LOOKUP.get(rest.lower())
+        if base is None:
+            raise ValueError(f"unknown scheduler {rest!r} in {spec!r}; valid: {', '.join(NAMED)}")
+        return replace(base.with_policy(policy), name=f"{policy.upper()}+{base.name}")
+    raise ValueError(
+        f"unknown scheduler {spec!r}; valid names: {', '.join(NAMED)}; or POLICY+NAME "
+        f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
+        "correction, starvation)"
+    )
