@@ -407,8 +407,12 @@ def _compute_shadow(JF, JI, S, C, head):
     extra = 0
     while k < rlen:
         e = _run_end(JF, run[k])
-        avail += JI[I_PROCS, run[k]]
-        k += 1
+        # all jobs ending at the same instant free their processors together: the
+        # shadow is the first end time at which the head fits, and extra counts every
+        # processor available at that instant
+        while k < rlen and _run_end(JF, run[k]) == e:
+            avail += JI[I_PROCS, run[k]]
+            k += 1
         if avail >= need:
             shadow = e
             extra = avail - need

@@ -1,0 +1,519 @@
+"""The RLBackfilling kernel policy as an sb3-contrib ``MaskablePPO`` policy.
+
+RLBackfilling (paper 004, section 3.3) scores every backfill candidate with one small MLP
+shared across the job rows (the *kernel*), turns the scores into a distribution with a
+softmax over the rows, and trains a separate value network on the flattened observation.
+:class:`KernelPolicy` implements that network as a
+:class:`~sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy`, so that::
+
+    from sb3_contrib import MaskablePPO
+    from agents import KernelPolicy
+
+    model = MaskablePPO(KernelPolicy, env, policy_kwargs=dict(value_head="pooled"))
+    model.learn(100_000)
+    model.save("kernel.zip")
+    model = MaskablePPO.load("kernel.zip")  # no custom_objects needed
+    action, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+
+Observation / action contract (the hpcgym backfilling env):
+
+- observation ``Box(0, 1, (K, F), float32)``: one row per candidate job; column 0 of every
+  row is a validity flag (1 = real candidate, 0 = padding);
+- action ``Discrete(K + 1)``: ``i < K`` starts row ``i``'s job, ``K`` is STOP;
+- ``env.action_masks()`` gives a bool ``(K + 1,)`` array.
+
+The action logits are ``[score(row_0), ..., score(row_{K-1}), stop_score]``. Masked logits are
+replaced by sb3-contrib's :class:`~sb3_contrib.common.maskable.distributions.MaskableCategorical`
+with ``-1e8``, which makes their probability exactly 0 in float32 (``exp`` underflows), so they
+are never sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch as th
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from stable_baselines3.common.type_aliases import Schedule
+from torch import nn
+
+__all__ = [
+    "PADDING_LOGIT",
+    "STOP_SCORES",
+    "VALUE_HEADS",
+    "JobRowsExtractor",
+    "KernelNetwork",
+    "KernelPolicy",
+]
+
+#: Choices of the ``stop_score`` option of :class:`KernelPolicy`.
+STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
+#: Choices of the ``value_head`` option of :class:`KernelPolicy`.
+VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
+#: Logit given to padding rows (validity flag 0); the same constant sb3-contrib uses for
+#: masked actions, so the probability of a padding row is exactly 0 even without a mask.
+PADDING_LOGIT: float = -1e8
+#: Default kernel (shared per-row scorer) hidden layers, from the RLBackfilling code.
+DEFAULT_KERNEL_ARCH: tuple[int, ...] = (32, 16, 8)
+#: Default hidden layers of the value MLP for each value head (see :class:`KernelPolicy`).
+DEFAULT_VALUE_ARCH: dict[str, tuple[int, ...]] = {"flat": (32, 16, 8), "pooled": (64, 32)}
+#: Paper's (reference code's) policy / value learning rates: pi_lr=3e-4, vf_lr=1e-3.
+DEFAULT_VALUE_LR_RATIO: float = 1e-3 / 3e-4
+
+
+def _mlp(in_dim: int, arch: Sequence[int], activation_fn: type[nn.Module]) -> nn.Sequential:
+    """Linear + activation for every width in ``arch`` (empty ``arch``: identity)."""
+    layers: list[nn.Module] = []
+    for width in arch:
+        layers += [nn.Linear(in_dim, width), activation_fn()]
+        in_dim = width
+    return nn.Sequential(*layers)
+
+
+def _as_arch(value: Sequence[int], name: str, allow_empty: bool = True) -> tuple[int, ...]:
+    """Validate a layer-width sequence (lists come back from SB3's JSON save format)."""
+    if isinstance(value, (int, str)) or not isinstance(value, Sequence):
+        raise ValueError(f"{name} must be a sequence of positive layer widths, got {value!r}")
+    arch = tuple(int(w) for w in value)
+    if any(w <= 0 for w in arch) or any(int(w) != w for w in value):
+        raise ValueError(f"{name} must contain positive integer layer widths, got {value!r}")
+    if not arch and not allow_empty:
+        raise ValueError(f"{name} must have at least one hidden layer, got {value!r}")
+    return arch
+
+
+def _masked_mean_max(emb: th.Tensor, valid: th.Tensor) -> th.Tensor:
+    """Concatenate the mean and the max over the valid rows of ``emb`` (N, K, D) -> (N, 2D).
+
+    Padding rows do not contribute; a state without any valid row gives zeros.
+    """
+    v = valid.unsqueeze(-1)
+    count = v.sum(dim=1).clamp(min=1).to(emb.dtype)
+    mean = (emb * v).sum(dim=1) / count
+    neg = th.finfo(emb.dtype).min
+    mx = th.where(v, emb, th.full_like(emb, neg)).amax(dim=1)
+    mx = th.where(valid.any(dim=1, keepdim=True), mx, th.zeros_like(mx))
+    return th.cat([mean, mx], dim=-1)
+
+
+class _ScaledLrHooks:
+    """Optimizer step hooks that apply a per-parameter-group learning-rate factor.
+
+    SB3 sets ``group["lr"] = lr_schedule(progress)`` on *every* group before each update
+    (:func:`stable_baselines3.common.utils.update_learning_rate`). Each group carries its own
+    ``"lr_scale"``; the pre-hook multiplies ``lr`` by it just for the ``step()`` call and the
+    post-hook restores the scheduled value, so the schedule and the ratio compose.
+    The hooks are module-level callables (picklable) and read the factor from the group, so
+    it survives ``optimizer.state_dict()`` / ``load_state_dict()`` (SB3 ``.zip`` save/load).
+    """
+
+    @staticmethod
+    def pre(optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        for group in optimizer.param_groups:
+            group["scheduled_lr"] = group["lr"]
+            group["lr"] = group["lr"] * group.get("lr_scale", 1.0)
+
+    @staticmethod
+    def post(optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        for group in optimizer.param_groups:
+            if "scheduled_lr" in group:
+                group["lr"] = group.pop("scheduled_lr")
+
+
+class JobRowsExtractor(BaseFeaturesExtractor):
+    """Identity features extractor that keeps the ``(K, F)`` row structure.
+
+    SB3's default :class:`~stable_baselines3.common.torch_layers.FlattenExtractor` would
+    flatten the rows; the kernel needs them. Output: ``(N, K, F)``, ``features_dim = F``
+    (the per-row width).
+
+    :param observation_space: a 2-D ``Box`` of shape ``(K, F)``
+    """
+
+    def __init__(self, observation_space: spaces.Box) -> None:
+        _check_obs_space(observation_space)
+        super().__init__(observation_space, features_dim=int(observation_space.shape[1]))
+
+    def forward(self, observations: th.Tensor) -> th.Tensor:
+        return observations
+
+
+def _check_obs_space(observation_space: spaces.Space) -> None:
+    if not (isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 2):
+        raise ValueError(
+            "KernelPolicy needs a 2-D Box observation space of shape (K, F) (one row per "
+            f"candidate job, column 0 = validity flag), got {observation_space!r}"
+        )
+    if observation_space.shape[1] < 2:
+        raise ValueError(
+            f"observation rows need the validity flag plus >= 1 feature, got shape "
+            f"{observation_space.shape}"
+        )
+
+
+class KernelNetwork(nn.Module):
+    """The actor and critic bodies of :class:`KernelPolicy` (its ``mlp_extractor``).
+
+    ``forward_actor`` returns the action logits ``(N, K + 1)`` directly (so the policy's
+    ``action_net`` is the identity); ``forward_critic`` returns the last hidden layer of the
+    value MLP (the policy's ``value_net`` is the final ``Linear(latent_dim_vf, 1)``).
+
+    :param n_rows: K, the number of candidate rows
+    :param row_dim: F' , the width of a row as given by the features extractor
+    :param kernel_arch: hidden widths of the shared per-row kernel (a final ``Linear(., 1)``
+        produces the row score)
+    :param activation_fn: activation used after every hidden layer
+    :param stop_score: ``"learned"``, ``"fixed"`` or ``"pooled"`` (see :class:`KernelPolicy`)
+    :param stop_arch: hidden widths of the ``"pooled"`` STOP head
+    :param value_head: ``"flat"`` or ``"pooled"``
+    :param value_arch: hidden widths of the value MLP
+    :param value_row_arch: hidden widths of the per-row encoder of the ``"pooled"`` value head
+    """
+
+    def __init__(
+        self,
+        n_rows: int,
+        row_dim: int,
+        kernel_arch: tuple[int, ...],
+        activation_fn: type[nn.Module],
+        stop_score: str,
+        stop_arch: tuple[int, ...],
+        value_head: str,
+        value_arch: tuple[int, ...],
+        value_row_arch: tuple[int, ...],
+    ) -> None:
+        super().__init__()
+        self.n_rows = n_rows
+        self.row_dim = row_dim
+        self.stop_score = stop_score
+        self.value_head = value_head
+        # ---- policy side: the kernel (shared across rows) and the STOP score
+        self.kernel = _mlp(row_dim, kernel_arch, activation_fn)
+        emb_dim = kernel_arch[-1] if kernel_arch else row_dim
+        self.kernel_out = nn.Linear(emb_dim, 1)
+        self.stop_bias: nn.Parameter | None = None
+        self.stop_net: nn.Sequential | None = None
+        if stop_score == "learned":
+            self.stop_bias = nn.Parameter(th.zeros(1))
+        elif stop_score == "pooled":
+            hidden = _mlp(2 * emb_dim, stop_arch, activation_fn)
+            last = stop_arch[-1] if stop_arch else 2 * emb_dim
+            self.stop_net = nn.Sequential(*hidden, nn.Linear(last, 1))
+        # ---- value side (no parameter shared with the policy side)
+        self.value_rows: nn.Sequential | None = None
+        if value_head == "flat":
+            value_in = n_rows * row_dim
+        else:
+            self.value_rows = _mlp(row_dim, value_row_arch, activation_fn)
+            value_in = 2 * (value_row_arch[-1] if value_row_arch else row_dim)
+        self.value_trunk = _mlp(value_in, value_arch, activation_fn)
+        self.latent_dim_pi = n_rows + 1
+        self.latent_dim_vf = value_arch[-1] if value_arch else value_in
+
+    def policy_modules(self) -> list[nn.Module]:
+        """Modules (and the STOP bias holder) updated with the policy learning rate."""
+        mods: list[nn.Module] = [self.kernel, self.kernel_out]
+        if self.stop_net is not None:
+            mods.append(self.stop_net)
+        return mods
+
+    def value_modules(self) -> list[nn.Module]:
+        """Modules updated with the value learning rate."""
+        mods: list[nn.Module] = [self.value_trunk]
+        if self.value_rows is not None:
+            mods.append(self.value_rows)
+        return mods
+
+    @staticmethod
+    def valid_rows(rows: th.Tensor) -> th.Tensor:
+        """Bool ``(N, K)``: validity flag (column 0) of every row."""
+        return rows[..., 0] > 0.5
+
+    def row_scores(self, rows: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        """Kernel scores ``(N, K)`` (padding rows -> :data:`PADDING_LOGIT`) and embeddings."""
+        emb = self.kernel(rows)
+        scores = self.kernel_out(emb).squeeze(-1)
+        valid = self.valid_rows(rows)
+        scores = th.where(valid, scores, th.full_like(scores, PADDING_LOGIT))
+        return scores, emb
+
+    def forward_actor(self, rows: th.Tensor) -> th.Tensor:
+        scores, emb = self.row_scores(rows)
+        if self.stop_bias is not None:
+            stop = self.stop_bias.expand(scores.shape[0])
+        elif self.stop_net is not None:
+            pooled = _masked_mean_max(emb, self.valid_rows(rows))
+            stop = self.stop_net(pooled).squeeze(-1)
+        else:  # "fixed"
+            stop = th.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
+        return th.cat([scores, stop.unsqueeze(-1)], dim=-1)
+
+    def forward_critic(self, rows: th.Tensor) -> th.Tensor:
+        valid = self.valid_rows(rows)
+        if self.value_rows is None:
+            # Flattened observation (the paper's value network); padding rows are zeroed so
+            # their content cannot change the value.
+            x = (rows * valid.unsqueeze(-1).to(rows.dtype)).flatten(start_dim=1)
+        else:
+            x = _masked_mean_max(self.value_rows(rows), valid)
+        return self.value_trunk(x)
+
+    def forward(self, rows: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
+        return self.forward_actor(rows), self.forward_critic(rows)
+
+
+class KernelPolicy(MaskableActorCriticPolicy):
+    """RLBackfilling's kernel actor-critic (paper 004, section 3.3) for ``MaskablePPO``.
+
+    **Actor.** One MLP ``F -> kernel_arch -> 1`` (paper / reference code: 32-16-8, ReLU; about
+    1k parameters for F = 10) is applied to every row and gives that row's score; rows whose
+    validity flag (column 0) is 0 get the score :data:`PADDING_LOGIT`, so padding rows have
+    probability exactly 0 and cannot change the probabilities of the other actions, even
+    when no action mask is passed. The logits are ``[row scores..., STOP score]``, the
+    distribution is sb3-contrib's masked categorical (masked softmax). Because the kernel is
+    shared, permuting the rows permutes the row logits; the STOP logit is unchanged.
+
+    STOP score (``stop_score``), the one action that is not a row:
+
+    - ``"learned"`` (default): a learned scalar, independent of the state. Softmax is
+      shift-invariant, so this is exactly as expressive as ``"fixed"`` (the kernel's output
+      bias can move all row scores against a constant); it only makes the STOP preference
+      an explicit parameter (initialised to 0: a uniform initial policy).
+    - ``"fixed"``: the constant 0 (no parameter); rows are scored relative to STOP.
+    - ``"pooled"``: a small MLP (``stop_arch``) over the mean and max of the kernel's last
+      hidden layer over the valid rows, so the STOP preference can depend on the whole queue
+      (not only through the row scores). Permutation-invariant.
+
+    **Critic** (``value_head``), with no parameter shared with the actor:
+
+    - ``"flat"`` (default, the paper's): an MLP over the flattened ``(K*F)`` observation, hidden
+      layers ``value_arch`` (default ``(32, 16, 8)``, the RLBackfilling code's critic), then
+      ``Linear(., 1)``. Padding rows are zeroed first. Tied to the queue size K.
+    - ``"pooled"``: a per-row encoder (``value_row_arch``, default ``(32, 16)``), mean and max
+      pooled over the valid rows, then an MLP (``value_arch``, default ``(64, 32)``) and
+      ``Linear(., 1)``. Permutation-invariant and its weights do not depend on K.
+
+    **Learning rates.** The RLBackfilling code trains the policy with 3e-4 and the value
+    network with 1e-3 (two Adam optimizers). SB3 has one optimizer and, before every update,
+    sets *all* its parameter groups to ``lr_schedule(progress)``. Here the optimizer has two
+    parameter groups (``"policy"``: kernel + STOP head, ``lr_scale`` 1; ``"value"``: value
+    network, ``lr_scale = value_lr_ratio``), and optimizer step hooks multiply each group's
+    scheduled lr by its ``lr_scale`` for the duration of ``step()`` only. So with
+    ``MaskablePPO(..., learning_rate=3e-4)`` and the default ``value_lr_ratio = 1e-3/3e-4``
+    the policy steps with 3e-4 and the value net with 1e-3; a schedule (e.g. linear decay)
+    scales both, keeping the ratio. ``train/learning_rate`` in the SB3 logs is the policy lr.
+    Set ``value_lr_ratio=1.0`` for SB3's single learning rate. Remaining differences from the
+    paper's training (kept as SB3 does it): one combined loss ``pg + vf_coef * vf - ent``,
+    minibatch epochs instead of 80 full-batch iterations, a global gradient-norm clip. As
+    actor and critic share no parameter and Adam is invariant to loss scale, ``vf_coef``
+    barely matters.
+
+    :param observation_space: ``Box`` of shape ``(K, F)``; column 0 = validity flag
+    :param action_space: ``Discrete(K + 1)``; action ``K`` is STOP
+    :param lr_schedule: learning rate schedule (given by the algorithm); the policy lr
+    :param kernel_arch: hidden widths of the shared per-row kernel (default ``(32, 16, 8)``)
+    :param activation_fn: activation after every hidden layer (the paper does not name it;
+        the RLBackfilling code uses ReLU, the default here)
+    :param stop_score: ``"learned"`` (default), ``"fixed"`` or ``"pooled"`` (see above)
+    :param stop_arch: hidden widths of the ``"pooled"`` STOP MLP (default ``(16,)``)
+    :param value_head: ``"flat"`` (default) or ``"pooled"`` (see above)
+    :param value_arch: hidden widths of the value MLP (default: ``(32, 16, 8)`` for
+        ``"flat"``, ``(64, 32)`` for ``"pooled"``)
+    :param value_row_arch: per-row encoder of the ``"pooled"`` value head (default
+        ``(32, 16)``; must not be empty)
+    :param value_lr_ratio: value lr / policy lr (default ``1e-3 / 3e-4``, the paper's)
+    :param ortho_init: orthogonal init as in SB3 (hidden layers gain sqrt(2), row-score and
+        STOP output layers 0.01, value output 1); ``False`` keeps PyTorch's default init
+    :param features_extractor_class: must output ``(N, K, D)`` rows with the validity flag in
+        column 0 and ``features_dim = D`` (default :class:`JobRowsExtractor`, the identity)
+    :param features_extractor_kwargs: keyword arguments for the features extractor
+    :param normalize_images: unused (no image observations), kept for SB3 compatibility
+    :param optimizer_class: optimizer (default Adam, eps=1e-5 as in SB3)
+    :param optimizer_kwargs: optimizer keyword arguments, excluding the learning rate
+    :param net_arch: not used; must be ``None`` (use ``kernel_arch`` / ``value_arch``)
+    """
+
+    def __init__(
+        self,
+        observation_space: spaces.Space,
+        action_space: spaces.Space,
+        lr_schedule: Schedule,
+        kernel_arch: Sequence[int] = DEFAULT_KERNEL_ARCH,
+        activation_fn: type[nn.Module] = nn.ReLU,
+        stop_score: str = "learned",
+        stop_arch: Sequence[int] = (16,),
+        value_head: str = "flat",
+        value_arch: Sequence[int] | None = None,
+        value_row_arch: Sequence[int] = (32, 16),
+        value_lr_ratio: float = DEFAULT_VALUE_LR_RATIO,
+        ortho_init: bool = True,
+        features_extractor_class: type[BaseFeaturesExtractor] = JobRowsExtractor,
+        features_extractor_kwargs: dict[str, Any] | None = None,
+        normalize_images: bool = True,
+        optimizer_class: type[th.optim.Optimizer] = th.optim.Adam,
+        optimizer_kwargs: dict[str, Any] | None = None,
+        net_arch: None = None,
+    ) -> None:
+        if net_arch is not None:
+            raise ValueError(
+                "KernelPolicy does not use net_arch; set kernel_arch (the per-row kernel), "
+                f"value_arch and value_row_arch instead (got net_arch={net_arch!r})"
+            )
+        _check_obs_space(observation_space)
+        if not isinstance(action_space, spaces.Discrete):
+            raise ValueError(
+                f"KernelPolicy needs a Discrete(K + 1) action space, got {action_space!r}"
+            )
+        n_rows = int(observation_space.shape[0])
+        if int(action_space.n) != n_rows + 1:
+            raise ValueError(
+                f"action space Discrete({int(action_space.n)}) does not match {n_rows} "
+                f"observation rows: expected Discrete({n_rows + 1}) (one action per row + STOP)"
+            )
+        if stop_score not in STOP_SCORES:
+            raise ValueError(f"stop_score must be one of {STOP_SCORES}, got {stop_score!r}")
+        if value_head not in VALUE_HEADS:
+            raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {value_head!r}")
+        if not (np.isfinite(value_lr_ratio) and value_lr_ratio > 0):
+            raise ValueError(f"value_lr_ratio must be a positive number, got {value_lr_ratio!r}")
+        # Plain attributes may be set before nn.Module.__init__ (runs inside super().__init__,
+        # which also calls self._build and so needs them).
+        self.n_rows = n_rows
+        self.kernel_arch = _as_arch(kernel_arch, "kernel_arch")
+        self.stop_score = stop_score
+        self.stop_arch = _as_arch(stop_arch, "stop_arch")
+        self.value_head = value_head
+        self.value_arch = _as_arch(
+            DEFAULT_VALUE_ARCH[value_head] if value_arch is None else value_arch, "value_arch"
+        )
+        self.value_row_arch = _as_arch(value_row_arch, "value_row_arch", allow_empty=False)
+        self.value_lr_ratio = float(value_lr_ratio)
+        super().__init__(
+            observation_space,
+            action_space,
+            lr_schedule,
+            net_arch=[],
+            activation_fn=activation_fn,
+            ortho_init=ortho_init,
+            features_extractor_class=features_extractor_class,
+            features_extractor_kwargs=features_extractor_kwargs,
+            share_features_extractor=True,
+            normalize_images=normalize_images,
+            optimizer_class=optimizer_class,
+            optimizer_kwargs=optimizer_kwargs,
+        )
+
+    # ------------------------------------------------------------------ construction
+    def _build_mlp_extractor(self) -> None:
+        self.mlp_extractor = KernelNetwork(
+            n_rows=self.n_rows,
+            row_dim=self.features_dim,
+            kernel_arch=self.kernel_arch,
+            activation_fn=self.activation_fn,
+            stop_score=self.stop_score,
+            stop_arch=self.stop_arch,
+            value_head=self.value_head,
+            value_arch=self.value_arch,
+            value_row_arch=self.value_row_arch,
+        ).to(self.device)
+
+    def _build(self, lr_schedule: Schedule) -> None:
+        self._build_mlp_extractor()
+        net: KernelNetwork = self.mlp_extractor
+        # The kernel network already outputs the logits [row scores..., STOP score].
+        self.action_net = nn.Identity()
+        self.value_net = nn.Linear(net.latent_dim_vf, 1)
+        if self.ortho_init:
+            gain = float(np.sqrt(2))
+            for module in (net.kernel, net.value_trunk, self.features_extractor):
+                module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+            if net.value_rows is not None:
+                net.value_rows.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+            self.init_weights(net.kernel_out, gain=0.01)
+            if net.stop_net is not None:
+                net.stop_net.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+                self.init_weights(net.stop_net[-1], gain=0.01)
+            self.init_weights(self.value_net, gain=1.0)
+
+        policy_params = [p for m in net.policy_modules() for p in m.parameters()]
+        if net.stop_bias is not None:
+            policy_params.append(net.stop_bias)
+        value_params = [p for m in net.value_modules() for p in m.parameters()]
+        value_params += list(self.value_net.parameters())
+        grouped = {id(p) for p in policy_params + value_params}
+        extra = [p for p in self.parameters() if id(p) not in grouped]
+        # A trainable features extractor (none by default) learns with the policy.
+        policy_params += extra
+        assert len(grouped) + len(extra) == len(list(self.parameters()))
+        self.optimizer = self.optimizer_class(
+            [
+                {"params": policy_params, "name": "policy", "lr_scale": 1.0},
+                {"params": value_params, "name": "value", "lr_scale": self.value_lr_ratio},
+            ],
+            lr=lr_schedule(1),  # type: ignore[call-arg]
+            **self.optimizer_kwargs,
+        )
+        self.optimizer.register_step_pre_hook(_ScaledLrHooks.pre)
+        self.optimizer.register_step_post_hook(_ScaledLrHooks.post)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data.pop("net_arch", None)
+        data.update(
+            dict(
+                kernel_arch=self.kernel_arch,
+                stop_score=self.stop_score,
+                stop_arch=self.stop_arch,
+                value_head=self.value_head,
+                value_arch=self.value_arch,
+                value_row_arch=self.value_row_arch,
+                value_lr_ratio=self.value_lr_ratio,
+            )
+        )
+        return data
+
+    # ------------------------------------------------------------------ helpers
+    def action_logits(self, obs: th.Tensor) -> th.Tensor:
+        """Unmasked logits ``(N, K + 1)`` = ``[row scores..., STOP score]`` for ``obs``."""
+        features = self.extract_features(obs, self.pi_features_extractor)
+        return self.action_net(self.mlp_extractor.forward_actor(features))
+
+    def action_probabilities(
+        self, observation: np.ndarray, action_masks: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Masked action probabilities, ``(K + 1,)`` for one observation or ``(N, K + 1)``.
+
+        :param observation: ``(K, F)`` or ``(N, K, F)``
+        :param action_masks: bool ``(K + 1,)`` or ``(N, K + 1)``, or ``None``
+        """
+        self.set_training_mode(False)
+        obs_tensor, vectorized = self.obs_to_tensor(observation)
+        with th.no_grad():
+            dist = self.get_distribution(obs_tensor, action_masks=action_masks)
+            probs = dist.distribution.probs.cpu().numpy()
+        return probs if vectorized else probs[0]
+
+    def parameter_counts(self) -> dict[str, int]:
+        """Number of trainable parameters: ``kernel`` (row scorer incl. its output layer),
+        ``stop``, ``policy`` (kernel + stop), ``value`` and ``total``."""
+        net: KernelNetwork = self.mlp_extractor
+
+        def count(mods: Sequence[nn.Module]) -> int:
+            return sum(p.numel() for m in mods for p in m.parameters())
+
+        kernel = count([net.kernel, net.kernel_out])
+        stop = count([net.stop_net]) if net.stop_net is not None else 0
+        stop += 1 if net.stop_bias is not None else 0
+        value = count([*net.value_modules(), self.value_net])
+        total = sum(p.numel() for p in self.parameters())
+        return {
+            "kernel": kernel,
+            "stop": stop,
+            "policy": kernel + stop,
+            "value": value,
+            "total": total,
+        }
