@@ -1,0 +1,278 @@
+"""``hpcgym traces ...``: list, inspect, fetch and generate workloads.
+
+* ``hpcgym traces list [--json]``: registered traces and where they are found locally;
+* ``hpcgym traces info TRACE [--json] [--machine-size N] [--lenient]``: machine size,
+  kept jobs, the cleaning report per rule and workload statistics (``TRACE`` is a
+  registered name, an SWF path or ``synthetic``);
+* ``hpcgym traces fetch NAME [--dest DIR] [--url URL] [--force]``: download a trace;
+* ``hpcgym traces generate lublin --jobs N --machine-size M [--load L] [--seed S]
+  [--request-model R] -o FILE``: write a synthetic Lublin-Feitelson workload as SWF.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from hpcgym.workload.core import Workload
+from hpcgym.workload.swf import DROP_RULES, PATCH_RULES, write_swf
+from hpcgym.workload.traces import (
+    TRACES,
+    fetch_trace,
+    find_local,
+    load,
+    trace_search_dirs,
+    trace_url,
+)
+
+__all__ = ["add_parser", "workload_info"]
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Add the ``traces`` command (and its sub-commands) to the main parser."""
+    p = subparsers.add_parser(
+        "traces",
+        help="list, inspect, download and generate workloads",
+        description="Workload traces: the registry, SWF cleaning reports, downloads and "
+        "synthetic Lublin-Feitelson workloads. See docs/workloads.md.",
+    )
+    sub = p.add_subparsers(dest="traces_command", metavar="SUBCOMMAND")
+    p.set_defaults(func=lambda args: _no_subcommand(p))
+
+    q = sub.add_parser("list", help="registered traces and where they are found locally")
+    q.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    q.set_defaults(func=cmd_list)
+
+    q = sub.add_parser(
+        "info",
+        help="machine size, cleaning report and statistics of a trace",
+        description="Load TRACE (registered name, SWF path or 'synthetic'; a missing "
+        "registered trace is downloaded) and print its cleaning report and statistics.",
+    )
+    q.add_argument("trace", metavar="TRACE", help="registered name, SWF path or 'synthetic'")
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.add_argument("--machine-size", type=_positive_int, metavar="N", help="override MaxProcs")
+    q.add_argument("--lenient", action="store_true", help="skip (and count) malformed job lines")
+    q.set_defaults(func=cmd_info)
+
+    q = sub.add_parser(
+        "fetch",
+        help="download a registered trace",
+        description="Download a registered trace into DIR (default: the user cache) and "
+        "verify its SHA-256; a valid copy already there is kept.",
+    )
+    q.add_argument("name", metavar="NAME", help=f"one of: {', '.join(TRACES)}")
+    q.add_argument("--dest", metavar="DIR", help="target directory (default: user cache)")
+    q.add_argument("--url", metavar="URL", help="download from URL (mirror, file://...)")
+    q.add_argument("--force", action="store_true", help="download even if a copy exists")
+    q.set_defaults(func=cmd_fetch)
+
+    q = sub.add_parser(
+        "generate",
+        help="write a synthetic workload as SWF",
+        description="Generate a synthetic workload and write it as an SWF file.",
+    )
+    q.add_argument("model", choices=["lublin"], help="workload model")
+    q.add_argument("--jobs", type=_positive_int, default=10_000, metavar="N", help="jobs")
+    q.add_argument(
+        "--machine-size", type=_positive_int, default=256, metavar="M", help="processors"
+    )
+    q.add_argument(
+        "--load", type=float, default=None, metavar="L", help="target offered load (optional)"
+    )
+    q.add_argument("--seed", type=int, default=0, metavar="S", help="random seed")
+    try:
+        from hpcgym.workload.lublin import REQUEST_MODELS
+
+        models: list[str] | None = list(REQUEST_MODELS)
+    except ImportError:  # pragma: no cover - lublin.py is part of the package
+        models = None
+    q.add_argument(
+        "--request-model",
+        default="tsafrir",
+        choices=models,
+        help="how user runtime requests (estimates) are generated (default: tsafrir)",
+    )
+    q.add_argument("-o", "--output", required=True, metavar="FILE", help="SWF file (.gz ok)")
+    q.set_defaults(func=cmd_generate)
+    return p
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _no_subcommand(parser: argparse.ArgumentParser) -> int:
+    parser.print_help()
+    return 2
+
+
+# ------------------------------------------------------------------- commands
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = []
+    for info in TRACES.values():
+        found = find_local(info, verify=False)
+        rows.append(
+            {
+                "name": info.name,
+                "machine_size": info.machine_size,
+                "jobs": info.jobs,
+                "file": info.file,
+                "local": str(found[0]) if found else None,
+                "where": found[1] if found else None,
+                "url": trace_url(info),
+                "description": info.description,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    header = ("NAME", "PROCS", "JOBS", "FILE", "LOCAL COPY")
+    table = [
+        (
+            r["name"],
+            f"{r['machine_size']:,}",
+            f"{r['jobs']:,}",
+            r["file"],
+            f"{r['local']} ({r['where']})" if r["local"] else "- (downloaded on first use)",
+        )
+        for r in rows
+    ]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *table, strict=True)]
+    for i, row in enumerate([header, *table]):
+        cells = [
+            str(c).rjust(w) if j in (1, 2) and i else str(c).ljust(w)
+            for j, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        print("  ".join(cells).rstrip())
+    print("\nsearched, in order:")
+    for d, label in trace_search_dirs():
+        print(f"  {d}  ({label})")
+    return 0
+
+
+def _stats(x: np.ndarray) -> dict[str, float]:
+    if x.size == 0:
+        return {k: math.nan for k in ("min", "median", "mean", "max")}
+    return {
+        "min": float(x.min()),
+        "median": float(np.median(x)),
+        "mean": float(x.mean()),
+        "max": float(x.max()),
+    }
+
+
+def workload_info(w: Workload) -> dict[str, Any]:
+    """Machine size, cleaning report and statistics of a workload (``traces info``)."""
+    rep = w.report
+    users = w.user[w.user >= 0]
+    return {
+        "name": w.name,
+        "source": w.source,
+        "machine_size": int(w.machine_size),
+        "records": int(rep.records),
+        "jobs": len(w),
+        "dropped": dict(rep.dropped),
+        "patched": dict(rep.patched),
+        "skipped_malformed": int(rep.skipped_malformed),
+        "header_lines": int(rep.header_lines),
+        "first_submit": float(w.submit[0]) if len(w) else math.nan,
+        "last_submit": float(w.submit[-1]) if len(w) else math.nan,
+        "span_seconds": w.span,
+        "offered_load": w.offered_load,
+        "runtime": _stats(w.runtime),
+        "request": _stats(w.request),
+        "procs": _stats(w.procs.astype(np.float64)),
+        "users": int(np.unique(users).size),
+    }
+
+
+def _json_safe(obj: Any) -> Any:
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    return obj
+
+
+def _fmt(x: float) -> str:
+    if not math.isfinite(x):
+        return "n/a"
+    return f"{x:,.0f}" if abs(x) >= 100 or x == int(x) else f"{x:,.2f}"
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    spec = args.trace
+    if spec.strip().lower() == "synthetic":
+        w = load(spec, machine_size=args.machine_size)
+    else:
+        w = load(spec, machine_size=args.machine_size, lenient=args.lenient)
+    info = workload_info(w)
+    if args.json:
+        print(json.dumps(_json_safe(info), indent=2))
+        return 0
+    print(f"trace:          {info['name']}")
+    if info["source"]:
+        print(f"source:         {info['source']}")
+    print(f"machine size:   {info['machine_size']:,} processors")
+    print(f"records read:   {info['records']:,}")
+    print(f"jobs kept:      {info['jobs']:,}")
+    print("cleaning report:")
+    width = max(len(r) for r in (*DROP_RULES, *PATCH_RULES))
+    names = list(dict.fromkeys([*DROP_RULES, *info["dropped"]]))
+    for rule in names:
+        print(f"  dropped  {rule:<{width}}  {info['dropped'].get(rule, 0):>9,}")
+    names = list(dict.fromkeys([*PATCH_RULES, *info["patched"]]))
+    for rule in names:
+        print(f"  patched  {rule:<{width}}  {info['patched'].get(rule, 0):>9,}")
+    if info["skipped_malformed"]:
+        print(f"  skipped  malformed lines (--lenient)  {info['skipped_malformed']:>9,}")
+    span = info["span_seconds"]
+    print(
+        f"time span:      {_fmt(span)} s ({span / 86400:,.1f} days; submits "
+        f"{_fmt(info['first_submit'])} .. {_fmt(info['last_submit'])})"
+    )
+    print(f"offered load:   {info['offered_load']:.3f}")
+    for key, unit in (("runtime", "s"), ("request", "s"), ("procs", "")):
+        s = info[key]
+        label = f"{key} ({unit}):" if unit else f"{key}:"
+        print(
+            f"{label:<15} min {_fmt(s['min'])}  median {_fmt(s['median'])}  "
+            f"mean {_fmt(s['mean'])}  max {_fmt(s['max'])}"
+        )
+    print(f"users:          {info['users']:,}")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    path = fetch_trace(args.name, dest=args.dest, url=args.url, force=args.force)
+    print(path)
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from hpcgym.workload import lublin
+
+    w = lublin.generate(
+        n_jobs=args.jobs,
+        machine_size=args.machine_size,
+        load=args.load,
+        seed=args.seed,
+        request_model=args.request_model,
+    )
+    path = write_swf(w, args.output)
+    print(
+        f"wrote {len(w):,} jobs on {w.machine_size} processors (offered load "
+        f"{w.offered_load:.3f}) to {path}"
+    )
+    return 0

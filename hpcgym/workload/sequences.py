@@ -1,0 +1,211 @@
+"""Windows of consecutive jobs, train/test time splits and a seeded window sampler.
+
+Episodes and evaluations run on *windows*: ``length`` consecutive jobs of a cleaned,
+submit-ordered trace, starting at job index ``start``. A :class:`Window` is addressed
+by ``(trace, start, length)``, so any result can be reproduced exactly with
+``window.workload()``.
+
+Traces are split **in time** (by job order): by default the first 70 % of the jobs
+form the training range and the last 30 % the test range. A window never crosses the
+boundary, so no test job is ever seen during training.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from hpcgym.workload.core import Workload
+
+__all__ = ["Window", "Split", "SPLITS", "split_range", "WindowSampler"]
+
+Split = Literal["train", "test", "all"]
+#: Valid split names.
+SPLITS: tuple[str, ...] = ("train", "test", "all")
+
+
+@dataclass(frozen=True)
+class Window:
+    """``length`` consecutive jobs of ``trace`` starting at job index ``start``.
+
+    :param trace: what :func:`hpcgym.workload.load` accepts (registered name or path)
+    :param start: index of the first job in the cleaned, submit-ordered trace
+    :param length: number of jobs
+    """
+
+    trace: str
+    start: int
+    length: int
+
+    def __post_init__(self) -> None:
+        if self.start < 0 or self.length <= 0:
+            raise ValueError(
+                f"invalid window start={self.start} length={self.length}: "
+                "start must be >= 0 and length > 0"
+            )
+
+    @property
+    def stop(self) -> int:
+        """Index one past the last job."""
+        return self.start + self.length
+
+    def of(self, workload: Workload) -> Workload:
+        """The window's jobs cut out of an already loaded ``workload`` (views)."""
+        return workload.window(self.start, self.length)
+
+    def workload(self, machine_size: int | None = None) -> Workload:
+        """Load the trace (cached by :func:`hpcgym.workload.load`) and cut the window."""
+        from hpcgym.workload.traces import load
+
+        return load(self.trace, machine_size=machine_size).window(self.start, self.length)
+
+    def __str__(self) -> str:
+        return f"{self.trace}[{self.start}:{self.stop}]"
+
+
+def _check_fraction(train_fraction: float) -> float:
+    f = float(train_fraction)
+    if not (0.0 < f < 1.0) or math.isnan(f):
+        raise ValueError(f"train_fraction must be in (0, 1), got {train_fraction}")
+    return f
+
+
+def split_range(n_jobs: int, split: str = "train", train_fraction: float = 0.7) -> tuple[int, int]:
+    """Job index range ``[lo, hi)`` of a split.
+
+    The boundary is ``round(train_fraction * n_jobs)``: ``"train"`` is ``[0, boundary)``,
+    ``"test"`` is ``[boundary, n_jobs)`` and ``"all"`` is ``[0, n_jobs)``.
+
+    :param n_jobs: jobs in the (cleaned) trace
+    :param split: ``"train"``, ``"test"`` or ``"all"``
+    :param train_fraction: share of the jobs in the training range, in (0, 1)
+    """
+    n = int(n_jobs)
+    if n < 0:
+        raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
+    f = _check_fraction(train_fraction)
+    boundary = round(f * n)
+    if split == "train":
+        return 0, boundary
+    if split == "test":
+        return boundary, n
+    if split == "all":
+        return 0, n
+    raise ValueError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}")
+
+
+class WindowSampler:
+    """Seeded sampler of window starts inside one split of a trace.
+
+    :param jobs: the workload, or its number of jobs
+    :param length: window length (jobs)
+    :param split: ``"train"`` (default), ``"test"`` or ``"all"``
+    :param train_fraction: share of the jobs in the training range
+    :param seed: ``None``, an int or a :class:`numpy.random.Generator`
+    :param trace: trace spec recorded in :meth:`window` (default: the workload's name
+        if it is a registered trace, else its source file)
+    :raises ValueError: the split has fewer jobs than ``length``
+    """
+
+    def __init__(
+        self,
+        jobs: int | Workload,
+        length: int,
+        split: str = "train",
+        train_fraction: float = 0.7,
+        seed: int | np.random.Generator | None = None,
+        trace: str | None = None,
+    ) -> None:
+        if isinstance(jobs, Workload):
+            n_jobs = len(jobs)
+            if trace is None:
+                trace = _trace_spec(jobs)
+        else:
+            n_jobs = int(jobs)
+        self.n_jobs = n_jobs
+        self.length = int(length)
+        self.split = split
+        self.train_fraction = float(train_fraction)
+        self.trace = trace
+        if self.length <= 0:
+            raise ValueError(f"window length must be positive, got {length}")
+        self.lo, self.hi = split_range(n_jobs, split, train_fraction)
+        if self.hi - self.lo < self.length:
+            raise ValueError(
+                f"the {split!r} split of {trace or 'the trace'} has {self.hi - self.lo} jobs "
+                f"(indices {self.lo}..{self.hi - 1} of {n_jobs}, train_fraction="
+                f"{self.train_fraction}), fewer than the window length {self.length}; "
+                "use a shorter window, another split or a longer trace"
+            )
+        self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+    @property
+    def n_starts(self) -> int:
+        """Number of valid window starts."""
+        return self.hi - self.length + 1 - self.lo
+
+    @property
+    def valid_starts(self) -> np.ndarray:
+        """All valid window starts, ascending."""
+        return np.arange(self.lo, self.hi - self.length + 1, dtype=np.int64)
+
+    def sample(self) -> int:
+        """One uniformly drawn window start."""
+        return int(self.rng.integers(self.lo, self.hi - self.length + 1))
+
+    def sample_many(self, k: int) -> np.ndarray:
+        """``k`` window starts drawn uniformly with replacement."""
+        if k < 0:
+            raise ValueError(f"k must be >= 0, got {k}")
+        return self.rng.integers(self.lo, self.hi - self.length + 1, size=int(k), dtype=np.int64)
+
+    def evenly_spaced(self, k: int) -> np.ndarray:
+        """``k`` deterministic starts spread evenly from the first to the last valid start.
+
+        Does not use the random generator. With ``k == 1`` the first valid start.
+        """
+        k = int(k)
+        if k <= 0:
+            raise ValueError(f"k must be positive, got {k}")
+        if k > self.n_starts:
+            raise ValueError(
+                f"cannot place {k} distinct windows of {self.length} jobs in the {self.split!r} "
+                f"split ({self.n_starts} valid starts)"
+            )
+        if k == 1:
+            return np.array([self.lo], dtype=np.int64)
+        last = self.hi - self.length
+        starts = np.floor(np.linspace(self.lo, last, k) + 0.5).astype(np.int64)
+        return starts
+
+    def window(self, start: int | None = None) -> Window:
+        """The :class:`Window` at ``start`` (default: a sampled start)."""
+        if self.trace is None:
+            raise ValueError("this sampler has no trace name; pass trace=... to WindowSampler")
+        if start is None:
+            start = self.sample()
+        start = int(start)
+        if not (self.lo <= start <= self.hi - self.length):
+            raise ValueError(
+                f"start {start} is outside the {self.split!r} split: valid starts are "
+                f"{self.lo}..{self.hi - self.length}"
+            )
+        return Window(self.trace, start, self.length)
+
+    def __repr__(self) -> str:
+        return (
+            f"WindowSampler(n_jobs={self.n_jobs}, length={self.length}, split={self.split!r}, "
+            f"range=[{self.lo}, {self.hi}), train_fraction={self.train_fraction})"
+        )
+
+
+def _trace_spec(workload: Workload) -> str:
+    """A spec :func:`hpcgym.workload.load` resolves back to ``workload``'s trace."""
+    from hpcgym.workload.traces import TRACES
+
+    if workload.name in TRACES:
+        return workload.name
+    return workload.source or workload.name

@@ -1,0 +1,627 @@
+"""Trace registry, trace resolution and downloads, and :func:`load`, the one loader.
+
+A registered trace (:class:`TraceInfo`) is found, in this order, in
+
+1. every directory of ``$HPCGYM_TRACE_DIR`` (an :data:`os.pathsep`-separated list),
+2. the repository's ``traces/`` folder (source checkouts only),
+3. the user cache ``$XDG_CACHE_HOME/hpcgym/traces`` (default ``~/.cache/hpcgym/traces``),
+
+each place accepting ``<file>`` and ``<file>.gz``. If it is in none of them it is
+downloaded into the user cache (progress bar, atomic write, SHA-256 check). The
+SHA-256 is always that of the *uncompressed* content, so plain and gzip copies are
+equivalent. Local files are verified too; a verified ``(path, size, mtime)`` is
+remembered in ``<cache>/hpcgym/verified.json`` so the hash is computed once per file.
+
+The download URL of trace ``NAME`` can be overridden with the environment variable
+``HPCGYM_TRACE_URL_<NAME>`` (``NAME`` upper-cased, every non-alphanumeric character
+replaced by ``_``: ``HPCGYM_TRACE_URL_SDSC_SP2``), e.g. to point at a mirror or a
+``file://`` URL.
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import hashlib
+import json
+import os
+import re
+import tempfile
+import urllib.error
+import urllib.request
+import warnings
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hpcgym.workload.core import COLUMNS, Workload
+from hpcgym.workload.swf import read_swf
+
+__all__ = [
+    "TraceInfo",
+    "TRACES",
+    "TraceNotFoundError",
+    "TraceChecksumError",
+    "UnknownTraceError",
+    "get_trace",
+    "trace_names",
+    "register_trace",
+    "trace_url",
+    "trace_search_dirs",
+    "cache_dir",
+    "find_local",
+    "resolve_trace",
+    "fetch_trace",
+    "sha256_uncompressed",
+    "load",
+    "clear_cache",
+    "TRACE_DIR_ENV",
+]
+
+#: Environment variable with extra trace directories (os.pathsep-separated).
+TRACE_DIR_ENV = "HPCGYM_TRACE_DIR"
+#: Prefix of the per-trace download URL override variables.
+TRACE_URL_ENV_PREFIX = "HPCGYM_TRACE_URL_"
+
+_PWA = "https://www.cs.huji.ac.il/labs/parallel/workload"
+_DIRLAB = "https://raw.githubusercontent.com/DIR-LAB/deep-batch-scheduler/master/data"
+
+
+@dataclass(frozen=True)
+class TraceInfo:
+    """A registered trace.
+
+    :param name: short name (``"SDSC-SP2"``); look-ups are case-insensitive
+    :param file: file name of the uncompressed SWF file
+    :param url: download URL (may serve the file gzip-compressed)
+    :param machine_size: processors (the header's ``MaxProcs``, else ``MaxNodes``)
+    :param sha256: SHA-256 of the uncompressed content
+    :param jobs: jobs kept by :func:`~hpcgym.workload.swf.read_swf` (after cleaning)
+    :param description: one line
+    """
+
+    name: str
+    file: str
+    url: str
+    machine_size: int
+    sha256: str
+    jobs: int
+    description: str
+
+    @property
+    def file_names(self) -> tuple[str, ...]:
+        """Accepted local file names: ``<file>`` and ``<file>.gz`` (and, for a file
+        name without the ``.swf`` extension, ``<file>.swf`` and ``<file>.swf.gz``)."""
+        names = (self.file, self.file + ".gz")
+        if not self.file.lower().endswith(".swf"):
+            names += (self.file + ".swf", self.file + ".swf.gz")
+        return names
+
+    def env_var(self) -> str:
+        """Name of the environment variable that overrides :attr:`url`."""
+        return TRACE_URL_ENV_PREFIX + re.sub(r"[^A-Z0-9]", "_", self.name.upper())
+
+
+def _pwa(site: str, file: str) -> str:
+    return f"{_PWA}/{site}/{file}.gz"
+
+
+_REGISTRY: list[TraceInfo] = [
+    TraceInfo(
+        "SDSC-SP2", "SDSC-SP2-1998-4.2-cln.swf", _pwa("l_sdsc_sp2", "SDSC-SP2-1998-4.2-cln.swf"),
+        128, "2bb635f4b5793f52bd49ccb8fd913d95f9c5be6346925162cadcaf0117e28cf2", 54034,
+        "IBM SP2, San Diego Supercomputer Center, May 1998 - Apr 2000 (cleaned log)",
+    ),
+    TraceInfo(
+        "HPC2N", "HPC2N-2002-2.2-cln.swf", _pwa("l_hpc2n", "HPC2N-2002-2.2-cln.swf"),
+        240, "77b8993c73ae438385f6c0015708251f52dc316267b03ac19a406fbea2802afa", 202871,
+        "Linux cluster Seth, HPC2N Umea (Sweden), Jul 2002 - Jan 2006 (cleaned log)",
+    ),
+    TraceInfo(
+        "CTC-SP2", "CTC-SP2-1996-3.1-cln.swf", _pwa("l_ctc_sp2", "CTC-SP2-1996-3.1-cln.swf"),
+        338, "8e33a9b597e1ddda2d2164347bac08c9444e1a2620a7947df52f0a1622ec4cde", 77205,
+        "IBM SP2 batch partition, Cornell Theory Center, Jun 1996 - May 1997 (cleaned log)",
+    ),
+    TraceInfo(
+        "KTH-SP2", "KTH-SP2-1996-2.1-cln.swf", _pwa("l_kth_sp2", "KTH-SP2-1996-2.1-cln.swf"),
+        100, "fba36494c4e4257f72182e8b629ebb0bcb054b3b82851ef957445bd627adcc87", 28467,
+        "IBM SP2, KTH Stockholm, Sep 1996 - Aug 1997 (cleaned log)",
+    ),
+    TraceInfo(
+        "SDSC-BLUE", "SDSC-BLUE-2000-4.2-cln.swf",
+        _pwa("l_sdsc_blue", "SDSC-BLUE-2000-4.2-cln.swf"),
+        1152, "13892839f430583231a14bb811fd50a31b5b529eb37faacdbbefb71e73390e3e", 232536,
+        "IBM SP Blue Horizon, San Diego Supercomputer Center, Apr 2000 - Jan 2003 (cleaned)",
+    ),
+    TraceInfo(
+        "LANL-CM5", "LANL-CM5-1994-4.1-cln.swf", _pwa("l_lanl_cm5", "LANL-CM5-1994-4.1-cln.swf"),
+        1024, "4766a62dabcc7403ec0a55534aff297203e692ddbf6637bd40100a3800f6354a", 122055,
+        "Thinking Machines CM-5, Los Alamos, Oct 1994 - Sep 1996 (cleaned log)",
+    ),
+    TraceInfo(
+        "CEA-Curie", "CEA-Curie-2011-2.1-cln.swf",
+        _pwa("l_cea_curie", "CEA-Curie-2011-2.1-cln.swf"),
+        93312, "b732a04aea71e2f154c8feee580be549d0bba1462bc91ec581944cb3dd6d442d", 295540,
+        "Curie petascale cluster, CEA (France), Slurm, Feb - Oct 2012 (cleaned log)",
+    ),
+    TraceInfo(
+        "Lublin-1", "lublin_256.swf", f"{_DIRLAB}/lublin_256.swf",
+        256, "a394ab3d81179ebcf645a1cbd593a60b6dff7f11a510e1e6285c45f43310c962", 10000,
+        "synthetic Lublin-Feitelson workload, 10,000 jobs on 256 processors (RLBackfilling)",
+    ),
+    TraceInfo(
+        "Lublin-2", "lublin_256_new2", f"{_DIRLAB}/lublin_256_new2",
+        256, "bee7e959a6b85844eafe7989d62c55ae43e096fd617cddf37423327967a1ed2d", 10000,
+        "synthetic Lublin-Feitelson workload, 10,000 jobs on 256 processors, higher load",
+    ),
+    TraceInfo(
+        "Lublin-aaroh", "lublin-aaroh.swf", f"{_DIRLAB}/lublin-aaroh.swf",
+        256, "f575561c991fc4da6b212b0d76115eb38fd0d83cb6437803f6298470f684479c", 10000,
+        "synthetic Lublin-Feitelson workload, 10,000 jobs on 256 processors, very light load",
+    ),
+    TraceInfo(
+        "NASA-iPSC", "NASA-iPSC-1993-3.1-cln.swf",
+        _pwa("l_nasa_ipsc", "NASA-iPSC-1993-3.1-cln.swf"),
+        128, "9d997a2c20a7f7b0b6d81638d756ce8b2c524c4f2e9ec78da36001743ca33d76", 18066,
+        "Intel iPSC/860 hypercube, NASA Ames, Oct - Dec 1993 (cleaned log)",
+    ),
+    TraceInfo(
+        "SDSC-Par", "SDSC-Par-1996-3.1-cln.swf", _pwa("l_sdsc_par", "SDSC-Par-1996-3.1-cln.swf"),
+        400, "fcb46fa6462b7ac460963025749f604f28b2e813101edd082a720842e80a7aa8", 32128,
+        "Intel Paragon, San Diego Supercomputer Center, 1996 (cleaned log)",
+    ),
+    TraceInfo(
+        "OSC-Clust", "OSC-Clust-2000-3.1-cln.swf", _pwa("l_osc", "OSC-Clust-2000-3.1-cln.swf"),
+        178, "0ed54b81ccb10b11fbead557af8a37dd135e07e27756f1016c80ebceb7c8f79a", 35592,
+        "Linux cluster, Ohio Supercomputer Center, Jan 2000 - Nov 2001 (cleaned log)",
+    ),
+    TraceInfo(
+        "Sandia-Ross", "Sandia-Ross-2001-1.1-cln.swf",
+        _pwa("l_sandia_ross", "Sandia-Ross-2001-1.1-cln.swf"),
+        1524, "acee6b96aa76f815d9a6a81ee6d3e3026f462b6e0c340f9f4ef465e05b3c22b3", 55595,
+        "CPlant/Ross cluster, Sandia National Laboratories, Nov 2001 - Jan 2005 (cleaned)",
+    ),
+    TraceInfo(
+        "SDSC-DS", "SDSC-DS-2004-2.1-cln.swf", _pwa("l_sdsc_ds", "SDSC-DS-2004-2.1-cln.swf"),
+        1664, "76814a412fa415e68ffb8cc0ae801c870988e5577e60275588050332f6b1e690", 84893,
+        "IBM DataStar, San Diego Supercomputer Center, 2004 - 2005 (cleaned log)",
+    ),
+    TraceInfo(
+        "LLNL-Atlas", "LLNL-Atlas-2006-2.1-cln.swf",
+        _pwa("l_llnl_atlas", "LLNL-Atlas-2006-2.1-cln.swf"),
+        9216, "8b3aaab739fa0bda8abaccc37c207d0b19d9d147b19e7f47a1641133a56fd07f", 36600,
+        "Atlas Linux cluster, Lawrence Livermore National Laboratory, 2006 - 2007 (cleaned)",
+    ),
+    TraceInfo(
+        "LLNL-Thunder", "LLNL-Thunder-2007-1.1-cln.swf",
+        _pwa("l_llnl_thunder", "LLNL-Thunder-2007-1.1-cln.swf"),
+        4008, "aad5a3120a6adf0342d46fb4830e022121cdfbd3de9ecdd9cf10145b8864b6a5", 113613,
+        "Thunder Linux cluster, Lawrence Livermore National Laboratory, 2007 (cleaned log)",
+    ),
+]  # fmt: skip
+
+#: All registered traces by name, in registration order.
+TRACES: dict[str, TraceInfo] = {t.name: t for t in _REGISTRY}
+
+
+# ----------------------------------------------------------------- exceptions
+class TraceNotFoundError(FileNotFoundError):
+    """A registered trace is neither available locally nor downloadable."""
+
+    def __str__(self) -> str:  # FileNotFoundError would prefix "[Errno ...]"
+        return str(self.args[0]) if self.args else ""
+
+
+class TraceChecksumError(ValueError):
+    """A trace file's uncompressed SHA-256 is not the registered one."""
+
+
+class UnknownTraceError(ValueError):
+    """A trace spec is neither an existing file nor a registered name."""
+
+
+# ------------------------------------------------------------------- registry
+def trace_names() -> list[str]:
+    """Registered trace names, in registration order."""
+    return list(TRACES)
+
+
+def get_trace(name: str) -> TraceInfo:
+    """The registered trace called ``name`` (case-insensitive; its file name works too).
+
+    :raises UnknownTraceError: listing the registered names
+    """
+    key = name.strip().lower()
+    for info in TRACES.values():
+        if key == info.name.lower() or key in (f.lower() for f in info.file_names):
+            return info
+    raise UnknownTraceError(
+        f"unknown trace {name!r}; registered traces: {', '.join(TRACES)} "
+        "(or give the path of an SWF file)"
+    )
+
+
+def register_trace(info: TraceInfo, overwrite: bool = False) -> None:
+    """Add a trace to the registry (e.g. a site's own log).
+
+    :param info: the trace
+    :param overwrite: replace an existing trace of the same (case-insensitive) name
+    """
+    for existing in list(TRACES):
+        if existing.lower() == info.name.lower():
+            if not overwrite:
+                raise ValueError(f"trace {existing!r} is already registered")
+            del TRACES[existing]
+    TRACES[info.name] = info
+
+
+def trace_url(info: TraceInfo) -> str:
+    """Download URL of ``info``, honouring ``HPCGYM_TRACE_URL_<NAME>``."""
+    return os.environ.get(info.env_var()) or info.url
+
+
+# ----------------------------------------------------------------- locations
+def cache_dir() -> Path:
+    """User cache root of hpcgym: ``$XDG_CACHE_HOME/hpcgym`` or ``~/.cache/hpcgym``."""
+    base = os.environ.get("XDG_CACHE_HOME")
+    root = Path(base) if base else Path.home() / ".cache"
+    return root / "hpcgym"
+
+
+def _repo_traces_dir() -> Path | None:
+    root = Path(__file__).resolve().parents[2]
+    if (root / "pyproject.toml").is_file() and (root / "hpcgym").is_dir():
+        return root / "traces"
+    return None
+
+
+def trace_search_dirs() -> list[tuple[Path, str]]:
+    """Directories searched for registered traces, in order, with a label each."""
+    dirs: list[tuple[Path, str]] = []
+    for entry in os.environ.get(TRACE_DIR_ENV, "").split(os.pathsep):
+        if entry.strip():
+            dirs.append((Path(entry.strip()).expanduser(), f"${TRACE_DIR_ENV}"))
+    repo = _repo_traces_dir()
+    if repo is not None:
+        dirs.append((repo, "repository traces/ folder"))
+    dirs.append((cache_dir() / "traces", "user cache"))
+    return dirs
+
+
+def _candidates(info: TraceInfo) -> Iterator[tuple[Path, str]]:
+    for d, label in trace_search_dirs():
+        for fname in info.file_names:
+            yield d / fname, label
+
+
+# ------------------------------------------------------------------ checksums
+def sha256_uncompressed(path: str | os.PathLike[str]) -> str:
+    """SHA-256 hex digest of the content of ``path``, decompressed if it is gzip."""
+    p = Path(path)
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    try:
+        opener = gzip.open if gz else open
+        with opener(p, "rb") as fh:  # type: ignore[operator]
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise TraceChecksumError(f"{p}: corrupt or truncated gzip file ({exc})") from exc
+    return h.hexdigest()
+
+
+def _verified_db() -> Path:
+    return cache_dir() / "verified.json"
+
+
+def _read_db() -> dict[str, Any]:
+    try:
+        data = json.loads(_verified_db().read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _remember(path: Path, digest: str) -> None:
+    """Record a verified file (best effort: an unwritable cache only costs a re-hash)."""
+    db = _read_db()
+    st = path.stat()
+    db[str(path)] = {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest}
+    target = _verified_db()
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".verified.", suffix=".json", dir=target.parent)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(db, fh, indent=0, sort_keys=True)
+        os.replace(tmp, target)
+    except OSError:
+        pass
+
+
+def _is_verified(path: Path, sha256: str) -> bool:
+    entry = _read_db().get(str(path))
+    if not isinstance(entry, dict):
+        return False
+    st = path.stat()
+    return (
+        entry.get("size") == st.st_size
+        and entry.get("mtime_ns") == st.st_mtime_ns
+        and entry.get("sha256") == sha256
+    )
+
+
+def _verify(path: Path, info: TraceInfo) -> None:
+    """Check the uncompressed SHA-256 of ``path`` (cached by path, size and mtime)."""
+    path = path.resolve()
+    if _is_verified(path, info.sha256):
+        return
+    digest = sha256_uncompressed(path)
+    if digest != info.sha256:
+        raise TraceChecksumError(
+            f"{path}: checksum mismatch for trace {info.name!r}: the uncompressed SHA-256 is "
+            f"{digest}, expected {info.sha256}. The file is damaged or a different version; "
+            f"replace it with the file from {trace_url(info)}"
+        )
+    _remember(path, digest)
+
+
+# ----------------------------------------------------------------- resolution
+def find_local(info: TraceInfo, verify: bool = True) -> tuple[Path, str] | None:
+    """First local copy of ``info`` (path and place label), or ``None``.
+
+    :param verify: check the SHA-256 of the copy found (raises
+        :class:`TraceChecksumError` on mismatch)
+    """
+    for path, label in _candidates(info):
+        if path.is_file():
+            if verify:
+                _verify(path, info)
+            return path, label
+    return None
+
+
+def _not_found(info: TraceInfo, url: str, reason: str) -> TraceNotFoundError:
+    places = "\n".join(f"    {d}  ({label})" for d, label in trace_search_dirs())
+    return TraceNotFoundError(
+        f"trace {info.name!r} is not available: {reason}\n"
+        f"  download URL: {url}\n"
+        f"  expected file: {' or '.join(info.file_names)} "
+        f"(uncompressed SHA-256 {info.sha256})\n"
+        f"  searched:\n{places}\n"
+        f"  Put the file in one of these directories, or set {TRACE_DIR_ENV} to the "
+        f"directory that holds it (several directories: separated by {os.pathsep!r}); "
+        f"to use a mirror set {info.env_var()}=URL or run "
+        f"'hpcgym traces fetch {info.name} --url URL'."
+    )
+
+
+def resolve_trace(
+    spec: str | os.PathLike[str],
+    download: bool = True,
+    *,
+    url: str | None = None,
+    verify: bool = True,
+) -> Path:
+    """The local file of a trace spec: an existing path, or a registered trace name.
+
+    A registered trace is looked up in the places of :func:`trace_search_dirs`; if it
+    is missing everywhere it is downloaded into the user cache (``download=True``).
+
+    :param spec: path of an SWF file, or a registered name (case-insensitive)
+    :param download: download a missing registered trace
+    :param url: download URL (default: ``HPCGYM_TRACE_URL_<NAME>``, else the registry's)
+    :param verify: check the SHA-256 of a registered trace's local copy
+    :raises TraceNotFoundError: registered but not found and not downloadable
+    :raises UnknownTraceError: neither a file nor a registered name
+    :raises TraceChecksumError: a local copy or the download has the wrong content
+    """
+    p = Path(spec).expanduser()
+    if p.is_file():
+        return p
+    s = str(spec)
+    try:
+        info = get_trace(s)
+    except UnknownTraceError:
+        if os.sep in s or "/" in s or s.lower().endswith((".swf", ".gz")):
+            raise FileNotFoundError(
+                f"no such file: {s!r} (and it is not a registered trace name; "
+                f"registered: {', '.join(TRACES)})"
+            ) from None
+        raise
+    for path, label in _candidates(info):
+        if not path.is_file():
+            continue
+        if verify:
+            try:
+                _verify(path, info)
+            except TraceChecksumError as exc:
+                if label != "user cache" or not download:
+                    raise
+                # our own cache: a damaged download is replaced, not a user's file
+                warnings.warn(f"{exc}; deleting it and downloading again", stacklevel=2)
+                path.unlink(missing_ok=True)
+                continue
+        return path
+    src = url or trace_url(info)
+    if not download:
+        raise _not_found(info, src, "not found locally and downloading is disabled")
+    return _download(info, src, cache_dir() / "traces")
+
+
+def fetch_trace(
+    name: str,
+    dest: str | os.PathLike[str] | None = None,
+    url: str | None = None,
+    force: bool = False,
+) -> Path:
+    """Make sure a registered trace is in ``dest`` (default: the user cache).
+
+    An existing, verified copy in ``dest`` is kept; otherwise the trace is downloaded.
+
+    :param name: registered trace name
+    :param dest: target directory
+    :param url: download URL (default: ``HPCGYM_TRACE_URL_<NAME>``, else the registry's)
+    :param force: download even if ``dest`` already has a valid copy
+    :return: path of the file in ``dest`` (``<file>`` or ``<file>.gz``, as downloaded)
+    """
+    info = get_trace(name)
+    target = Path(dest).expanduser() if dest is not None else cache_dir() / "traces"
+    if not force:
+        for fname in info.file_names:
+            p = target / fname
+            if p.is_file():
+                _verify(p, info)
+                return p
+    return _download(info, url or trace_url(info), target)
+
+
+def _download(info: TraceInfo, url: str, dest: Path) -> Path:
+    """Download ``url`` into ``dest`` atomically, verify it and return its path."""
+    from tqdm.auto import tqdm
+
+    from hpcgym import __version__
+
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _not_found(info, url, f"cannot create {dest}: {exc}") from exc
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{info.file}.", suffix=".part", dir=dest)
+    tmp = Path(tmp_name)
+    try:
+        req = urllib.request.Request(url, headers={"User-Agent": f"hpcgym/{__version__}"})
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(req, timeout=60) as resp:
+            length = resp.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            with tqdm(
+                total=total, unit="B", unit_scale=True, desc=f"download {info.name}",
+                disable=None, leave=False,
+            ) as bar:  # fmt: skip
+                while chunk := resp.read(1 << 16):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        tmp.unlink(missing_ok=True)
+        if isinstance(exc, urllib.error.HTTPError):
+            reason: object = f"HTTP {exc.code} {exc.reason}"
+        else:
+            reason = getattr(exc, "reason", None) or exc
+        raise _not_found(info, url, f"not found locally and the download failed ({reason})") from (
+            exc
+        )
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    try:
+        digest = sha256_uncompressed(tmp)
+    except TraceChecksumError as exc:
+        tmp.unlink(missing_ok=True)
+        raise TraceChecksumError(f"download of {info.name!r} from {url} is corrupt: {exc}") from (
+            exc
+        )
+    if digest != info.sha256:
+        tmp.unlink(missing_ok=True)
+        raise TraceChecksumError(
+            f"download of trace {info.name!r} from {url} has uncompressed SHA-256 {digest}, "
+            f"expected {info.sha256}; the file was deleted. Check the URL (or "
+            f"{info.env_var()})."
+        )
+    with open(tmp, "rb") as fh:
+        gz = fh.read(2) == b"\x1f\x8b"
+    final = dest / (info.file + ".gz" if gz else info.file)
+    os.replace(tmp, final)
+    _remember(final.resolve(), digest)
+    return final
+
+
+# --------------------------------------------------------------------- loader
+_LOAD_CACHE_SIZE = 8
+
+
+def _freeze(w: Workload) -> Workload:
+    """Make the columns read-only: a cached workload is shared by every caller."""
+    for col in COLUMNS:
+        getattr(w, col).flags.writeable = False
+    return w
+
+
+@functools.lru_cache(maxsize=_LOAD_CACHE_SIZE)
+def _load_file(
+    path: str,
+    size: int,
+    mtime_ns: int,
+    machine_size: int | None,
+    lenient: bool,
+    name: str | None,
+) -> Workload:
+    return _freeze(read_swf(path, machine_size=machine_size, lenient=lenient, name=name))
+
+
+@functools.lru_cache(maxsize=_LOAD_CACHE_SIZE)
+def _load_synthetic(machine_size: int | None, items: tuple[tuple[str, Any], ...]) -> Workload:
+    from hpcgym.workload import lublin
+
+    if machine_size is None and not items:
+        return _freeze(lublin.default_workload())
+    # the default workload's arguments, with the given ones replacing them
+    kw: dict[str, Any] = {**getattr(lublin, "DEFAULT_WORKLOAD_KWARGS", {}), **dict(items)}
+    if machine_size is not None:
+        kw["machine_size"] = machine_size
+    return _freeze(lublin.generate(**kw))
+
+
+def clear_cache() -> None:
+    """Forget the workloads cached by :func:`load`."""
+    _load_file.cache_clear()
+    _load_synthetic.cache_clear()
+
+
+def load(
+    spec: str | os.PathLike[str] | Workload | None = None,
+    machine_size: int | None = None,
+    **kw: Any,
+) -> Workload:
+    """Load a workload: the one entry point used by the simulator, the env and training.
+
+    * ``None`` or ``"synthetic"``: the default Lublin-Feitelson workload
+      (:func:`hpcgym.workload.lublin.default_workload`); with ``machine_size`` or
+      keyword arguments, :func:`hpcgym.workload.lublin.generate` with the default
+      workload's arguments updated by them (``load("synthetic", n_jobs=500, seed=1)``);
+    * a :class:`~hpcgym.workload.core.Workload`: returned as is (moved to
+      ``machine_size`` if given);
+    * an existing file: :func:`~hpcgym.workload.swf.read_swf`;
+    * a registered trace name: :func:`resolve_trace` (may download) then ``read_swf``.
+
+    Loaded workloads are cached in-process (by resolved path, size, modification time
+    and options), so loading the same trace again is free; their columns are read-only.
+
+    :param spec: what to load
+    :param machine_size: override the machine size
+    :param kw: for files and traces, ``lenient`` (see ``read_swf``), ``download`` and
+        ``url`` (see ``resolve_trace``); for synthetic workloads, ``generate``'s arguments
+    """
+    if isinstance(spec, Workload):
+        if machine_size is not None and machine_size != spec.machine_size:
+            return spec.with_machine_size(machine_size)
+        return spec
+    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "synthetic"):
+        items = tuple(sorted(kw.items()))
+        try:
+            hash(items)
+        except TypeError:  # unhashable generator arguments: not cached
+            return _load_synthetic.__wrapped__(machine_size, items)
+        return _load_synthetic(machine_size, items)
+    lenient = bool(kw.pop("lenient", False))
+    download = bool(kw.pop("download", True))
+    url = kw.pop("url", None)
+    if kw:
+        raise TypeError(
+            f"load() got unexpected keyword argument(s) {', '.join(kw)} for {spec!r}; "
+            "valid for files and traces: lenient, download, url"
+        )
+    path = resolve_trace(spec, download=download, url=url)
+    name = None if Path(spec).expanduser().is_file() else get_trace(str(spec)).name
+    st = path.stat()
+    return _load_file(str(path.resolve()), st.st_size, st.st_mtime_ns, machine_size, lenient, name)

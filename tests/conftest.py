@@ -1,0 +1,44 @@
+"""Shared test helpers: where the real traces are, and skipping tests that need one.
+
+Real traces are found through ``HPCGYM_TRACE_DIR`` (an os.pathsep-separated list of
+directories; e.g. ``HPCGYM_TRACE_DIR=/work/shared/traces``), the repository's
+``traces/`` folder or the user cache. Tests never download them.
+
+Use ``from conftest import require_trace`` (or the fixtures below) in a test module.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+
+def trace_dirs() -> list[Path]:
+    """The directories listed in ``$HPCGYM_TRACE_DIR`` (may be empty)."""
+    raw = os.environ.get("HPCGYM_TRACE_DIR", "")
+    return [Path(p).expanduser() for p in raw.split(os.pathsep) if p.strip()]
+
+
+def require_trace(name: str) -> Path:
+    """Local file of the registered trace ``name`` (SHA-256 checked), or skip the test."""
+    from hpcgym.workload.traces import TraceNotFoundError, resolve_trace
+
+    try:
+        return resolve_trace(name, download=False)
+    except TraceNotFoundError:
+        pytest.skip(f"trace {name!r} is not available locally (set HPCGYM_TRACE_DIR)")
+
+
+@pytest.fixture
+def trace_dir() -> list[Path]:
+    """The ``$HPCGYM_TRACE_DIR`` path list."""
+    return trace_dirs()
+
+
+@pytest.fixture(name="require_trace")
+def require_trace_fixture() -> Callable[[str], Path]:
+    """The :func:`require_trace` helper, as a fixture."""
+    return require_trace

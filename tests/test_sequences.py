@@ -1,0 +1,146 @@
+"""Windows, the train/test time split and the seeded window sampler."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hpcgym.workload import Window, WindowSampler, Workload, clear_cache, split_range
+
+
+def make_workload(n: int, name: str = "w", source: str = "") -> Workload:
+    ar = np.arange(n)
+    return Workload(
+        name=name,
+        machine_size=8,
+        job_id=ar + 1,
+        submit=ar * 10.0,
+        runtime=np.full(n, 5.0),
+        procs=np.ones(n, dtype=np.int64),
+        request=np.full(n, 9.0),
+        user=ar % 3,
+        group=ar * 0 - 1,
+        executable=ar * 0 - 1,
+        queue=ar * 0,
+        source=source,
+    )
+
+
+def test_split_range_defaults():
+    assert split_range(10_000, "train") == (0, 7_000)
+    assert split_range(10_000, "test") == (7_000, 10_000)
+    assert split_range(10_000, "all") == (0, 10_000)
+    assert split_range(54_034, "train") == (0, 37_824)  # round(0.7 * 54034) = 37823.8
+    assert split_range(10, "train", train_fraction=0.5) == (0, 5)
+    lo, hi = split_range(1_001, "train", 0.25)
+    assert (lo, hi) == (0, 250) and split_range(1_001, "test", 0.25) == (250, 1_001)
+
+
+@pytest.mark.parametrize("n", [1, 7, 99, 1000, 54_034, 295_540])
+@pytest.mark.parametrize("f", [0.1, 0.7, 0.9])
+def test_split_partitions_jobs(n, f):
+    tr = split_range(n, "train", f)
+    te = split_range(n, "test", f)
+    assert tr[0] == 0 and tr[1] == te[0] and te[1] == n
+
+
+def test_split_errors():
+    with pytest.raises(ValueError, match="valid: train, test, all"):
+        split_range(100, "validation")
+    with pytest.raises(ValueError, match="train_fraction"):
+        split_range(100, "train", 1.0)
+    with pytest.raises(ValueError, match="train_fraction"):
+        split_range(100, "train", float("nan"))
+
+
+def test_sampler_never_crosses_boundary():
+    n, length = 1_000, 128
+    tr = WindowSampler(n, length, "train", seed=0)
+    te = WindowSampler(n, length, "test", seed=0)
+    a = tr.sample_many(5_000)
+    b = te.sample_many(5_000)
+    assert a.min() >= 0 and (a + length).max() <= 700
+    assert b.min() >= 700 and (b + length).max() <= 1_000
+    # the extreme starts are reachable
+    assert a.min() == 0 and a.max() == 700 - length
+    assert b.min() == 700 and b.max() == 1_000 - length
+    np.testing.assert_array_equal(tr.valid_starts, np.arange(0, 700 - length + 1))
+    assert tr.n_starts == 700 - length + 1
+
+
+def test_sampler_is_seeded():
+    a = WindowSampler(5_000, 64, seed=42)
+    b = WindowSampler(5_000, 64, seed=42)
+    assert [a.sample() for _ in range(10)] == [b.sample() for _ in range(10)]
+    np.testing.assert_array_equal(a.sample_many(20), b.sample_many(20))
+    c = WindowSampler(5_000, 64, seed=43)
+    assert not np.array_equal(WindowSampler(5_000, 64, seed=42).sample_many(20), c.sample_many(20))
+    g = np.random.default_rng(7)
+    d = WindowSampler(5_000, 64, seed=g)
+    assert d.rng is g
+
+
+def test_evenly_spaced():
+    s = WindowSampler(1_000, 100, "test", seed=0)  # starts 700 .. 900
+    np.testing.assert_array_equal(s.evenly_spaced(3), [700, 800, 900])
+    np.testing.assert_array_equal(s.evenly_spaced(1), [700])
+    e = s.evenly_spaced(7)
+    assert e[0] == 700 and e[-1] == 900 and np.all(np.diff(e) > 0)
+    assert len(s.evenly_spaced(201)) == 201
+    with pytest.raises(ValueError, match="201 valid starts"):
+        s.evenly_spaced(202)
+    with pytest.raises(ValueError):
+        s.evenly_spaced(0)
+    # deterministic: does not consume the generator
+    t = WindowSampler(1_000, 100, "test", seed=0)
+    s.evenly_spaced(5)
+    assert s.sample() == t.sample()
+
+
+def test_split_shorter_than_window():
+    with pytest.raises(ValueError, match=r"'test' split .* has 300 jobs .* window length 301"):
+        WindowSampler(1_000, 301, "test")
+    WindowSampler(1_000, 300, "test")  # exactly fits
+    with pytest.raises(ValueError, match="positive"):
+        WindowSampler(1_000, 0)
+
+
+def test_window_dataclass(tmp_path):
+    w = Window("SDSC-SP2", 10, 5)
+    assert w.stop == 15 and str(w) == "SDSC-SP2[10:15]"
+    assert w == Window("SDSC-SP2", 10, 5) and hash(w) == hash(Window("SDSC-SP2", 10, 5))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.start = 3  # type: ignore[misc]
+    with pytest.raises(ValueError):
+        Window("x", -1, 5)
+    wl = make_workload(50)
+    cut = w.of(wl)
+    assert cut.job_id.tolist() == [11, 12, 13, 14, 15] and cut.offset == 10
+
+
+def test_window_reproduces_from_file(tmp_path):
+    from hpcgym.workload import write_swf
+
+    p = write_swf(make_workload(100), tmp_path / "t.swf")
+    clear_cache()
+    from hpcgym.workload import load
+
+    wl = load(p)
+    s = WindowSampler(wl, 16, "test", seed=1)
+    assert s.trace == str(p)  # a file-backed workload is addressed by its path
+    win = s.window()
+    assert 70 <= win.start <= 100 - 16
+    again = win.workload()
+    np.testing.assert_array_equal(again.job_id, wl.job_id[win.start : win.stop])
+    with pytest.raises(ValueError, match="outside the 'test' split"):
+        s.window(0)
+    assert s.window(70) == Window(str(p), 70, 16)
+
+
+def test_window_trace_name_for_registered_trace():
+    wl = make_workload(100, name="SDSC-SP2", source="/somewhere/file.swf")
+    assert WindowSampler(wl, 10).window(5).trace == "SDSC-SP2"
+    with pytest.raises(ValueError, match="no trace name"):
+        WindowSampler(100, 10).window(5)
