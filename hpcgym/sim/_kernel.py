@@ -125,6 +125,7 @@ CAND_FIT = 1  # all jobs that fit now
 CORR_REQUEST = 0
 CORR_INCREMENTAL = 1
 CORR_DOUBLING = 2
+CORR_INCREMENTAL_OFFSET = 3  # predictsim's variant: initial estimate + k-th step
 
 # policies
 POL_FCFS = 0
@@ -315,13 +316,20 @@ def _remove_from_queue(JI, C, j):
 
 # ------------------------------------------------------------- corrections
 @njit(cache=True)
-def corrected_estimate(kind, elapsed, current, request, ncorr):
+def corrected_estimate(kind, elapsed, current, request, ncorr, initial):
     """New running estimate of a job that reached its estimate without finishing."""
     if kind == CORR_REQUEST:
         new = request
     elif kind == CORR_INCREMENTAL:
         k = min(ncorr, INCREMENTS.shape[0] - 1)
         new = current + INCREMENTS[k]
+    elif kind == CORR_INCREMENTAL_OFFSET:
+        # initial estimate + the k-th amount (then +100 h per further correction)
+        last = INCREMENTS.shape[0] - 1
+        if ncorr <= last:
+            new = initial + INCREMENTS[ncorr]
+        else:
+            new = initial + INCREMENTS[last] * (ncorr - last + 1)
     else:  # recursive doubling: double the elapsed time
         new = 2.0 * elapsed
     if new > request:
@@ -334,7 +342,12 @@ def _apply_correction(JF, JI, S, C, j):
     t = S[S_T]
     elapsed = t - JF[F_START, j]
     new = corrected_estimate(
-        C[C_CORRECTION], elapsed, JF[F_REST, j], JF[F_REQUEST, j], JI[I_NCORR, j]
+        C[C_CORRECTION],
+        elapsed,
+        JF[F_REST, j],
+        JF[F_REQUEST, j],
+        JI[I_NCORR, j],
+        JF[F_INITEST, j],
     )
     if new <= elapsed:  # safety: never an end in the past (request >= runtime > elapsed)
         new = JF[F_REQUEST, j]

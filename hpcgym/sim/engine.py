@@ -83,6 +83,7 @@ CORRECTIONS: dict[str, int] = {
     "requested": K.CORR_REQUEST,
     "incremental": K.CORR_INCREMENTAL,
     "doubling": K.CORR_DOUBLING,
+    "incremental-offset": K.CORR_INCREMENTAL_OFFSET,
 }
 
 CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}

@@ -36,6 +36,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numba import njit
 
 from hpcgym.predictors.hmm import truncate_distributions
 
@@ -47,6 +48,7 @@ __all__ = [
     "job_events",
     "postpone_probability",
     "release_survival",
+    "release_table",
     "running_events",
     "stack_events",
 ]
@@ -183,6 +185,63 @@ def release_survival(P: np.ndarray, procs: np.ndarray, max_c: int) -> np.ndarray
     return M
 
 
+@njit(cache=True)
+def _release_table_kernel(ev_job, ev_prob, procs, out):  # pragma: no cover
+    """The thesis' DP after each event, compiled and in place.
+
+    Row ``k`` uses the end probabilities after ``k`` events. Jobs with ``P = 0`` are
+    skipped and jobs with ``P = 1`` only shift the thresholds by their processors
+    (both exact); the others go through the recursion, ``c`` descending so that
+    ``M[n-1, c - c_n]`` is still the previous stage's value.
+    """
+    n = procs.shape[0]
+    E = ev_job.shape[0]
+    C = out.shape[1] - 1
+    P = np.zeros(n)
+    m = np.empty(C + 1)
+    for k in range(E + 1):
+        if k > 0:
+            j = ev_job[k - 1]
+            P[j] = min(P[j] + ev_prob[k - 1], 1.0)
+        m[0] = 1.0
+        for c in range(1, C + 1):
+            m[c] = 0.0
+        shift = 0
+        for j in range(n):
+            p = P[j]
+            if p <= 0.0:
+                continue
+            cn = procs[j]
+            if p >= 1.0:
+                shift += cn
+                continue
+            for c in range(C, 0, -1):
+                prev = m[c - cn] if c > cn else 1.0
+                m[c] += (prev - m[c]) * p
+        for c in range(C + 1):
+            cc = c - shift
+            out[k, c] = m[cc] if cc > 0 else 1.0
+
+
+def release_table(
+    ev_job: np.ndarray, ev_prob: np.ndarray, procs: np.ndarray, max_c: int
+) -> np.ndarray:
+    """``M[k, c] = Pr(released >= c)`` before any event (``k = 0``) and after each event.
+
+    Same values as :func:`release_survival` applied to :func:`completion_probabilities`
+    (the thesis' DP), compiled: ``O(E * n * max_c)`` without temporaries. Events must
+    be in processing order.
+    """
+    pr = np.ascontiguousarray(procs, dtype=np.int64)
+    if len(pr) and pr.min() <= 0:
+        raise ValueError("running jobs must use at least one processor")
+    ej = np.ascontiguousarray(ev_job, dtype=np.int64)
+    ep = np.ascontiguousarray(ev_prob, dtype=np.float64)
+    out = np.empty((len(ej) + 1, max(int(max_c), 0) + 1))
+    _release_table_kernel(ej, ep, pr, out)
+    return out
+
+
 class ReleaseModel:
     """Processor-release probabilities of a running set, for Algorithm 6's test.
 
@@ -227,10 +286,9 @@ class ReleaseModel:
         # processors are released in multiples of g: thresholds can be divided by it
         g = int(np.gcd.reduce(procs)) if len(procs) else 1
         self.g = max(g, 1)
-        P = completion_probabilities(ej[order], ep[order], len(procs))
         self.max_extra = max(self.free, 0)
         cmax = self._scaled(self.c0 + self.max_extra)
-        self.M = release_survival(P, procs // self.g, max(cmax, 0))
+        self.M = release_table(ej[order], ep[order], procs // self.g, max(cmax, 0))
 
     def _scaled(self, c: int) -> int:
         """Threshold ``c`` in units of ``g`` processors (``<= 0`` means always met)."""

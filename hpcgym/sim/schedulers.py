@@ -138,10 +138,11 @@ NAMED: dict[str, SchedulerSpec] = {
         _s("SAF", "SAF order + EASY with requests (Carastan-Santos)", policy="SAF"),
         _s(
             "EASY++",
-            "FCFS + AVE2 predictions + incremental correction + SJBF (Tsafrir et al.)",
+            "FCFS + AVE2 predictions + incremental correction + SJBF (Tsafrir et al.; "
+            "predictsim's incremental variant, as in Gaussier et al.'s tables)",
             backfill="sjbf",
             estimate="ave2",
-            correction="incremental",
+            correction="incremental-offset",
         ),
         _s(
             "ELOSS",
