@@ -8,12 +8,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agents.easy import EasyAgent, SJBFAgent
 from agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
 
 if TYPE_CHECKING:
     from agents.kernel_policy import KernelPolicy
 
-__all__ = ["FirstValid", "HeuristicAgent", "KernelPolicy", "RandomValid", "StopAlways"]
+__all__ = [
+    "EasyAgent",
+    "FirstValid",
+    "HeuristicAgent",
+    "KernelPolicy",
+    "RandomValid",
+    "SJBFAgent",
+    "StopAlways",
+]
 
 
 def __getattr__(name: str) -> Any:

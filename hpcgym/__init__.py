@@ -7,3 +7,5 @@ estimators), :mod:`hpcgym.envs` (the Gymnasium env ``hpcgym/Backfill-v0``).
 """
 
 __version__ = "0.1.0"
+
+import hpcgym.envs  # noqa: E402,F401  (registers the gymnasium env "hpcgym/Backfill-v0")

@@ -1,0 +1,688 @@
+"""The Gymnasium backfilling env ``hpcgym/Backfill-v0`` (RLBackfilling, paper 004 §3).
+
+See :class:`BackfillEnv` for the specification and ``docs/env.md`` for the design
+notes and the measured speed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+import os
+from collections import OrderedDict
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from hpcgym.envs import _features as FT
+from hpcgym.predictors.base import Estimator, SystemView
+from hpcgym.sim import _kernel as K
+from hpcgym.sim.engine import Event, Simulation
+from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
+from hpcgym.workload.core import Workload
+from hpcgym.workload.sequences import WindowSampler
+
+__all__ = ["BackfillEnv", "MODES", "OBJECTIVES", "INVALID_ACTIONS", "clear_normalizer_cache"]
+
+#: candidate modes: name -> engine candidate mode
+MODES: dict[str, str] = {"guarded": "easy", "penalized": "fit", "free": "fit"}
+#: optimisation objectives: name -> metric of :func:`hpcgym.sim.metrics.compute_metrics`
+OBJECTIVES: dict[str, str] = {"bsld": "avg_bsld", "wait": "avg_wait", "utilization": "utilization"}
+#: what an invalid action does
+INVALID_ACTIONS: tuple[str, ...] = ("raise", "penalty")
+
+_BUILTIN_ESTIMATES = {
+    "request": "request",
+    "requested": "request",
+    "user": "request",
+    "actual": "actual",
+    "ar": "actual",
+    "clairvoyant": "actual",
+}
+
+# ----------------------------------------------------------- normalizer cache
+#: maximum number of cached normalizer results (one small dict per window)
+NORMALIZER_CACHE_SIZE = 8192
+_NORM_CACHE: OrderedDict[tuple[Any, ...], dict[str, float]] = OrderedDict()
+
+
+def clear_normalizer_cache() -> None:
+    """Forget every cached normalizer result (of this process)."""
+    _NORM_CACHE.clear()
+
+
+def _fingerprint(w: Workload) -> str:
+    """Content hash of a workload's scheduling columns (cache key of the normalizer)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{w.name}|{w.machine_size}|{len(w)}|{w.offset}".encode())
+    for col in (w.submit, w.runtime, w.procs, w.request):
+        h.update(np.ascontiguousarray(col).view(np.uint8))
+    return h.hexdigest()
+
+
+def _deterministic(metrics: dict[str, float]) -> dict[str, float]:
+    """The metrics without wall-clock timings (infos must be reproducible)."""
+    return {k: v for k, v in metrics.items() if k != "sim_seconds"}
+
+
+def _choice(kind: str, value: str, valid: Any) -> str:
+    v = str(value).lower()
+    if v not in valid:
+        raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(valid)}")
+    return v
+
+
+class BackfillEnv(gym.Env[np.ndarray, np.int64]):
+    """Learning EASY-style backfilling decisions (RLBackfilling, paper 004 §3).
+
+    ## Description
+
+    A window of ``sequence_length`` consecutive jobs of a workload trace is scheduled
+    on a homogeneous machine by the hpcgym engine (:mod:`hpcgym.sim`): jobs queue in
+    the order of a base policy (FCFS by default); the first job of the queue starts as
+    soon as enough processors are free. When it is blocked, it gets a *reservation* at
+    its *shadow time* (when enough processors will be free, according to the running
+    jobs' estimates). Other waiting jobs may then be *backfilled*: started now, ahead of
+    the blocked job. The agent makes exactly these backfilling decisions.
+
+    A **decision point** is a moment at which the queue's head is blocked and at least
+    one waiting job is a backfill *candidate* (see ``mode``). At a decision point the
+    agent picks one candidate to start now, or STOP ("no more backfilling at this
+    time"). After a start, if candidates remain at the same time, the next step is
+    another decision at the same time; STOP (or no candidate left) lets the engine run
+    until the next decision point. Unlike the reference code, the agent is asked even
+    when only one candidate exists, and it may decline.
+
+    ## Action Space
+
+    ``Discrete(K + 1)`` with ``K = max_queue``: action ``i < K`` starts the job of
+    observation row ``i``; action ``K`` is STOP. Valid actions are given by
+    :meth:`action_masks` (bool ``(K + 1,)``, the sb3-contrib ``MaskablePPO``
+    convention; also ``info["action_mask"]``): the real rows, and STOP (always valid).
+    An invalid action raises ``ValueError`` naming the valid ones, unless
+    ``invalid_action="penalty"``: then it acts as STOP and earns ``invalid_penalty``.
+
+    ## Observation Space
+
+    ``Box(0, 1, (K, F), float32)``: one row per candidate in FCFS (submission) order;
+    when there are more than ``K`` candidates the first ``K`` are shown (the count is
+    ``info["candidates"]``). Rows after the last candidate are padding: **all zeros**.
+    Every value is in ``[0, 1]``. ``now`` is the current time, ``est`` the engine's
+    runtime estimate (``estimator``), ``shadow`` / ``extra`` the head's reservation,
+    ``free`` the free processors, ``m`` the machine size, ``est_scale`` the largest
+    request of the whole trace, ``wait_scale`` (default ``est_scale``):
+
+    | Num | Name           | Value                                   | Note                       |
+    |-----|----------------|-----------------------------------------|----------------------------|
+    | 0   | valid          | 1 (candidate) / 0 (padding)             | the validity flag          |
+    | 1   | wait           | ``min((now - submit) / wait_scale, 1)`` | clipped                    |
+    | 2   | estimate       | ``est / est_scale``                     | never clipped, monotone    |
+    | 3   | procs          | ``procs / m``                           |                            |
+    | 4   | est_vs_shadow  | ``est / (est + shadow - now)``          | <= 0.5 iff ends by shadow  |
+    | 5   | procs_vs_free  | ``procs / free``                        | <= 1 for candidates        |
+    | 6   | procs_vs_extra | ``procs / (procs + extra)``             | <= 0.5 iff fits in extra   |
+    | 7   | easy           | 1 if EASY would start the job now       | 0: would delay the head    |
+    | 8   | free           | ``free / m``                            | machine availability       |
+    | 9   | rank           | backfill position / ``max(n_wait-2,1)`` | 0 = first in base order    |
+    | 10  | shadow         | ``min((shadow - now) / est_scale, 1)``  | clipped                    |
+    | 11  | extra          | ``extra / m``                           |                            |
+    | 12  | prediction     | ``min(prediction / est_scale, 1)``      | with ``feature_predictor`` |
+
+    The *backfill order* of column 9 is the base policy's queue order without the head
+    (FCFS: submission order). Columns 8, 10, 11 are the same in every row: the paper
+    appends the machine state to every job row so that a per-job kernel network sees it.
+
+    ## Rewards
+
+    Intermediate rewards are 0, plus ``violation_penalty`` for a start that delays the
+    reservation in ``penalized`` mode and ``invalid_penalty`` for an invalid action
+    (``invalid_action="penalty"``). The last step adds the terminal reward comparing the
+    agent's schedule of the window with that of the ``normalizer`` scheduler on the same
+    window (objective ``bsld``: ``(b_norm - b_agent) / b_norm`` with AVEbsld ``b``;
+    ``wait``: the same with the mean wait, denominator ``max(w_norm, 1 s)``;
+    ``utilization``: ``(u_agent - u_norm) / u_norm``). With ``normalizer=None`` the
+    terminal reward is the raw ``-AVEbsld``, ``-mean wait`` (seconds) or
+    ``+utilization``.
+
+    ## Starting State
+
+    :meth:`reset` draws a window start uniformly from the ``split`` with the env's
+    seeded generator (``self.np_random``), or uses ``options={"start": i}`` (replay an
+    exact window), and runs the engine to the first decision point. If the window has
+    no decision point at all, the episode is over already: the observation is all
+    padding, only STOP is valid (``info["decision"] = False``) and the first step
+    terminates with the terminal reward.
+
+    ## Episode End
+
+    The episode terminates when the window's last job has completed. ``truncated`` is
+    never set by the env (wrap it in ``TimeLimit`` for a step limit).
+
+    ## Arguments
+
+    | Parameter           | Default         | Description                                       |
+    |---------------------|-----------------|---------------------------------------------------|
+    | `trace`             | `None`          | trace name, SWF path, Workload, None = synthetic  |
+    | `machine_size`      | `None`          | processors (default: the trace's)                 |
+    | `policy`            | `"FCFS"`        | base queue policy (``hpcgym.sim.POLICIES``)       |
+    | `estimator`         | `"request"`     | runtime estimate of the engine (predictor names)  |
+    | `correction`        | `"incremental"` | correction of under-estimates (engine)            |
+    | `starvation`        | `None`          | starvation threshold of the queue policy (engine) |
+    | `sequence_length`   | `256`           | jobs per episode (window length)                  |
+    | `split`             | `"train"`       | ``train``, ``test`` or ``all`` (time split)       |
+    | `train_fraction`    | `0.7`           | share of the jobs in the training range           |
+    | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
+    | `normalizer`        | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
+    | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
+    | `max_queue`         | `128`           | ``K``: observation rows                           |
+    | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
+    | `invalid_action`    | `"raise"`       | ``raise`` or ``penalty``                          |
+    | `invalid_penalty`   | `-1.0`          | reward of an invalid action (``penalty``), <= 0   |
+    | `feature_predictor` | `None`          | predictor name / Estimator: ``prediction`` column |
+    | `wait_scale`        | `None`          | wait normalization, seconds (default est_scale)   |
+    | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
+    | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
+
+    Modes (what counts as a candidate): ``guarded`` -- the jobs EASY itself would start
+    now (fits now and ends by the shadow time or fits in the extra processors): the
+    agent can never delay the reservation; ``penalized`` -- every job that fits now; a
+    start that delays the reservation is executed and earns ``violation_penalty`` (the
+    paper's rule); ``free`` -- every job that fits now, no penalty (what the reference
+    code trains). Violations are counted in every mode.
+
+    Normalizer: any name of :func:`hpcgym.sim.schedulers.get_scheduler`. A plain named
+    scheduler whose queue policy is FCFS (``EASY-SJBF``, ``EASY``, ``EASY-AR``,
+    ``EASY++``...) runs with the env's base ``policy`` (``SJF+EASY-SJBF`` under
+    ``policy="SJF"``), so that the reward measures the backfilling decisions only; a
+    ``POLICY+NAME`` or ``key=value`` spec is used as given. It is simulated once per
+    window (seed 0) with the built-in backfiller and cached (bounded LRU, per process).
+
+    ## Info
+
+    Every step: ``action_mask``, ``decision`` (the agent is at a decision point),
+    ``candidates`` (number of candidates, may exceed ``K``), ``time`` (trace seconds),
+    ``decisions``, ``backfills``, ``violations`` (episode counters so far), ``violation``
+    (this step's start delayed the reservation), ``invalid`` (this step's action was
+    invalid), ``start`` and ``window``.
+
+    ## Rendering
+
+    ``render_mode="ansi"``: :meth:`render` returns the decision point as text. Other
+    modes (e.g. the ``"rgb_array"`` SB3's ``make_vec_env`` asks for) only log a
+    warning; :meth:`render` then returns ``None``. At the end also ``agent`` and ``normalizer``
+    (the metrics dicts of :func:`hpcgym.sim.metrics.compute_metrics`; ``normalizer`` is
+    ``None`` without one), ``objective``, ``overflow_decisions`` (decision points with
+    more than ``K`` candidates) and ``episode_steps``.
+    """
+
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        trace: str | os.PathLike[str] | Workload | None = None,
+        machine_size: int | None = None,
+        policy: str = "FCFS",
+        estimator: str = "request",
+        correction: str = "incremental",
+        starvation: float | str | None = None,
+        sequence_length: int = 256,
+        split: str = "train",
+        train_fraction: float = 0.7,
+        mode: str = "guarded",
+        normalizer: str | SchedulerSpec | None = "EASY-SJBF",
+        objective: str = "bsld",
+        max_queue: int = 128,
+        violation_penalty: float = -1.0,
+        invalid_action: str = "raise",
+        invalid_penalty: float = -1.0,
+        feature_predictor: str | Estimator | None = None,
+        wait_scale: float | None = None,
+        trace_kwargs: dict[str, Any] | None = None,
+        estimator_kwargs: dict[str, Any] | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        from hpcgym.workload import load
+
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            # not an error: SB3's make_vec_env always asks for "rgb_array"
+            gym.logger.warn(
+                f"render_mode {render_mode!r} is not supported by BackfillEnv (supported: "
+                f"{self.metadata['render_modes']}); render() will return None"
+            )
+        self.render_mode = render_mode
+        self.mode = _choice("mode", mode, MODES)
+        self.objective = _choice("objective", objective, OBJECTIVES)
+        self.invalid_action = _choice("invalid_action", invalid_action, INVALID_ACTIONS)
+        if int(max_queue) < 1:
+            raise ValueError(f"max_queue must be >= 1, got {max_queue}")
+        if int(sequence_length) < 1:
+            raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
+        for name, v in (
+            ("violation_penalty", violation_penalty),
+            ("invalid_penalty", invalid_penalty),
+        ):
+            if not np.isfinite(v) or v > 0:
+                raise ValueError(f"{name} must be a finite number <= 0, got {v}")
+        self.max_queue = int(max_queue)
+        self.sequence_length = int(sequence_length)
+        self.violation_penalty = float(violation_penalty)
+        self.invalid_penalty = float(invalid_penalty)
+
+        # ---- workload (kept by spec so that pickling can reload it by name)
+        self._trace = trace
+        self._machine_size = machine_size
+        self._trace_kwargs = dict(trace_kwargs or {})
+        workload = load(trace, machine_size=machine_size, **self._trace_kwargs)
+        self._workload = workload
+        self._fingerprint = _fingerprint(workload)
+        if isinstance(trace, Workload):
+            self.trace_label = trace.name
+        elif trace is None:
+            self.trace_label = "synthetic"
+        else:
+            self.trace_label = str(trace)
+        self.split = split
+        self._sampler = WindowSampler(
+            len(workload), self.sequence_length, split, train_fraction, seed=0
+        )
+        self.train_fraction = float(train_fraction)
+
+        # ---- scheduler of the agent (external backfilling) and of the normalizer
+        if not isinstance(estimator, str):
+            raise TypeError(
+                f"estimator must be a name ('request', 'actual' or a predictor of "
+                f"hpcgym.predictors.make_estimator), got {type(estimator).__name__}; pass "
+                "predictor options with estimator_kwargs"
+            )
+        est_name = _BUILTIN_ESTIMATES.get(estimator.lower(), estimator)
+        self._spec = SchedulerSpec(
+            name="agent",
+            policy=policy.upper(),
+            backfill="easy",
+            estimate=est_name,
+            estimate_kwargs=tuple(sorted((estimator_kwargs or {}).items())),
+            correction=correction,
+            starvation=starvation,
+        )
+        # validate every name now (not at the first reset)
+        Simulation(
+            workload.window(self._sampler.lo, 1),
+            policy=policy,
+            backfill="external",
+            estimate=self._spec._estimator(),
+            correction=correction,
+            starvation=starvation,
+        )
+        self.policy = policy.upper()
+        self.estimator = est_name
+        self.normalizer = self._resolve_normalizer(normalizer)
+        self._norm_key = None if self.normalizer is None else repr(self.normalizer.to_dict())
+
+        # ---- features
+        self._fpred = feature_predictor
+        if isinstance(feature_predictor, str):
+            fp = _BUILTIN_ESTIMATES.get(feature_predictor.lower(), feature_predictor)
+            if fp not in ("request", "actual"):
+                from hpcgym.predictors import make_estimator
+
+                self._fpred = make_estimator(fp)
+            else:
+                self._fpred = fp
+        self.est_scale = float(workload.request.max())
+        self.wait_scale = float(wait_scale) if wait_scale is not None else self.est_scale
+        if not self.wait_scale > 0:
+            raise ValueError(f"wait_scale must be > 0 seconds, got {wait_scale}")
+        self._scales = np.array([self.est_scale, self.wait_scale], dtype=np.float64)
+        self.n_features = FT.n_features(self._fpred is not None)
+        self.observation_space = spaces.Box(
+            0.0, 1.0, (self.max_queue, self.n_features), dtype=np.float32
+        )
+        self.action_space = spaces.Discrete(self.max_queue + 1)
+
+        # ---- episode state
+        self._sim: Simulation | None = None
+        self._start = -1
+        self._done = True
+        self._at_decision = False
+        self._obs = np.zeros((self.max_queue, self.n_features), dtype=np.float32)
+        self._mask = np.zeros(self.max_queue + 1, dtype=bool)
+        self._rows = np.full(self.max_queue, -1, dtype=np.int64)
+        self._ncand = 0
+        self._pos = np.zeros(0, dtype=np.int64)
+        self._pred = np.zeros(0, dtype=np.float64)
+        self._pred_online: Estimator | None = None
+        self._pred_next = self._pred_fin = self._pred_started = 0
+        self._steps = 0
+        self._overflow = 0
+
+    # ---------------------------------------------------------------- set-up
+    def _resolve_normalizer(self, normalizer: str | SchedulerSpec | None) -> SchedulerSpec | None:
+        if normalizer is None:
+            return None
+        spec = get_scheduler(normalizer)
+        if isinstance(normalizer, str):
+            plain = normalizer.strip().lower() in {k.lower() for k in NAMED}
+            if plain and spec.policy == "FCFS" and self.policy != "FCFS":
+                spec = spec.with_policy(self.policy)
+        if spec.backfill == "external":
+            raise ValueError("the normalizer needs a built-in backfiller, not 'external'")
+        return spec
+
+    @property
+    def workload(self) -> Workload:
+        """The whole loaded workload (all splits)."""
+        return self._workload
+
+    @property
+    def simulation(self) -> Simulation:
+        """The engine of the current episode (read-only use, please)."""
+        if self._sim is None:
+            raise RuntimeError("no episode yet: call reset()")
+        return self._sim
+
+    @property
+    def valid_starts(self) -> tuple[int, int]:
+        """First and last valid window start of the split."""
+        return self._sampler.lo, self._sampler.hi - self.sequence_length
+
+    def candidate_jobs(self) -> np.ndarray:
+        """Window job index of every observation row (``-1`` for padding)."""
+        return self._rows.copy()
+
+    # -------------------------------------------------------------- gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        start = None
+        if options:
+            unknown = set(options) - {"start"}
+            if unknown:
+                raise ValueError(f"unknown reset option(s) {sorted(unknown)}; valid: 'start'")
+            start = options.get("start")
+        lo, last = self.valid_starts
+        if start is None:
+            start = int(self.np_random.integers(lo, last + 1))
+        else:
+            start = operator.index(start)
+            if not lo <= start <= last:
+                raise ValueError(
+                    f"start {start} is outside the {self.split!r} split of {self.trace_label}: "
+                    f"valid starts are {lo}..{last} (sequence_length={self.sequence_length})"
+                )
+        sim_seed = int(self.np_random.integers(0, 2**63 - 1))
+        window = self._workload.window(start, self.sequence_length)
+        self._sim = self._spec.make_simulation(
+            window, sim_seed, backfill="external", candidates=MODES[self.mode]
+        )
+        self._start = start
+        self._steps = 0
+        self._overflow = 0
+        self._pos = np.zeros(len(window), dtype=np.int64)
+        self._setup_predictions(window, sim_seed)
+        self._done = False
+        ev = self._sim.advance()
+        self._observe(ev)
+        return self._obs, self._info()
+
+    def _setup_predictions(self, window: Workload, seed: int) -> None:
+        fp = self._fpred
+        self._pred_online = None
+        if fp is None:
+            self._pred = np.zeros(0, dtype=np.float64)
+            return
+        req = window.request
+        if fp == "request":
+            self._pred = np.array(req, dtype=np.float64)
+        elif fp == "actual":
+            self._pred = np.minimum(window.runtime, req).astype(np.float64)
+        else:
+            assert isinstance(fp, Estimator)
+            fp.bind(window, np.random.default_rng(seed))
+            if fp.online:
+                self._pred = np.full(len(window), np.nan)
+                self._pred_online = fp
+                self._pred_next = 0
+                self._pred_fin = 0
+                self._pred_started = 0
+            else:
+                static = fp.static_estimates()
+                if static is None:
+                    raise ValueError(f"feature predictor {fp.name!r} gave no static estimates")
+                self._pred = self._cap(np.asarray(static, dtype=np.float64), req)
+
+    @staticmethod
+    def _cap(est: np.ndarray, req: np.ndarray) -> np.ndarray:
+        est = np.where(np.isfinite(est), est, req)
+        return np.clip(est, np.minimum(1.0, req), req)
+
+    def _update_online_predictions(self) -> None:
+        """Ask an online feature predictor about the jobs submitted since the last
+        decision point, after telling it every completion and start since then."""
+        est = self._pred_online
+        sim = self._sim
+        assert est is not None and sim is not None
+        JF, JI, C = sim.JF, sim.JI, sim.C
+        nfin = int(C[K.C_NFIN])
+        if nfin > self._pred_fin:
+            jobs = JI[K.I_FIN, self._pred_fin : nfin].copy()
+            est.observe_finished(jobs, JF[K.F_START, jobs] + JF[K.F_RUNTIME, jobs])
+            self._pred_fin = nfin
+        nst = int(C[K.C_NSTART])
+        if nst > self._pred_started:
+            jobs = JI[K.I_STARTLOG, self._pred_started : nst].copy()
+            est.observe_started(jobs, JF[K.F_START, jobs])
+            self._pred_started = nst
+        nxt = int(C[K.C_NEXT])
+        if nxt > self._pred_next:
+            view = SystemView(
+                now=sim.now,
+                running=JI[K.I_RUN, : int(C[K.C_RLEN])].copy(),
+                start=JF[K.F_START],
+                free=int(C[K.C_FREE]),
+                machine_size=int(C[K.C_M]),
+            )
+            req = JF[K.F_REQUEST]
+            for j in range(self._pred_next, nxt):
+                v = float(est.predict(j, view))
+                if not np.isfinite(v):
+                    v = req[j]
+                self._pred[j] = min(max(v, min(1.0, req[j])), req[j])
+            self._pred_next = nxt
+
+    def _observe(self, ev: Event) -> None:
+        """Build the observation of the engine's current stop."""
+        if ev == Event.DECISION:
+            sim = self._sim
+            assert sim is not None
+            if self._pred_online is not None:
+                self._update_online_predictions()
+            self._obs, self._mask, self._rows, self._ncand = FT.build(
+                sim.JF,
+                sim.JI,
+                sim.S,
+                sim.C,
+                FT.LAYOUT,
+                self._pos,
+                self._pred,
+                self._scales,
+                self.max_queue,
+                self.n_features,
+            )
+            if self._ncand > self.max_queue:
+                self._overflow += 1
+            self._at_decision = True
+        else:  # done: terminal-ready state, only STOP is valid
+            self._obs = np.zeros((self.max_queue, self.n_features), dtype=np.float32)
+            self._mask = np.zeros(self.max_queue + 1, dtype=bool)
+            self._mask[self.max_queue] = True
+            self._rows = np.full(self.max_queue, -1, dtype=np.int64)
+            self._ncand = 0
+            self._at_decision = False
+
+    def _info(self) -> dict[str, Any]:
+        C = self._sim.C  # type: ignore[union-attr]
+        return {
+            "action_mask": self._mask.copy(),
+            "decision": self._at_decision,
+            "candidates": self._ncand,
+            "time": float(self._sim.S[K.S_T]),  # type: ignore[union-attr]
+            "decisions": int(C[K.C_DECISIONS]),
+            "backfills": int(C[K.C_NBACKFILLED]),
+            "violations": int(C[K.C_VIOLATIONS]),
+            "start": self._start,
+            "window": f"{self.trace_label}[{self._start}:{self._start + self.sequence_length}]",
+        }
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions now: bool ``(K + 1,)``, index ``K`` = STOP (always valid)."""
+        return self._mask.copy()
+
+    def _invalid(self, action: Any) -> ValueError:
+        valid = np.flatnonzero(self._mask).tolist()
+        return ValueError(
+            f"invalid action {action!r}: valid actions now are {valid} (rows with a candidate; "
+            f"{self.max_queue} = STOP). Use env.action_masks() / info['action_mask'], or "
+            "invalid_action='penalty' to turn invalid actions into STOP plus a penalty."
+        )
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise RuntimeError("the episode is over (or never started): call reset() first")
+        kq = self.max_queue
+        try:
+            a = operator.index(action)
+        except TypeError:
+            arr = np.asarray(action)
+            if arr.size != 1 or arr.dtype.kind not in "iu":
+                raise self._invalid(action) from None
+            a = int(arr.reshape(()))
+        reward = 0.0
+        invalid = False
+        if not (0 <= a <= kq and self._mask[a]):
+            if self.invalid_action == "raise":
+                raise self._invalid(action)
+            invalid = True
+            reward += self.invalid_penalty
+            a = kq
+        sim = self._sim
+        assert sim is not None
+        violation = False
+        if self._at_decision:
+            if a < kq:
+                violation = sim.backfill(int(self._rows[a]))
+                if violation and self.mode == "penalized":
+                    reward += self.violation_penalty
+            else:
+                sim.stop()
+            ev = sim.advance()
+        else:
+            ev = Event.DONE
+        self._steps += 1
+        self._observe(ev)
+        info = self._info()
+        info["violation"] = violation
+        info["invalid"] = invalid
+        terminated = ev == Event.DONE
+        if terminated:
+            self._done = True
+            reward += self._terminal(info)
+        return self._obs, reward, terminated, False, info
+
+    # --------------------------------------------------------------- reward
+    def normalizer_metrics(self) -> dict[str, float] | None:
+        """Metrics of the normalizer scheduler on the current window (cached)."""
+        if self.normalizer is None or self._sim is None:
+            return None
+        key = (self._fingerprint, self._start, self.sequence_length, self._norm_key)
+        hit = _NORM_CACHE.get(key)
+        if hit is not None:
+            _NORM_CACHE.move_to_end(key)
+            return dict(hit)
+        metrics = _deterministic(self.normalizer.simulate(self._sim.workload, seed=0).metrics)
+        _NORM_CACHE[key] = metrics
+        if len(_NORM_CACHE) > NORMALIZER_CACHE_SIZE:
+            _NORM_CACHE.popitem(last=False)
+        return dict(metrics)
+
+    def _terminal(self, info: dict[str, Any]) -> float:
+        sim = self._sim
+        assert sim is not None
+        agent = _deterministic(sim.result().metrics)
+        norm = self.normalizer_metrics()
+        info["agent"] = agent
+        info["normalizer"] = norm
+        info["objective"] = self.objective
+        info["overflow_decisions"] = self._overflow
+        info["episode_steps"] = self._steps
+        return self.terminal_reward(agent, norm)
+
+    def terminal_reward(self, agent: dict[str, float], norm: dict[str, float] | None) -> float:
+        """The terminal reward for the agent's and the normalizer's metrics (see the
+        class docstring, *Rewards*)."""
+        key = OBJECTIVES[self.objective]
+        a = float(agent[key])
+        if norm is None:
+            return a if self.objective == "utilization" else -a
+        b = float(norm[key])
+        if self.objective == "utilization":
+            return (a - b) / b
+        if self.objective == "wait":
+            return (b - a) / max(b, 1.0)
+        return (b - a) / b
+
+    # ------------------------------------------------------------- pickling
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if not isinstance(self._trace, Workload):
+            state["_workload"] = None  # reloaded by name (cached loader) on unpickling
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._workload is None:
+            from hpcgym.workload import load
+
+            self._workload = load(
+                self._trace, machine_size=self._machine_size, **self._trace_kwargs
+            )
+
+    def render(self) -> str | None:
+        """``render_mode="ansi"``: the decision point as text (machine state and rows)."""
+        if self.render_mode != "ansi" or self._sim is None:
+            return None
+        sim = self._sim
+        m = sim.workload.machine_size
+        c = self._sim.counters
+        lines = [
+            f"{self.trace_label}[{self._start}:{self._start + self.sequence_length}] "
+            f"t={sim.now:.0f} free={sim.free}/{m} decisions={c['decisions']} "
+            f"backfills={int(sim.C[K.C_NBACKFILLED])} violations={c['violations']}"
+        ]
+        if not self._at_decision:
+            lines.append("  no decision (episode over after the next step)")
+            return "\n".join(lines)
+        head = sim.head
+        lines.append(
+            f"  head: job {head} ({int(sim.workload.procs[head])} procs) "
+            f"shadow=+{sim.shadow - sim.now:.0f}s extra={sim.extra}; "
+            f"{self._ncand} candidate(s), action {self.max_queue} = STOP"
+        )
+        for i, j in enumerate(self._rows[: min(self._ncand, self.max_queue)]):
+            lines.append(
+                f"  [{i:3d}] job {j:5d} procs={int(sim.workload.procs[j]):5d} "
+                f"est={sim.estimates[j]:9.0f}s wait={sim.now - sim.workload.submit[j]:9.0f}s"
+                f"{'' if self._obs[i, FT.COL_EASY] else '  (delays the head)'}"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (
+            f"BackfillEnv(trace={self.trace_label!r}, mode={self.mode!r}, policy={self.policy!r}, "
+            f"estimator={self.estimator!r}, normalizer="
+            f"{None if self.normalizer is None else self.normalizer.name!r}, "
+            f"sequence_length={self.sequence_length}, max_queue={self.max_queue})"
+        )
