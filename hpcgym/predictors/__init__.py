@@ -29,6 +29,7 @@ from hpcgym.predictors.ave import Ave2Estimator
 from hpcgym.predictors.base import Estimator, SystemView
 from hpcgym.predictors.corrections import correct
 from hpcgym.predictors.eloss import ELossEstimator
+from hpcgym.predictors.hmm import HMMPredictor
 from hpcgym.predictors.static import ActualEstimator, NoisyActualEstimator, RequestEstimator
 from hpcgym.predictors.tang import TangEstimator, TangSelectiveEstimator
 
@@ -38,6 +39,7 @@ __all__ = [
     "ActualEstimator",
     "ELossEstimator",
     "Estimator",
+    "HMMPredictor",
     "NoisyActualEstimator",
     "RequestEstimator",
     "SystemView",
@@ -60,6 +62,7 @@ ESTIMATORS: dict[str, tuple[type[Estimator], dict[str, Any]]] = {
     "tang-project": (TangEstimator, {"scheme": "project"}),
     "tang-combined": (TangEstimator, {"scheme": "combined"}),
     "tang-selective": (TangSelectiveEstimator, {}),
+    "hmm": (HMMPredictor, {}),
 }
 
 _ALIASES: dict[str, str] = {
