@@ -502,8 +502,17 @@ def test_registry_names_and_kinds() -> None:
         "tang-project",
         "tang-combined",
         "tang-selective",
+        "hmm",
     ]
-    online = {"ave2", "eloss", "tang-user", "tang-project", "tang-combined", "tang-selective"}
+    online = {
+        "ave2",
+        "eloss",
+        "tang-user",
+        "tang-project",
+        "tang-combined",
+        "tang-selective",
+        "hmm",
+    }
     for name in ESTIMATORS:
         e = make_estimator(name, level=0.1) if name == "noisy" else make_estimator(name)
         assert isinstance(e, Estimator) and e.online == (name in online)
