@@ -185,9 +185,11 @@ class KernelNetwork(nn.Module):
         value_head: str,
         value_arch: tuple[int, ...],
         value_row_arch: tuple[int, ...],
+        stop_init: float = 0.0,
     ) -> None:
         super().__init__()
         self.n_rows = n_rows
+        self.stop_init = float(stop_init)
         self.row_dim = row_dim
         self.stop_score = stop_score
         self.value_head = value_head
@@ -198,7 +200,7 @@ class KernelNetwork(nn.Module):
         self.stop_bias: nn.Parameter | None = None
         self.stop_net: nn.Sequential | None = None
         if stop_score == "learned":
-            self.stop_bias = nn.Parameter(th.zeros(1))
+            self.stop_bias = nn.Parameter(th.full((1,), float(stop_init)))
         elif stop_score == "pooled":
             hidden = _mlp(2 * emb_dim, stop_arch, activation_fn)
             last = stop_arch[-1] if stop_arch else 2 * emb_dim
@@ -247,9 +249,11 @@ class KernelNetwork(nn.Module):
             stop = self.stop_bias.expand(scores.shape[0])
         elif self.stop_net is not None:
             pooled = _masked_mean_max(emb, self.valid_rows(rows))
-            stop = self.stop_net(pooled).squeeze(-1)
+            stop = self.stop_net(pooled).squeeze(-1) + self.stop_init
         else:  # "fixed"
-            stop = th.zeros(scores.shape[0], dtype=scores.dtype, device=scores.device)
+            stop = th.full(
+                (scores.shape[0],), self.stop_init, dtype=scores.dtype, device=scores.device
+            )
         return th.cat([scores, stop.unsqueeze(-1)], dim=-1)
 
     def forward_critic(self, rows: th.Tensor) -> th.Tensor:
@@ -325,6 +329,10 @@ class KernelPolicy(MaskableActorCriticPolicy):
         ``"flat"``, ``(64, 32)`` for ``"pooled"``)
     :param value_row_arch: per-row encoder of the ``"pooled"`` value head (default
         ``(32, 16)``; must not be empty)
+    :param stop_init: initial STOP logit (the learned bias starts there; the fixed score and
+        the pooled head's offset are this constant). Default 0; a negative value encodes the
+        prior that backfilling is usually better than waiting, which keeps the argmax of an
+        untrained or barely trained policy from choosing STOP while the row scores are flat
     :param value_lr_ratio: value lr / policy lr (default ``1e-3 / 3e-4``, the paper's)
     :param ortho_init: orthogonal init as in SB3 (hidden layers gain sqrt(2), row-score and
         STOP output layers 0.01, value output 1); ``False`` keeps PyTorch's default init
@@ -350,6 +358,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
         value_arch: Sequence[int] | None = None,
         value_row_arch: Sequence[int] = (32, 16),
         value_lr_ratio: float = DEFAULT_VALUE_LR_RATIO,
+        stop_init: float = 0.0,
         ortho_init: bool = True,
         features_extractor_class: type[BaseFeaturesExtractor] = JobRowsExtractor,
         features_extractor_kwargs: dict[str, Any] | None = None,
@@ -392,6 +401,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
         )
         self.value_row_arch = _as_arch(value_row_arch, "value_row_arch", allow_empty=False)
         self.value_lr_ratio = float(value_lr_ratio)
+        self.stop_init = float(stop_init)
         super().__init__(
             observation_space,
             action_space,
@@ -419,6 +429,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
             value_head=self.value_head,
             value_arch=self.value_arch,
             value_row_arch=self.value_row_arch,
+            stop_init=self.stop_init,
         ).to(self.device)
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -472,6 +483,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 value_arch=self.value_arch,
                 value_row_arch=self.value_row_arch,
                 value_lr_ratio=self.value_lr_ratio,
+                stop_init=self.stop_init,
             )
         )
         return data
