@@ -36,6 +36,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
+    except BrokenPipeError:  # output piped into e.g. `head`: not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (FileNotFoundError, ValueError, KeyError) as exc:  # user errors: one clear line
         msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
         print(f"hpcgym {args.command}: error: {msg}", file=sys.stderr)

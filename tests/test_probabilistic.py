@@ -81,15 +81,22 @@ def _exact_postpone(free, head, procs, run_events, cand_procs, cand_events) -> f
     return total
 
 
-def _easy_allows(now, free, head, run_procs, run_end, cand_procs, cand_est) -> bool:
-    """EASY: walk running jobs by estimated end, adding procs until the head fits."""
+def _easy_allows(
+    now, free, head, run_procs, run_end, cand_procs, cand_est, ties="together"
+) -> bool:
+    """EASY: walk running jobs by estimated end, adding procs until the head fits.
+
+    ``ties="together"`` (the engine's ``_compute_shadow``): every job ending at the
+    shadow instant counts in ``extra``; ``"sequential"``: the walk stops at the job.
+    """
     if cand_procs > free:
         return False
     avail = free
     shadow, extra = np.inf, 0
     for k in range(len(run_procs)):
         avail += run_procs[k]
-        if avail >= head:
+        last = k + 1 == len(run_procs) or run_end[k + 1] != run_end[k]
+        if avail >= head and (last or ties == "sequential"):
             shadow, extra = run_end[k], avail - head
             break
     if free >= head:
@@ -197,19 +204,28 @@ def test_degenerate_distributions_reduce_to_easy(jobs, free, head_extra, cand_pr
         assert model.allow(cand_procs, *cand_ev, tau=tau) == easy
     run_ev = [(np.array([e]), np.array([1.0])) for e in ends]
     assert allow_backfill(free, head, procs, run_ev, cand_procs, cand_ev) == easy
+    # Algorithm 6's literal per-event loop is the walk that stops at the first job
+    seq = _easy_allows(now, free, head, procs, ends, cand_procs, cand_est, ties="sequential")
+    model = ReleaseModel(free, head, procs, ej, et, ep, ties="sequential")
+    assert model.allow(cand_procs, *cand_ev) == seq
 
 
-def test_easy_tie_order_matters_like_the_walk() -> None:
-    # two jobs end at t=10; the walk stops at the first one that makes the head fit
+def test_simultaneous_releases_count_together() -> None:
+    # two jobs end at t=10: c(10) = 12 (both), so a 2-proc candidate never delays a
+    # head that needs 4 more -- in either order, like the engine's EASY (extra = 8)
     procs = np.array([4, 8])
+    ends = np.array([10.0, 10.0])
     ev = [(np.array([10.0]), np.array([1.0]))] * 2
     cand = (np.array([20.0]), np.array([1.0]))
-    # head needs 4 more; after job 0 extra = 0 so a 2-proc candidate would delay it
-    assert _easy_allows(0.0, 2, 6, procs, np.array([10.0, 10.0]), 2, 20.0) is False
-    assert allow_backfill(2, 6, procs, ev, 2, cand) is False
-    # with the other order the walk sees 8 processors at once
-    assert _easy_allows(0.0, 2, 6, procs[::-1], np.array([10.0, 10.0]), 2, 20.0) is True
-    assert allow_backfill(2, 6, procs[::-1], ev, 2, cand) is True
+    for p in (procs, procs[::-1]):
+        assert _easy_allows(0.0, 2, 6, p, ends, 2, 20.0) is True
+        assert allow_backfill(2, 6, p, ev, 2, cand) is True
+    # Algorithm 6's literal loop sees the state after job 0 alone (extra = 0)
+    assert _easy_allows(0.0, 2, 6, procs, ends, 2, 20.0, ties="sequential") is False
+    assert allow_backfill(2, 6, procs, ev, 2, cand, ties="sequential") is False
+    assert allow_backfill(2, 6, procs[::-1], ev, 2, cand, ties="sequential") is True
+    with pytest.raises(ValueError, match="ties"):
+        allow_backfill(2, 6, procs, ev, 2, cand, ties="random")
 
 
 # ------------------------------------------------------------------ events

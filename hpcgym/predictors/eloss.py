@@ -53,7 +53,19 @@ Documented choices (see docs/predictors.md)
 * Eq. 3 prints ``log(r_j p_j)``; r_j is the release date in §2.3's notation, which
   contradicts Table 3 and the text ("a weighting factor that increases with the size
   of jobs in terms of p and q"), so we use ``log(q_j p_j)``.
-* The prediction ``w^T Phi(x)`` is clipped to ``[min(1 s, request), request]``.
+* The paper does not say how a model output ``f = w^T Phi(x) <= 0`` becomes a
+  runtime. The authors' simulator (predictsim, which produced the published tables)
+  uses ``max(1, |f|)`` capped at the request; that is the default here
+  (``negative="abs"``). ``negative="floor"`` clips ``f`` itself to
+  ``[min(1 s, request), request]``. The choice matters: the rare over-predictions
+  (squared branch, gradient ``2 gamma (f - p) Phi``) dominate NAG's accumulated ``G_i``
+  (KTH-SP2: 0.4 % of the training steps, ~100 % of ``G_i`` for the median weight), so
+  the linear under-prediction steps barely move the weights, each over-prediction
+  kicks the output down, and 65-95 % of the outputs end up negative, ``|f|`` growing
+  with the job's size (rank correlation with the actual runtime on KTH-SP2: ``f``
+  -0.52, ``|f|`` +0.59). With ``"floor"`` 80-97 % of the predictions are the 1 s floor.
+* The authors' simulator fills the last1..3 / AVE2 / AVE3 features of a user without
+  history with the job's request (``missing="request"``); Table 2 says 0 (default).
 * ``eta`` (NAG's scale-free learning rate, in seconds) and ``lam`` are not given in
   the paper; the defaults are those of the authors' experiment configuration
   (predictsim: ``eta=5000``, ``lambda=4e9``).
@@ -74,6 +86,8 @@ from hpcgym.workload.core import Workload
 __all__ = [
     "BASIS_LOSSES",
     "FEATURES",
+    "MISSING",
+    "OUTPUTS",
     "WEIGHTS",
     "ELossEstimator",
     "NAG",
@@ -120,17 +134,31 @@ WEIGHTS: dict[str, str] = {
     "large-area": "log(q p)  (jobs of large area; E-Loss, Eq. 3)",
 }
 
+#: how the model output f becomes a runtime estimate (then clipped to [min(1, request), request])
+OUTPUTS: dict[str, str] = {
+    "abs": "|f|, as the authors' simulator (predictsim: max(1, int(|f|)))",
+    "floor": "f itself: every f <= 1 s becomes the 1 s floor",
+}
+
+#: value of the last1..3 / AVE2 / AVE3 features without enough finished jobs of the user
+MISSING: dict[str, str] = {
+    "zero": "0 (Table 2: 'or 0 if such a job does not exist')",
+    "request": "the job's own request (the authors' simulator)",
+}
+
 _DAY = 86400.0
 _WEEK = 7 * _DAY
 _MONDAY = 4 * _DAY  # 1970-01-01 was a Thursday: the first Monday is 4 days later
 
 
-def job_weights(kind: str, procs: Any, runtime: Any) -> np.ndarray:
-    """Table 3 weights ``gamma_j`` (clamped at 0), vectorised.
+def job_weights(kind: str, procs: Any, runtime: Any, offset: float = 0.0) -> np.ndarray:
+    """Table 3 weights ``gamma_j`` (plus ``offset``, clamped at 0), vectorised.
 
     :param kind: one of :data:`WEIGHTS`
     :param procs: q_j
     :param runtime: actual runtime p_j
+    :param offset: constant added before the clamp (the authors' configuration uses
+        ``1 + log(q p)`` for the large-area weight)
     """
     q = np.asarray(procs, dtype=np.float64)
     p = np.asarray(runtime, dtype=np.float64)
@@ -146,7 +174,7 @@ def job_weights(kind: str, procs: Any, runtime: Any) -> np.ndarray:
         g = np.log(q * p)
     else:
         raise ValueError(f"unknown weight {kind!r}; valid choices: {', '.join(WEIGHTS)}")
-    return np.maximum(g, 0.0)
+    return np.maximum(g + offset, 0.0)
 
 
 def asymmetric_loss(
@@ -288,6 +316,15 @@ class ELossEstimator(Estimator):
     :param eta: NAG learning rate in seconds (default from the authors' configuration)
     :param lam: l2 regularisation coefficient
     :param local_time: use the site's local time for the time-of-day/week features
+    :param negative: how the model output ``f`` becomes a runtime (before the clip to
+        ``[min(1 s, request), request]``): ``"abs"`` uses ``|f|`` as the authors'
+        simulator does (default, see :data:`OUTPUTS`), ``"floor"`` keeps ``f`` (so every
+        ``f <= 1`` becomes the 1 s floor)
+    :param missing: value of the last1..3 / AVE2 / AVE3 features when the user has no such
+        finished job: ``"zero"`` (Table 2's "0 if N/A", default) or ``"request"`` (the
+        authors' simulator: the job's own request)
+    :param gamma_offset: constant added to the Table 3 weight before the clamp at 0 (the
+        authors' configuration file uses ``1 + log(q p)``, i.e. ``gamma_offset=1``)
     """
 
     name = "eloss"
@@ -301,6 +338,9 @@ class ELossEstimator(Estimator):
         eta: float = 5000.0,
         lam: float = 4e9,
         local_time: bool = True,
+        negative: str = "abs",
+        missing: str = "zero",
+        gamma_offset: float = 0.0,
     ) -> None:
         for side, v in (("over", over), ("under", under)):
             if v not in BASIS_LOSSES:
@@ -313,9 +353,17 @@ class ELossEstimator(Estimator):
             raise ValueError(f"eta must be a positive number, got {eta!r}")
         if not (lam >= 0 and math.isfinite(lam)):
             raise ValueError(f"lam must be a finite number >= 0, got {lam!r}")
+        if negative not in OUTPUTS:
+            raise ValueError(f"unknown negative={negative!r}; valid choices: {', '.join(OUTPUTS)}")
+        if missing not in MISSING:
+            raise ValueError(f"unknown missing={missing!r}; valid choices: {', '.join(MISSING)}")
+        if not math.isfinite(gamma_offset):
+            raise ValueError(f"gamma_offset must be a finite number, got {gamma_offset!r}")
         self.over, self.under, self.weight = over, under, weight
         self.eta, self.lam = float(eta), float(lam)
         self.local_time = bool(local_time)
+        self.negative, self.missing = negative, missing
+        self.gamma_offset = float(gamma_offset)
         if (over, under, weight) != ("squared", "linear", "large-area"):
             self.name = f"eloss:over={over},under={under},weight={weight}"
         n = N_FEATURES
@@ -334,7 +382,9 @@ class ELossEstimator(Estimator):
         self._runtime = workload.runtime.astype(np.float64).tolist()
         # Table 3 weights; they use the actual runtime, so they are read only in _learn,
         # after the job has finished
-        self._gamma = job_weights(self.weight, self._procs_arr, workload.runtime).tolist()
+        self._gamma = job_weights(
+            self.weight, self._procs_arr, workload.runtime, self.gamma_offset
+        ).tolist()
         clock, self.time_reference = submit_clock(workload, self.local_time)
         day = 2.0 * np.pi * np.mod(clock, _DAY) / _DAY
         week = 2.0 * np.pi * np.mod(clock - _MONDAY, _WEEK) / _WEEK
@@ -371,7 +421,9 @@ class ELossEstimator(Estimator):
         u = self._uid[job]
         q = self._procs[job]
         now = view.now
-        hist = [0.0] * 6  # last1..3, ave2, ave3, ave_all
+        # value of last1..3 / AVE2 / AVE3 without such a finished job (AVE_all stays 0)
+        na = self._req[job] if self.missing == "request" else 0.0
+        hist = [na, na, na, na, na, 0.0]  # last1..3, ave2, ave3, ave_all
         user_q = [0.0, 0.0]  # ave_hist_procs, procs_over_ave_hist
         cur = [0.0] * 5  # ave_curr_procs, jobs_running, longest, sum, occupied
         brk = 0.0
@@ -381,7 +433,7 @@ class ELossEstimator(Estimator):
                 l1, l2, l3 = self._l1[u], self._l2[u], self._l3[u]
                 a2 = l1 if c == 1 else 0.5 * (l1 + l2)
                 a3 = a2 if c <= 2 else (l1 + l2 + l3) / 3.0
-                hist = [l1, l2, l3, a2, a3, self._sum_rt[u] / c]
+                hist = [l1, l2 if c > 1 else na, l3 if c > 2 else na, a2, a3, self._sum_rt[u] / c]
                 aq = self._sum_q[u] / c
                 user_q = [aq, q / aq]
                 brk = now - self._last_end[u]
@@ -408,6 +460,8 @@ class ELossEstimator(Estimator):
         req = self._req[job]
         if not math.isfinite(f):
             return req
+        if self.negative == "abs":
+            f = abs(f)
         return min(max(f, min(1.0, req)), req)
 
     def observe_finished(self, jobs: np.ndarray, end_times: np.ndarray) -> None:

@@ -989,6 +989,13 @@ class HMMPredictor(Estimator):
     :param retrain_every: period of ``"weekly"`` retraining, seconds
     :param rounds: iterations per ``"weekly"`` retraining
     :param quantile: quantile returned by :meth:`predict`
+    :param point: what :meth:`predict` returns to the engine: ``"quantile"`` (the
+        default, the truncated distribution's ``quantile``) or ``"request"`` (the user
+        request; the distribution is still predicted and stored at each submission).
+        The EASY-HMM scheduler uses ``"request"``: the engine then runs plain EASY with
+        requests, and the probabilistic backfiller
+        (:class:`hpcgym.sim.deciders.ProbabilisticBackfiller`) reads the stored
+        distributions (chapter 5).
     """
 
     name = "hmm"
@@ -1009,6 +1016,7 @@ class HMMPredictor(Estimator):
         retrain_every: float = WEEK,
         rounds: int = 10,
         quantile: float = 0.5,
+        point: str = "quantile",
     ) -> None:
         if load_model not in LOAD_MODELS:
             raise ValueError(
@@ -1022,6 +1030,8 @@ class HMMPredictor(Estimator):
             raise ValueError("retrain='l1' restarts on the L1 criterion: use criterion='l1'")
         if not 0.0 < quantile < 1.0:
             raise ValueError(f"quantile must be in (0, 1), got {quantile!r}")
+        if point not in ("quantile", "request"):
+            raise ValueError(f"unknown point estimate {point!r}; valid: 'quantile', 'request'")
         if int(n_states) < 1 or not submit_bin > 0 or int(max_iter) < 1:
             raise ValueError("need n_states >= 1, submit_bin > 0 and max_iter >= 1")
         self.n_states = int(n_states)
@@ -1037,6 +1047,7 @@ class HMMPredictor(Estimator):
         self.retrain_every = float(retrain_every)
         self.rounds = int(rounds)
         self.quantile = float(quantile)
+        self.point = point
         self.model: CountHMM | None = None
 
     # ------------------------------------------------------------------ binding
@@ -1286,9 +1297,10 @@ class HMMPredictor(Estimator):
         return self.dists[job] if self.has_dist[job] else None
 
     def predict(self, job: int, view: SystemView) -> float:
-        """Point estimate: the ``quantile`` of the distribution truncated at the request."""
+        """Point estimate: the ``quantile`` of the distribution truncated at the request
+        (or the request with ``point="request"``). Predicts and stores the distribution."""
         d = self.predict_distribution(job, view.now, view)
         req = float(self.workload.request[job])
-        if d is None:
+        if d is None or self.point == "request":
             return req
         return distribution_quantile(d, self.edges, self.quantile, req)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from typing import Any
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES
@@ -56,6 +55,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     c.add_argument("--seed", type=int, default=1, help="seed of the window sampler")
     c.add_argument("--starts", type=int, nargs="*", help="explicit window start indices")
     c.add_argument("--full-trace", action="store_true", help="one window: the whole trace")
+    c.add_argument(
+        "--jobs", type=int, default=1, help="worker processes (default 1; see eval/compare.py)"
+    )
+    c.add_argument(
+        "--out",
+        default=None,
+        help="also write table.md, summary.csv, windows.csv, results.json, per_job.npz and "
+        "plots into this folder (hpcgym.evaluation.write_outputs)",
+    )
+    c.add_argument(
+        "--skip-unavailable",
+        action="store_true",
+        help="skip unknown or failing schedulers with a warning instead of an error",
+    )
     c.set_defaults(func=run_compare)
 
 
@@ -131,41 +144,71 @@ def compare_windows(
     schedulers: list[str],
     starts: list[int],
     length: int,
+    jobs: int = 1,
 ) -> list[dict[str, Any]]:
-    """Every scheduler on every window; one row per (scheduler, window)."""
-    specs = [get_scheduler(s) for s in schedulers]
+    """Every scheduler on every window; one row per (scheduler, window).
+
+    A thin wrapper of :func:`hpcgym.evaluation.evaluate` (rows keep this command's keys:
+    scheduler, start, length, avg_bsld, avg_wait, utilization, seconds)."""
+    return _rows(_evaluate(workload, schedulers, starts, length, jobs, skip=False))
+
+
+def _evaluate(
+    workload: Any, schedulers: list[str], starts: list[int], length: int, jobs: int, skip: bool
+) -> Any:
+    from hpcgym.evaluation import (
+        MethodUnavailable,
+        WindowSet,
+        evaluate,
+        scheduler_method,
+    )
+
+    methods = []
+    for s in schedulers:
+        try:
+            methods.append(scheduler_method(s))
+        except MethodUnavailable as exc:
+            if not skip:
+                raise ValueError(str(exc)) from None
+            print(f"warning: scheduler {s!r} skipped: {exc}", file=sys.stderr)
+    windows = WindowSet(tuple(int(s) for s in starts), int(length))
+    return evaluate(workload, methods, windows, jobs=jobs, progress=False, skip_unavailable=skip)
+
+
+def _rows(result: Any) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
-    for spec in specs:
-        for st in starts:
-            win = workload.window(st, length)
-            t0 = time.perf_counter()
-            res = spec.simulate(win)
-            rows.append(
-                {
-                    "scheduler": spec.name,
-                    "start": st,
-                    "length": len(win),
-                    "avg_bsld": res.metrics["avg_bsld"],
-                    "avg_wait": res.metrics["avg_wait"],
-                    "utilization": res.metrics["utilization"],
-                    "seconds": time.perf_counter() - t0,
-                }
-            )
+    for r in result.rows:
+        rows.append(
+            {
+                "scheduler": r["method"],
+                "start": r["start"],
+                "length": r["length"],
+                "avg_bsld": r["avg_bsld"],
+                "avg_wait": r["avg_wait"],
+                "utilization": r["utilization"],
+                "seconds": result.timings[r["method"]][r["window"]],
+            }
+        )
     return rows
 
 
 def run_compare(args: argparse.Namespace) -> int:
-    from hpcgym.workload import WindowSampler
+    from hpcgym.evaluation import select_windows, write_outputs
 
     wl = _load(args)
     if args.full_trace:
-        starts, length = [0], len(wl)
-    elif args.starts:
-        starts, length = list(args.starts), args.length
+        ws = select_windows(len(wl), full_trace=True, split="all")
     else:
-        sampler = WindowSampler(len(wl), args.length, split=args.split, seed=args.seed)
-        starts, length = [int(s) for s in sampler.sample_many(args.windows)], args.length
-    rows = compare_windows(wl, args.schedulers, starts, length)
+        ws = select_windows(
+            len(wl), args.length, args.windows, args.split, args.seed, starts=args.starts
+        )
+    starts, length = list(ws.starts), ws.length
+    result = _evaluate(wl, args.schedulers, starts, length, args.jobs, args.skip_unavailable)
+    for name, why in result.skipped.items():
+        print(f"warning: scheduler {name!r} skipped: {why}", file=sys.stderr)
+    if args.out:
+        write_outputs(result, args.out)
+    rows = _rows(result)
     summary: dict[str, dict[str, float]] = {}
     for r in rows:
         s = summary.setdefault(r["scheduler"], {"avg_bsld": 0.0, "avg_wait": 0.0, "n": 0})
@@ -188,4 +231,6 @@ def run_compare(args: argparse.Namespace) -> int:
     print("|---|---:|---:|")
     for name, s in summary.items():
         print(f"| {name} | {s['avg_bsld']:.2f} | {s['avg_wait']:.0f} |")
+    if args.out:
+        print(f"wrote the evaluation outputs to {args.out}/")
     return 0

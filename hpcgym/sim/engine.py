@@ -163,6 +163,9 @@ class Simulation:
     :param external_order: order reported by :meth:`backfill_order` for external
         deciders: ``policy`` (queue order) or ``sjbf``
     :param seed: seed or Generator for stochastic estimators
+    :param decider: a Python backfiller ``decide(sim) -> job | None`` (see
+        :mod:`hpcgym.sim.deciders`) that :meth:`run` uses when called without a
+        callback; its ``counters`` (if any) are merged into the result's
     """
 
     def __init__(
@@ -176,6 +179,7 @@ class Simulation:
         candidates: str = "easy",
         external_order: str = "policy",
         seed: int | np.random.Generator | None = 0,
+        decider: Callable[[Simulation], int | None] | None = None,
     ) -> None:
         n = len(workload)
         if n == 0:
@@ -270,6 +274,9 @@ class Simulation:
             "correction": correction,
             "starvation": self.starvation,
         }
+        self.decider = decider
+        if decider is not None:
+            self.config["decider"] = getattr(decider, "name", type(decider).__name__)
 
     def _cap(self, est: np.ndarray) -> np.ndarray:
         req = self.workload.request
@@ -411,11 +418,15 @@ class Simulation:
     @property
     def counters(self) -> dict[str, int]:
         C = self.C
-        return {
+        out = {
             "decisions": int(C[K.C_DECISIONS]),
             "violations": int(C[K.C_VIOLATIONS]),
             "corrections": int(C[K.C_CORRECTIONS]),
         }
+        extra = getattr(self.decider, "counters", None)
+        if isinstance(extra, dict):
+            out.update(extra)
+        return out
 
     def result(self) -> SimResult:
         if not self.done:
@@ -435,11 +446,17 @@ class Simulation:
 
     def run(self, decide: Callable[[Simulation], int | None] | None = None) -> SimResult:
         """Run to the end. With ``backfill="external"``, ``decide(sim)`` returns the job
-        to start at each decision point, or ``None`` to stop backfilling there."""
+        to start at each decision point, or ``None`` to stop backfilling there
+        (default: the simulation's ``decider``). The time spent in ``decide`` counts in
+        the result's ``sim_seconds``."""
+        if decide is None:
+            decide = self.decider
         while self.advance() == Event.DECISION:
             if decide is None:
                 raise RuntimeError("backfill='external' needs a decide() callback")
+            t0 = time.perf_counter()
             j = decide(self)
+            self._sim_seconds += time.perf_counter() - t0
             if j is None:
                 self.stop()
             else:

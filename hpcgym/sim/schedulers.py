@@ -5,15 +5,14 @@ the literature uses, accepted wherever a scheduler is asked for (``hpcgym simula
 Spellings accepted by :func:`get_scheduler`:
 
 * a named scheduler, e.g. ``EASY``, ``EASY-AR``, ``EASY-SJBF``, ``EASY++``, ``SAF``,
-  ``ELOSS``, ``CONSERVATIVE`` (see :data:`NAMED`; case-insensitive). ``EASY-HMM``
-  (probabilistic backfilling, issue 5) is not wired into the engine yet: the HMM model
-  and the backfill test exist (:mod:`hpcgym.predictors.hmm`,
-  :mod:`hpcgym.sim.probabilistic`); ``estimate=hmm`` uses the HMM median as a point
-  estimate with plain EASY;
+  ``ELOSS``, ``CONSERVATIVE``, ``EASY-HMM`` (see :data:`NAMED`; case-insensitive).
+  ``EASY-HMM`` is *decider-backed*: the engine runs with external backfilling and a
+  Python decider (:mod:`hpcgym.sim.deciders`, Nissimov's probabilistic test with HMM
+  runtime distributions) decides at the engine's decision points;
 * ``POLICY+NAME``: a named scheduler with another queue policy, e.g. ``SJF+EASY``,
   ``WFP3+EASY-AR``, ``F1+EASY``, ``FCFS+NONE`` (no backfilling);
 * a key-value spec, e.g. ``policy=SJF,backfill=sjbf,estimate=actual,correction=doubling``
-  (keys: policy, backfill, estimate, correction, starvation).
+  (keys: policy, backfill, estimate, correction, starvation, decider).
 """
 
 from __future__ import annotations
@@ -42,6 +41,10 @@ class SchedulerSpec:
     :param correction: ``requested``, ``incremental`` or ``doubling``
     :param starvation: starvation threshold in seconds, ``"auto"`` or ``None``
     :param description: one line for listings
+    :param decider: name of a registered decider (:func:`hpcgym.sim.deciders.make_decider`)
+        that makes the backfill decisions at the engine's decision points instead of the
+        compiled ``backfill``; ``None`` (default): the compiled backfiller
+    :param decider_kwargs: keyword arguments of the decider
     """
 
     name: str
@@ -52,6 +55,8 @@ class SchedulerSpec:
     correction: str = "incremental"
     starvation: float | str | None = None
     description: str = ""
+    decider: str | None = None
+    decider_kwargs: tuple[tuple[str, Any], ...] = field(default=())
 
     def _estimator(self) -> Any:
         if self.estimate.lower() in ("request", "actual") and not self.estimate_kwargs:
@@ -72,8 +77,13 @@ class SchedulerSpec:
 
         ``backfill="external"`` keeps the policy/estimate/correction but hands the
         backfill decisions to the caller (the RL env does this); the external
-        backfill order is this scheduler's (``sjbf`` for SJBF schedulers).
+        backfill order is this scheduler's (``sjbf`` for SJBF schedulers). A
+        decider-backed scheduler (``backfill=None``) gets external backfilling with the
+        decider's candidate mode and a fresh decider, which :meth:`Simulation.run` uses.
         """
+        decider = self.make_decider() if backfill is None else None
+        if decider is not None:
+            backfill, candidates = "external", decider.candidates
         return Simulation(
             workload,
             policy=self.policy,
@@ -84,7 +94,16 @@ class SchedulerSpec:
             candidates=candidates,
             external_order="sjbf" if self.backfill == "sjbf" else "policy",
             seed=seed,
+            decider=decider,
         )
+
+    def make_decider(self) -> Any:
+        """A fresh decider of this scheduler, or ``None`` (compiled backfilling)."""
+        if self.decider is None:
+            return None
+        from hpcgym.sim.deciders import make_decider
+
+        return make_decider(self.decider, **dict(self.decider_kwargs))
 
     def simulate(self, workload: Workload, seed: int | np.random.Generator | None = 0) -> SimResult:
         res = self.make_simulation(workload, seed).run()
@@ -104,6 +123,8 @@ class SchedulerSpec:
             "estimate_kwargs": dict(self.estimate_kwargs),
             "correction": self.correction,
             "starvation": self.starvation,
+            "decider": self.decider,
+            "decider_kwargs": dict(self.decider_kwargs),
         }
 
 
@@ -150,10 +171,11 @@ NAMED: dict[str, SchedulerSpec] = {
         ),
         _s(
             "ELOSS",
-            "FCFS + E-Loss learned predictions + incremental + SJBF (Gaussier et al.)",
+            "FCFS + E-Loss learned predictions + incremental correction + SJBF (Gaussier "
+            "et al.'s C-V triple; predictsim's incremental variant, as EASY++)",
             backfill="sjbf",
             estimate="eloss",
-            correction="incremental",
+            correction="incremental-offset",
         ),
         _s("TANG-user", "FCFS + EASY, user-adjusted requests (Tang et al.)", estimate="tang-user"),
         _s(
@@ -170,6 +192,15 @@ NAMED: dict[str, SchedulerSpec] = {
             "TANG-selective",
             "FCFS + EASY, adjusted estimates for order/eligibility, requests for the shadow",
             estimate="tang-selective",
+        ),
+        _s(
+            "EASY-HMM",
+            "FCFS + EASY whose backfill test is Nissimov's probabilistic one (tau=0.05) on "
+            "HMM runtime distributions; requests for the reservation",
+            estimate="hmm",
+            estimate_kwargs=(("point", "request"),),
+            decider="probabilistic",
+            decider_kwargs=(("tau", 0.05),),
         ),
     ]
 }
@@ -195,10 +226,10 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
                 raise ValueError(f"bad scheduler spec part {part!r} in {spec!r} (want key=value)")
             k, v = (x.strip() for x in part.split("=", 1))
             k = k.lower()
-            if k not in ("policy", "backfill", "estimate", "correction", "starvation"):
+            if k not in ("policy", "backfill", "estimate", "correction", "starvation", "decider"):
                 raise ValueError(
                     f"unknown scheduler spec key {k!r}; valid: policy, backfill, estimate, "
-                    "correction, starvation"
+                    "correction, starvation, decider"
                 )
             kw[k] = v
         if "policy" in kw:
@@ -213,11 +244,18 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
             _check("correction", kw["correction"], CORRECTIONS)
         if "starvation" in kw and kw["starvation"] != "auto":
             kw["starvation"] = float(kw["starvation"])
+        if "decider" in kw:
+            from hpcgym.sim.deciders import DECIDERS
+
+            _check("decider", kw["decider"], DECIDERS)
+            kw["decider"] = kw["decider"].lower()
         name = "{}+{}/{}".format(
             kw.get("policy", "FCFS"),
             kw.get("backfill", "easy").upper(),
             kw.get("estimate", "request"),
         )
+        if "decider" in kw:
+            name += f"+{kw['decider']}"
         return SchedulerSpec(name=name, **kw)
     if text.lower() in _LOOKUP:
         return _LOOKUP[text.lower()]
@@ -230,5 +268,5 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     raise ValueError(
         f"unknown scheduler {spec!r}; valid names: {', '.join(NAMED)}; or POLICY+NAME "
         f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
-        "correction, starvation)"
+        "correction, starvation, decider)"
     )
