@@ -312,6 +312,10 @@ def test_job_weights_table3() -> None:
     assert job_weights("large-area", 1.0, 1.0) == 0.0
     with pytest.raises(ValueError, match="valid choices: constant, short-wide"):
         job_weights("area", q, p)
+    # the offset (authors' "1 + log(q p)") is added before the clamp
+    assert job_weights("large-area", q, p, 1.0)[0] == pytest.approx(1 + math.log(400.0))
+    assert job_weights("small-area", 128.0, 1e4, 1.0) == 0.0  # 12 - log(1.28e6) < 0
+    assert job_weights("large-area", 1.0, 1.0, 1.0) == 1.0
 
 
 def test_asymmetric_loss_eq3() -> None:
@@ -448,6 +452,56 @@ def test_eloss_learns_and_default_is_eq3() -> None:
     assert (d.over, d.under, d.weight) == ("squared", "linear", "large-area")
 
 
+def test_eloss_negative_output_abs_or_floor() -> None:
+    w = wl([0, 1, 2], [50, 50, 50], [1000, 1000, 100])
+    got = {}
+    for mode in ("abs", "floor"):
+        e = ELossEstimator(negative=mode)
+        e.bind(w, RNG(0))
+        e.model.w[0] = -300.0  # bias only: f = -300 for every job
+        got[mode] = [e.predict(j, view(j, 3)) for j in range(3)]
+        np.testing.assert_array_equal(e.predictions, [-300.0, -300.0, -300.0])  # raw f kept
+    assert got["abs"] == [300.0, 300.0, 100.0]  # |f|, capped at the request
+    assert got["floor"] == [1.0, 1.0, 1.0]
+    assert ELossEstimator().negative == "abs"  # the authors' simulator's mapping
+
+
+def test_eloss_missing_history_as_request() -> None:
+    w = wl([0, 1, 50], [10, 20, 30], [100, 200, 300], user=[1, 2, 1])
+    e = ELossEstimator(missing="request")
+    e.bind(w, RNG(0))
+    e.predict(0, view(0, 3))
+    e.predict(1, view(1, 3, [0], [0]))
+    finish(e, [0], [10])
+    e.predict(2, view(50, 3, [1], [1]))
+    x0 = dict(zip(FEATURES, e.X[0], strict=True))  # no history at all
+    hist = ("last1", "last2", "last3", "ave2", "ave3", "ave_all")
+    assert [x0[k] for k in hist] == [100, 100, 100, 100, 100, 0]
+    x2 = dict(zip(FEATURES, e.X[2], strict=True))  # one finished job (10 s)
+    assert [x2[k] for k in hist] == [10, 300, 300, 10, 10, 10]
+    z = ELossEstimator()  # Table 2: 0 if N/A
+    z.bind(w, RNG(0))
+    z.predict(0, view(0, 3))
+    np.testing.assert_array_equal(z.X[0][1:7], 0.0)
+
+
+def test_eloss_gamma_offset_is_used_for_training() -> None:
+    w = wl([0], [100], [1000], procs=[4])
+    e = ELossEstimator(gamma_offset=1.0)
+    e.bind(w, RNG(0))
+    assert e._gamma == [pytest.approx(1 + math.log(400.0))]
+
+
+def test_eloss_named_scheduler_is_the_authors_triple() -> None:
+    from hpcgym.sim import get_scheduler
+
+    s = get_scheduler("ELOSS")
+    triple = (s.policy, s.backfill, s.estimate, s.correction)
+    assert triple == ("FCFS", "sjbf", "eloss", "incremental-offset")
+    e = make_estimator("eloss", **dict(s.estimate_kwargs))
+    assert (e.eta, e.lam, e.negative) == (5000.0, 4e9, "abs")
+
+
 def test_eloss_finish_without_predict_is_an_error() -> None:
     w = wl([0, 1], [5, 5], [10, 10])
     e = ELossEstimator()
@@ -463,6 +517,12 @@ def test_eloss_option_errors() -> None:
         ELossEstimator(weight="big")
     with pytest.raises(ValueError, match="eta"):
         ELossEstimator(eta=0)
+    with pytest.raises(ValueError, match="valid choices: abs, floor"):
+        ELossEstimator(negative="clip")
+    with pytest.raises(ValueError, match="valid choices: zero, request"):
+        ELossEstimator(missing="mean")
+    with pytest.raises(ValueError, match="gamma_offset"):
+        ELossEstimator(gamma_offset=float("nan"))
 
 
 def test_submit_clock_references() -> None:
@@ -570,6 +630,7 @@ CONFIGS: list[tuple[str, dict]] = [
     ("eloss", {"over": "linear", "weight": "small-area", "eta": 50.0, "lam": 0.0}),
     ("eloss", {"over": "linear", "under": "squared", "weight": "short-wide"}),
     ("eloss", {"weight": "long-narrow", "local_time": False}),
+    ("eloss", {"negative": "floor", "missing": "request", "gamma_offset": 1.0}),
     ("tang-user", {"min_jobs": 2}),
     ("tang-project", {"min_jobs": 1, "percentile": 50}),
     ("tang-combined", {"min_jobs": 2}),
