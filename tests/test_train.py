@@ -280,3 +280,41 @@ def test_stop_init_sets_the_initial_stop_logit(tmp_path: Path) -> None:
     assert model.policy.stop_init == -3.0
     bias = model.policy.mlp_extractor.stop_bias
     assert bias is not None and abs(float(bias) + 3.0) < 0.5  # started at -3, few updates
+
+
+def test_fast_preset_applies_unless_overridden(tmp_path: Path) -> None:
+    out = main(
+        [
+            "--preset",
+            "fast",
+            "--seq-len",
+            "32",
+            "--eval-windows",
+            "1",
+            "--eval-length",
+            "64",
+            "--n-steps",
+            "64",
+            "--n-envs",
+            "1",
+            "--time-limit",
+            "0.001",
+            "--baselines",
+            "EASY",
+            "--no-progress",
+            "--logdir",
+            str(tmp_path),
+            "--run-name",
+            "p",
+        ]
+    )
+    cfg = json.loads((tmp_path / "p" / "config.json").read_text())
+    assert cfg["preset"] == "fast"
+    assert (cfg["n_epochs"], cfg["batch_size"], cfg["target_kl"], cfg["stop_init"]) == (
+        4,
+        256,
+        None,
+        -3.0,
+    )
+    assert cfg["n_envs"] == 1 and cfg["time_limit"] == 0.001  # explicit options win
+    assert out["timesteps"] < 10**9
