@@ -294,7 +294,7 @@ def test_fast_preset_applies_unless_overridden(tmp_path: Path) -> None:
             "--eval-length",
             "64",
             "--n-steps",
-            "64",
+            "256",
             "--n-envs",
             "1",
             "--time-limit",

@@ -1,0 +1,1 @@
+"""Evaluation commands (thin CLIs over :mod:`hpcgym.evaluation`); see docs/evaluation.md."""

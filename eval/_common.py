@@ -1,0 +1,85 @@
+"""Shared command-line pieces of the ``eval/`` scripts."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def seed_or_none(text: str) -> int | None:
+    if text.lower() in ("none", "even", "evenly"):
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer seed or 'none' (evenly spaced windows), got {text!r}"
+        ) from None
+
+
+def add_window_args(p: argparse.ArgumentParser, full_trace: bool = True) -> None:
+    """``--windows --length --split --seed --train-fraction --prefix`` (+ ``--starts``,
+    ``--full-trace``)."""
+    g = p.add_argument_group("windows (the same for every method)")
+    g.add_argument("--windows", type=positive_int, default=10, help="number of windows (10)")
+    g.add_argument("--length", type=positive_int, default=1024, help="jobs per window (1024)")
+    g.add_argument(
+        "--split", default="test", choices=("train", "test", "all"), help="time split (test)"
+    )
+    g.add_argument(
+        "--seed",
+        type=seed_or_none,
+        default=1,
+        help="seed of the window sampler (1); 'none' = evenly spaced windows",
+    )
+    g.add_argument(
+        "--train-fraction", type=float, default=0.7, help="share of the training split (0.7)"
+    )
+    g.add_argument(
+        "--prefix",
+        type=positive_int,
+        default=None,
+        help="use only the first N jobs of each trace (the paper used the first 10000)",
+    )
+    if full_trace:
+        g.add_argument("--starts", type=int, nargs="+", help="explicit window starts (replay)")
+        g.add_argument(
+            "--full-trace",
+            action="store_true",
+            help="one window: the whole --split range (--split all: the whole trace)",
+        )
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """``--jobs --no-progress --no-plots --tb-dir --tb-step``."""
+    from hpcgym.evaluation import default_jobs
+
+    g = p.add_argument_group("execution and outputs")
+    g.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=None,
+        help=f"worker processes (default: all cores = {default_jobs()}); 1 = no pool",
+    )
+    g.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    g.add_argument("--no-plots", dest="plots", action="store_false", help="no PNG figures")
+    g.add_argument(
+        "--tb-dir",
+        default=None,
+        help="also write the scalars as TensorBoard events here (e.g. runs/<name>)",
+    )
+    g.add_argument(
+        "--tb-step",
+        type=int,
+        default=None,
+        help="TensorBoard step of the scalars (default: the model's training steps, else 0)",
+    )

@@ -1,0 +1,58 @@
+"""Ship a trained agent: copy a train/ppo.py run's model into agents/pretrained/ with its
+model card.
+
+    python eval/card.py runs/<run> --name SDSC-SP2_FCFS [--model best|final|PATH.zip] \\
+        [--out agents/pretrained] [--notes "..."]
+
+Writes ``<out>/<name>.zip`` (the model), ``<name>.json`` (the model card read by
+``eval/compare.py``, ``eval/table4.py`` and ``eval/table5.py``: trace, split, policy, mode,
+normalizer, max_queue, observation scales, seed, steps, training evaluation...) and
+``<name>.md`` (the same for humans). ``--print`` only shows the card. Schema:
+docs/evaluation.md, "Model cards".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python eval/card.py",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("run", help="train/ppo.py run folder (or a .zip inside one)")
+    p.add_argument("--name", default=None, help="agent name (default: the run folder's name)")
+    p.add_argument("--model", default="best", help="best (default), final, or a .zip path")
+    p.add_argument("--out", default=None, help="destination (default agents/pretrained)")
+    p.add_argument("--notes", default="", help="free text appended to the .md card")
+    p.add_argument("--print", action="store_true", help="print the card, write nothing")
+    args = p.parse_args(argv)
+
+    from hpcgym.evaluation import card_from_run, default_agents_dir, ship_model
+
+    try:
+        if args.print:
+            card = card_from_run(args.run, model=args.model, name=args.name)
+            print(json.dumps(card.to_dict(), indent=2))
+            return 0
+        name = args.name or Path(args.run).resolve().name
+        paths = ship_model(args.run, name, args.out or default_agents_dir(), args.model, args.notes)
+    except (FileNotFoundError, ValueError) as exc:
+        p.error(str(exc))
+    for k, v in paths.items():
+        print(f"wrote {k}: {v}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

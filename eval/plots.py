@@ -1,0 +1,94 @@
+"""Figures from saved evaluation outputs and training runs.
+
+    python eval/plots.py training runs/<run> [--out curves.png]   # TensorBoard curves
+    python eval/plots.py compare results/compare/SDSC-SP2           # re-plot a comparison
+    python eval/plots.py table results/table4/table4.json           # paper-table bars
+    python eval/plots.py noise docs/figures/noise_sweep.json        # noise sweep
+
+The comparison commands already write their figures; this re-draws them from the saved
+files (``results.json`` + ``per_job.npz``; a table's JSON; a noise sweep's JSON) and draws
+training curves from the TensorBoard event files of a ``train/ppo.py`` run folder
+(tensorboard's EventAccumulator). See docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+__all__ = ["main"]
+
+
+def _compare(folder: Path, out: Path | None) -> list[Path]:
+    import numpy as np
+
+    from hpcgym import plots as P
+
+    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    per_window: dict[str, list[float]] = {}
+    for r in data["rows"]:
+        per_window.setdefault(r["method"], []).append(r["avg_bsld"])
+    w = data["windows"]
+    title = f"{data['trace']}: {len(w['starts'])} windows of {w['length']} jobs"
+    dest = out or folder
+    paths = [P.plot_window_boxplot(per_window, dest / "bsld_boxplot.png", title=title)]
+    npz = folder / "per_job.npz"
+    if npz.is_file():
+        z = np.load(npz)
+        per_job = {str(lab): z[f"bsld_{i}"] for i, lab in enumerate(z["labels"])}
+        paths.append(P.plot_slowdown_cdf(per_job, dest / "bsld_cdf.png", title=title))
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python eval/plots.py",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = p.add_subparsers(dest="what", required=True)
+    t = sub.add_parser("training", help="training curves of a train/ppo.py run folder")
+    t.add_argument("run", help="run folder (TensorBoard events)")
+    t.add_argument("--out", default=None, help="PNG (default <run>/training_curves.png)")
+    t.add_argument("--title", default=None)
+    c = sub.add_parser("compare", help="box plot + slowdown CDF of an eval/compare.py output")
+    c.add_argument("folder", help="folder with results.json (and per_job.npz)")
+    c.add_argument("--out", default=None, help="output folder (default: the same)")
+    b = sub.add_parser("table", help="bars of a table4.json / table5.json")
+    b.add_argument("json", help="table JSON")
+    b.add_argument("--out", default=None, help="PNG (default: next to the JSON)")
+    n = sub.add_parser("noise", help="the noise sweep figure of a noise_sweep.json")
+    n.add_argument("json", help="noise_sweep.json")
+    n.add_argument("--out", default=None, help="PNG (default: next to the JSON)")
+    args = p.parse_args(argv)
+
+    from hpcgym import plots as P
+
+    try:
+        if args.what == "training":
+            paths = [P.plot_training(args.run, args.out, args.title)]
+        elif args.what == "compare":
+            paths = _compare(Path(args.folder), Path(args.out) if args.out else None)
+        elif args.what == "table":
+            data = json.loads(Path(args.json).read_text(encoding="utf-8"))
+            paths = [P.plot_paper_table(data, args.out or Path(args.json).with_suffix(".png"))]
+        else:
+            data = json.loads(Path(args.json).read_text(encoding="utf-8"))
+            res = data["avg_bsld"]
+            levels = [float(k) for k in next(iter(res.values())) if k != "request"]
+            out = args.out or Path(args.json).with_suffix(".png")
+            paths = [P.plot_noise_sweep(res, levels, data["trace"], out)]
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        p.error(str(exc))
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

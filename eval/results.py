@@ -1,0 +1,84 @@
+"""Generate the Markdown of docs/results.md from the evaluation outputs.
+
+    python eval/results.py --table4 results/table4/table4.json \\
+        --table5 results/table5/table5.json \\
+        --compare results/compare/SDSC-SP2/results.json \\
+        --noise docs/figures/noise_sweep.json \\
+        --training runs/<run> [--training runs/<run2>] \\
+        --figures docs/figures --out docs/results.md
+
+Tables are rendered from the JSON files (ours beside the paper's numbers), figures are
+linked relative to ``--out``; ``--training RUN`` draws the run's training curves into
+``--figures`` (``training_<run>.png``) and embeds them. Every input is optional.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python eval/results.py",
+        description=(__doc__ or "").split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--table4", default=None, help="table4.json of eval/table4.py")
+    p.add_argument("--table5", default=None, help="table5.json of eval/table5.py")
+    p.add_argument("--compare", nargs="*", default=[], help="results.json of eval/compare.py")
+    p.add_argument("--noise", default=None, help="noise_sweep.json of eval/noise_sweep.py")
+    p.add_argument("--training", action="append", default=[], help="train/ppo.py run folder")
+    p.add_argument(
+        "--figures",
+        default="docs/figures",
+        help="folder for the figures (training curves, copies of the table figures)",
+    )
+    p.add_argument(
+        "--copy-figures",
+        action="store_true",
+        help="copy the tables' and comparisons' PNGs into --figures and link the copies",
+    )
+    p.add_argument("--title", default="Results")
+    p.add_argument("--out", default=None, help="Markdown file (default: print)")
+    args = p.parse_args(argv)
+
+    from hpcgym.evaluation import results_markdown
+    from hpcgym.plots import plot_training
+
+    base = Path(args.out).parent if args.out else Path(".")
+    figs = Path(args.figures)
+    figures: dict[str, str] = {}
+    try:
+        for run in args.training:
+            name = Path(run).resolve().name
+            png = plot_training(run, figs / f"training_{name}.png", title=f"Training: {name}")
+            figures[f"Training curves: {name}"] = str(png)
+        text = results_markdown(
+            table4_json=args.table4,
+            table5_json=args.table5,
+            compare_json=args.compare,
+            noise_json=args.noise,
+            figures=figures,
+            title=args.title,
+            base=base,
+            copy_figures=figs if args.copy_figures else None,
+        )
+    except (FileNotFoundError, ValueError, KeyError) as exc:
+        p.error(str(exc))
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,137 @@
+"""RLBackfilling Table 4: AVEbsld per trace of FCFS/SJF + EASY, EASY-AR, RLBF, WFP3+EASY,
+F1+EASY and our extra baselines, with the paper's numbers beside ours.
+
+    python eval/table4.py --agents-dir agents/pretrained --out results/table4
+
+Rows: the traces (SDSC-SP2, HPC2N, Lublin-1, Lublin-2); columns: FCFS+EASY,
+FCFS+EASY-AR, FCFS+RLBF, SJF+EASY, SJF+EASY-AR, SJF+RLBF, WFP3+EASY, F1+EASY, then
+--extra (SAF EASY++ ELOSS EASY-HMM). The RLBF columns use the shipped agent whose model
+card says it was trained on that trace with that base policy; without one the cell is "—"
+with a note. Every column of a trace runs on the same windows (10 x 1024 jobs of the test
+split, seed 1, by default). Writes table4.md / .csv / .json / .png and one folder per
+trace with the full comparison (tables, per-window CSV, plots). See docs/evaluation.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval import _common as C  # noqa: E402
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser(name: str = "table4") -> argparse.ArgumentParser:
+    from hpcgym.evaluation import EXTRA_SCHEDULERS, TABLE4_TRACES
+
+    mod = sys.modules[__name__] if name == "table4" else None
+    doc = (mod.__doc__ if mod else None) or ""
+    p = argparse.ArgumentParser(
+        prog=f"python eval/{name}.py",
+        description=doc.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--agents-dir",
+        default=None,
+        help="folder of the shipped agents and their model cards (default agents/pretrained)",
+    )
+    p.add_argument(
+        "--cards",
+        nargs="*",
+        default=None,
+        help="model cards (.json), run folders or .zip files to use instead of --agents-dir",
+    )
+    p.add_argument(
+        "--traces", nargs="+", default=list(TABLE4_TRACES), help="rows (the paper's four)"
+    )
+    if name == "table4":
+        p.add_argument(
+            "--extra",
+            nargs="*",
+            default=list(EXTRA_SCHEDULERS),
+            help="extra scheduler columns (" + " ".join(EXTRA_SCHEDULERS) + ")",
+        )
+    else:
+        p.add_argument("--policies", nargs="+", default=["FCFS", "SJF"], help="sections (FCFS SJF)")
+        p.add_argument(
+            "--no-agent-traces",
+            dest="agent_traces",
+            action="store_false",
+            help="do not add the agents' training traces missing from --traces as rows",
+        )
+    p.add_argument(
+        "--scales",
+        default="target",
+        choices=("target", "card"),
+        help="agents' observation scales: of the evaluated trace (default, as the paper) or "
+        "of their training trace (card)",
+    )
+    C.add_window_args(p, full_trace=False)
+    C.add_run_args(p)
+    p.add_argument("--out", default=f"results/{name}", help=f"output folder (results/{name})")
+    return p
+
+
+def load_cards(args: argparse.Namespace) -> list:
+    """The model cards of ``--cards`` or of ``--agents-dir``."""
+    from hpcgym.evaluation import _is_card, card_from_run, find_model_cards, load_model_card
+
+    if args.cards is None:
+        return find_model_cards(args.agents_dir)
+    cards = []
+    for c in args.cards:
+        p = Path(c)
+        if p.suffix == ".json":
+            cards.append(load_model_card(p))
+        elif p.suffix == ".zip" and _is_card(p.with_suffix(".json")):
+            cards.append(load_model_card(p.with_suffix(".json")))
+        else:
+            cards.append(card_from_run(p))
+    return cards
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hpcgym.evaluation import table4, write_table, write_tensorboard
+
+    parser = build_parser("table4")
+    args = parser.parse_args(argv)
+    try:
+        cards = load_cards(args)
+    except (FileNotFoundError, ValueError) as exc:
+        parser.error(str(exc))
+    print(
+        f"agents: {', '.join(f'{c.name} ({c.trace}, {c.policy})' for c in cards) or 'none'}",
+        file=sys.stderr,
+    )
+    t0 = time.perf_counter()
+    table = table4(
+        cards,
+        traces=args.traces,
+        extra=args.extra,
+        windows=args.windows,
+        length=args.length,
+        split=args.split,
+        seed=args.seed,
+        train_fraction=args.train_fraction,
+        prefix=args.prefix,
+        scales=args.scales,
+        jobs=args.jobs,
+        progress=args.progress,
+    )
+    paths = write_table(table, args.out, plots=args.plots)
+    if args.tb_dir:
+        write_tensorboard(table.results, args.tb_dir, step=args.tb_step, prefix="table4")
+    print(table.markdown())
+    print(f"wrote {len(paths)} files to {args.out}/ in {time.perf_counter() - t0:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,503 @@
+"""Tests of the evaluation suite (``hpcgym.evaluation``, ``hpcgym.plots``, ``eval/*.py``,
+``hpcgym compare``): determinism (repeat, ``jobs`` 1 vs 2), env-played heuristics equal to
+the engine, output schemas, plots, TensorBoard, model cards and a tiny trained model, the
+paper tables on a small synthetic trace. Everything runs on the embedded synthetic
+workload (no real trace needed), on windows of 128-256 jobs."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from hpcgym import evaluation as E  # noqa: E402
+from hpcgym.sim import get_scheduler  # noqa: E402
+from hpcgym.workload import load  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def wl():
+    return load(None)  # embedded synthetic workload: 10,000 jobs, 256 processors
+
+
+@pytest.fixture(scope="module")
+def windows(wl):
+    return E.select_windows(len(wl), length=256, count=3, split="test", seed=7)
+
+
+def _methods():
+    return [
+        E.scheduler_method("EASY"),
+        E.scheduler_method("EASY-SJBF"),
+        E.scheduler_method("SJF+EASY"),
+        E.agent_method("easy"),
+        E.agent_method("sjbf"),
+        E.agent_method("random", agent_seed=3),
+    ]
+
+
+def _png(path: Path) -> None:
+    assert path.is_file(), path
+    data = path.read_bytes()
+    assert data[:8] == PNG_MAGIC and len(data) > 5000, path
+
+
+# --------------------------------------------------------------------------- windows
+def test_select_windows(wl):
+    from hpcgym.workload import WindowSampler, split_range
+
+    ws = E.select_windows(len(wl), 256, 4, "test", seed=5)
+    ref = WindowSampler(len(wl), 256, split="test", seed=5).sample_many(4)
+    assert ws.starts == tuple(int(s) for s in ref) and ws.how == "sampled"
+    lo, hi = split_range(len(wl), "test")
+    assert all(lo <= s <= hi - 256 for s in ws.starts)
+    ev = E.select_windows(len(wl), 256, 3, "test", seed=None)
+    assert ev.how == "evenly" and ev.starts[0] == lo and ev.starts[-1] == hi - 256
+    full = E.select_windows(len(wl), full_trace=True, split="test")
+    assert full.starts == (lo,) and full.length == hi - lo
+    pre = E.select_windows(len(wl), 100, 5, "test", seed=1, prefix=2000)
+    assert all(1400 <= s <= 1900 for s in pre.starts)
+    assert E.select_windows(len(wl), 64, starts=[5, 9]).starts == (5, 9)
+    with pytest.raises(ValueError, match="outside the trace"):
+        E.select_windows(len(wl), 64, starts=[len(wl) - 10])
+
+
+# --------------------------------------------------------------------------- determinism
+def test_deterministic_repeat_and_jobs(wl, windows, tmp_path):
+    """Same inputs -> identical results and files, twice inline and with 2 workers."""
+    a = E.evaluate(wl, _methods(), windows, jobs=1, progress=False)
+    b = E.evaluate(wl, _methods(), windows, jobs=1, progress=False)
+    c = E.evaluate(wl, _methods(), windows, jobs=2, progress=False)
+    for other in (b, c):
+        assert other.to_dict() == a.to_dict()
+        for lab in a.labels:
+            np.testing.assert_array_equal(other.job_start[lab], a.job_start[lab])
+    files = ("table.md", "summary.csv", "windows.csv", "results.json")
+    E.write_outputs(a, tmp_path / "a", plots=False)
+    E.write_outputs(c, tmp_path / "c", plots=False)
+    for f in files:
+        assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "c" / f).read_bytes(), f
+    # the random agent is random: another seed gives another schedule somewhere
+    d = E.evaluate(wl, [E.agent_method("random", agent_seed=4)], windows, jobs=1, progress=False)
+    assert not np.array_equal(d.job_start["RandomValid"], a.job_start["RandomValid"])
+
+
+# --------------------------------------------------------------------------- env == engine
+@pytest.mark.parametrize(
+    ("agent", "policy", "scheduler"),
+    [("easy", "FCFS", "EASY"), ("sjbf", "FCFS", "EASY-SJBF"), ("easy", "SJF", "SJF+EASY")],
+)
+def test_heuristic_through_env_equals_engine(wl, windows, agent, policy, scheduler):
+    res = E.evaluate(wl, [E.agent_method(agent, policy=policy)], windows, jobs=1, progress=False)
+    (label,) = res.labels
+    spec = get_scheduler(scheduler)
+    for wi, s in enumerate(windows.starts):
+        direct = spec.simulate(wl.window(s, windows.length), seed=0)
+        np.testing.assert_array_equal(res.job_start[label][wi], direct.start)
+        row = res.rows[wi]
+        assert row["start"] == s and row["avg_bsld"] == direct.metrics["avg_bsld"]
+        assert row["avg_wait"] == direct.metrics["avg_wait"]
+        assert row["violations"] == 0 and row["decisions"] > 0
+
+
+def test_worker_caches_never_mix_traces(wl, windows):
+    """The same window starts and env settings on another trace, in the same process."""
+    other = load(None, n_jobs=10_000, seed=5)
+    for w in (wl, other, wl):
+        res = E.evaluate(w, [E.agent_method("easy")], windows, jobs=1, progress=False)
+        for wi, s in enumerate(windows.starts):
+            direct = get_scheduler("EASY").simulate(w.window(s, windows.length))
+            np.testing.assert_array_equal(res.job_start["EasyAgent"][wi], direct.start)
+
+
+def test_stop_agent_equals_no_backfilling(wl):
+    ws = E.select_windows(len(wl), 128, starts=[6000])
+    res = E.evaluate(wl, [E.agent_method("stop", max_queue=256)], ws, jobs=1, progress=False)
+    direct = get_scheduler("NONE").simulate(wl.window(6000, 128), seed=0)
+    np.testing.assert_array_equal(res.job_start["StopAlways"][0], direct.start)
+
+
+# --------------------------------------------------------------------------- outputs
+def test_output_schemas_and_plots(wl, windows, tmp_path):
+    res = E.evaluate(wl, _methods(), windows, jobs=1, progress=False)
+    paths = E.write_outputs(res, tmp_path)
+    labels = ["EASY", "EASY-SJBF", "SJF+EASY", "EasyAgent", "SJBFAgent", "RandomValid"]
+    assert res.labels == labels
+    with open(paths["summary.csv"], newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == [
+        "trace", "method", "kind", "windows", "mean_avg_bsld", "median_avg_bsld",
+        "std_avg_bsld", "min_avg_bsld", "max_avg_bsld", "mean_avg_wait", "mean_utilization",
+        "vs_reference_pct", "paper_table4",
+    ]  # fmt: skip
+    assert [r["method"] for r in rows] == labels
+    easy = rows[0]
+    per = res.per_window("avg_bsld")["EASY"]
+    assert float(easy["mean_avg_bsld"]) == pytest.approx(np.mean(per), rel=1e-12)
+    assert float(easy["vs_reference_pct"]) == 0.0 and easy["paper_table4"] == ""
+    with open(paths["windows.csv"], newline="") as fh:
+        wrows = list(csv.DictReader(fh))
+    assert list(wrows[0]) == [
+        "trace", "method", "kind", "window", "start", "length", "avg_bsld", "avg_wait",
+        "avg_pp_bsld", "max_wait", "avg_turnaround", "utilization", "makespan", "backfilled",
+        "decisions", "violations", "overflow_decisions", "steps",
+    ]  # fmt: skip
+    assert len(wrows) == len(labels) * len(windows.starts)
+    assert wrows[0]["decisions"] == "" and wrows[-1]["decisions"] != ""  # scheduler / agent
+    doc = json.loads(paths["results.json"].read_text())
+    assert list(doc) == [
+        "schema", "trace", "jobs", "machine_size", "windows", "reference", "methods",
+        "skipped", "summary", "rows", "replay",
+    ]  # fmt: skip
+    assert doc["windows"]["starts"] == list(windows.starts)
+    assert [m["label"] for m in doc["methods"]] == labels
+    assert "--starts " + " ".join(map(str, windows.starts)) in doc["replay"]
+    md = paths["table.md"].read_text()
+    assert "| method | kind | mean AVEbsld | median | min | max | mean wait (s) | vs EASY |" in md
+    assert "## AVEbsld per window" in md and "## Mean wait (s) per window" in md
+    for lab in labels:
+        assert f"| {lab} |" in md
+    z = np.load(paths["per_job.npz"])
+    assert z["start_0"].shape == (3, 256) and list(z["labels"]) == labels
+    np.testing.assert_allclose(z["bsld_0"].mean(axis=1), per, rtol=1e-12)
+    _png(paths["bsld_boxplot.png"])
+    _png(paths["bsld_cdf.png"])
+
+
+def test_tensorboard_scalars(wl, windows, tmp_path):
+    pytest.importorskip("tensorboard")
+    from hpcgym.plots import read_scalars
+
+    res = E.evaluate(wl, _methods()[:2], windows, jobs=1, progress=False)
+    E.write_tensorboard(res, tmp_path, step=42)
+    sc = read_scalars(tmp_path)
+    steps, vals = sc["evaluation/lublin-default/avg_bsld/EASY-SJBF"]
+    assert steps.tolist() == [42]
+    assert vals[0] == pytest.approx(res.mean("EASY-SJBF"), rel=1e-6)
+    steps, vals = sc["evaluation_windows/lublin-default/avg_bsld/EASY"]
+    assert steps.tolist() == [0, 1, 2]
+    np.testing.assert_allclose(vals, res.per_window()["EASY"], rtol=1e-6)
+
+
+def test_plot_training_from_events(tmp_path):
+    pytest.importorskip("tensorboard")
+    from torch.utils.tensorboard import SummaryWriter
+
+    from hpcgym.plots import plot_training
+
+    w = SummaryWriter(str(tmp_path))
+    for i, step in enumerate((100, 200, 300)):
+        w.add_scalar("eval/avg_bsld/agent", 50.0 - 5 * i, step)
+        w.add_scalar("eval/avg_bsld/EASY", 60.0, step)
+        w.add_scalar("rollout/avg_bsld", 40.0 - i, step)
+        w.add_scalar("train/approx_kl", 0.01, step)
+    w.close()
+    _png(plot_training(tmp_path))
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="no TensorBoard event file"):
+        plot_training(tmp_path / "empty")
+
+
+# --------------------------------------------------------------------------- methods
+def test_unknown_methods_and_skipping(wl):
+    with pytest.raises(E.MethodUnavailable, match="valid names"):
+        E.scheduler_method("NO-SUCH-SCHEDULER")
+    with pytest.raises(E.MethodUnavailable, match="easy, sjbf, stop, random, first"):
+        E.agent_method("no-such-agent")
+    # a method failing at run time is skipped with its reason, the others are kept
+    bad = E.Method(label="broken", kind="scheduler", spec="policy=FCFS,estimate=nope")
+    ws = E.select_windows(len(wl), 64, starts=[100])
+    res = E.evaluate(
+        wl, [E.scheduler_method("EASY"), bad], ws, jobs=1, progress=False, skip_unavailable=True
+    )
+    assert res.labels == ["EASY"] and "broken" in res.skipped
+    with pytest.raises(ValueError, match="nope"):
+        E.evaluate(wl, [bad], ws, jobs=1, progress=False)
+
+
+# --------------------------------------------------------------------------- models
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A MaskablePPO KernelPolicy trained for 128 steps on 64-job synthetic windows."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from agents.kernel_policy import KernelPolicy
+    from hpcgym.envs.backfill_env import BackfillEnv
+
+    env = BackfillEnv(trace=None, sequence_length=64, max_queue=16, normalizer=None)
+    model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.learn(128)
+    d = tmp_path_factory.mktemp("models")
+    model.save(d / "tiny.zip")
+    return d / "tiny.zip"
+
+
+def _card(path: Path, **kw) -> Path:
+    data = {
+        "schema": E.MODEL_CARD_SCHEMA,
+        "name": "tiny",
+        "model": "tiny.zip",
+        "trace": "synthetic",
+        "policy": "FCFS",
+        "mode": "guarded",
+        "max_queue": 16,
+        "steps": 128,
+        **kw,
+    }
+    p = path.with_suffix(".json")
+    p.write_text(json.dumps(data))
+    return p
+
+
+def test_tiny_model_evaluates_like_direct_play(wl, tiny_model):
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym.envs.backfill_env import BackfillEnv
+
+    _card(tiny_model)
+    method = E.agent_method(str(tiny_model))  # the card next to the zip configures the env
+    assert method.label == "tiny" and method.env["max_queue"] == 16 and method.steps == 128
+    ws = E.select_windows(len(wl), 128, 2, "test", seed=3)
+    res = E.evaluate(wl, [method], ws, jobs=1, progress=False)
+    model = MaskablePPO.load(tiny_model, device="cpu")
+    env = BackfillEnv(trace=None, sequence_length=128, split="all", normalizer=None, max_queue=16)
+    for wi, s in enumerate(ws.starts):
+        obs, info = env.reset(seed=0, options={"start": s})
+        done = False
+        while not done:
+            a, _ = model.predict(obs, action_masks=env.action_masks(), deterministic=True)
+            obs, _r, done, _t, info = env.step(int(a))
+        assert res.rows[wi]["avg_bsld"] == info["agent"]["avg_bsld"]
+        np.testing.assert_array_equal(res.job_start["tiny"][wi], env.simulation.result().start)
+    # without a card: max_queue comes from the model's observation space
+    bare = tiny_model.parent / "bare.zip"
+    bare.write_bytes(tiny_model.read_bytes())
+    m2 = E.agent_method(str(bare))
+    assert m2.env["max_queue"] is None
+    res2 = E.evaluate(wl, [m2], ws, jobs=1, progress=False)
+    assert res2.per_window() == {"bare": res.per_window()["tiny"]}
+    # a card that contradicts the model: a clear error, or a skip
+    _card(bare, max_queue=32)
+    m3 = E.agent_method(str(bare))
+    res3 = E.evaluate(wl, [m3], ws, jobs=1, progress=False, skip_unavailable=True)
+    assert "expects observations of shape (16, 12)" in res3.skipped["tiny"]
+
+
+def test_tiny_model_same_with_two_workers(wl, tiny_model):
+    """A trained model in worker processes (torch there, one thread) gives the inline
+    results bit for bit."""
+    ws = E.select_windows(len(wl), 128, 3, "test", seed=11)
+    methods = [E.agent_method(str(tiny_model), max_queue=16, label="m"), E.agent_method("easy")]
+    one = E.evaluate(wl, methods, ws, jobs=1, progress=False)
+    two = E.evaluate(wl, methods, ws, jobs=2, progress=False)
+    assert one.to_dict() == two.to_dict()
+    np.testing.assert_array_equal(one.job_start["m"], two.job_start["m"])
+
+
+def test_card_scales_change_the_observation(wl):
+    """``scales="card"``: the model sees the training trace's estimate scale."""
+    from hpcgym.envs._features import COL_EST
+
+    saved = dict(E._CTX)
+    try:
+        E._CTX["traces"] = {"k": wl}
+        plain = E._get_env("k", E.agent_method("easy"), 128, None)
+        scaled_m = E.agent_method("easy")
+        scaled_m.est_scale = 2 * plain.est_scale
+        scaled = E._get_env("k", scaled_m, 128, None)
+        assert scaled is not plain
+        o1, _ = plain.reset(seed=0, options={"start": 3000})
+        o2, _ = scaled.reset(seed=0, options={"start": 3000})
+        valid = o1[:, 0] > 0
+        assert valid.any()
+        np.testing.assert_allclose(o2[valid, COL_EST], o1[valid, COL_EST] / 2, rtol=1e-6)
+    finally:
+        E._CTX.clear()
+        E._CTX.update(saved)
+
+
+def test_model_card_validation(tmp_path):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps({"name": "x", "policy": "FCFS", "mode": "guarded"}))
+    with pytest.raises(ValueError, match=r"x\.json: missing required key 'trace'"):
+        E.load_model_card(p)
+    p.write_text("{bad json")
+    with pytest.raises(ValueError, match="invalid JSON at line 1"):
+        E.load_model_card(p)
+    p.write_text(json.dumps({"trace": "SDSC-SP2", "policy": "sjf", "mode": "free"}))
+    with pytest.raises(FileNotFoundError, match="model file"):
+        E.load_model_card(p)
+
+
+def test_card_from_run_and_ship(tiny_model, tmp_path):
+    run = tmp_path / "runs" / "r1"
+    run.mkdir(parents=True)
+    (run / "best_model.zip").write_bytes(tiny_model.read_bytes())
+    (run / "best_model.json").write_text(json.dumps({"timesteps": 128, "avg_bsld": 12.5}))
+    cfg = {"trace": "synthetic", "policy": "SJF", "mode": "guarded", "normalizer": "EASY-SJBF",
+           "max_queue": 16, "estimator": "request", "train_fraction": 0.7, "seq_len": 64,
+           "seed": 3}  # fmt: skip
+    (run / "config.json").write_text(json.dumps(cfg))
+    card = E.card_from_run(run)
+    assert (card.trace, card.policy, card.mode, card.steps) == ("synthetic", "SJF", "guarded", 128)
+    assert card.env["max_queue"] == 16 and card.est_scale == float(load(None).request.max())
+    # a run folder is an agent; its best_model.json is not mistaken for a card
+    assert E.agent_method(str(run)).env["policy"] == "SJF"
+    assert E.agent_method(str(run / "best_model.zip")).env["policy"] == "SJF"
+    paths = E.ship_model(run, "tiny-sjf", tmp_path / "pretrained")
+    assert sorted(p.name for p in paths.values()) == [
+        "tiny-sjf.json",
+        "tiny-sjf.md",
+        "tiny-sjf.zip",
+    ]
+    shipped = E.find_model_cards(tmp_path / "pretrained")
+    assert [c.name for c in shipped] == ["tiny-sjf"]
+    assert shipped[0].model == tmp_path / "pretrained" / "tiny-sjf.zip"
+    assert json.loads(paths["json"].read_text())["seed"] == 3
+    m = E.agent_method("tiny-sjf", agents_dir=tmp_path / "pretrained", scales="card")
+    assert m.est_scale == card.est_scale and m.env["policy"] == "SJF"
+
+
+# --------------------------------------------------------------------------- paper tables
+def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
+    from hpcgym.workload import write_swf
+
+    swf = tmp_path / "small.swf"
+    write_swf(load(None).window(0, 1500), swf)
+    zpath = tmp_path / "agent.zip"
+    zpath.write_bytes(tiny_model.read_bytes())
+    card = E.load_model_card(_card(zpath, trace=str(swf), name="agent", model="agent.zip"))
+    t4 = E.table4(
+        [card], traces=[str(swf)], extra=["SAF", "NO-SUCH"], windows=2, length=128,
+        jobs=1, progress=False,
+    )  # fmt: skip
+    (sec,) = t4.sections
+    row = sec.rows[0]
+    assert sec.columns == [*E.TABLE4_COLUMNS, "SAF", "NO-SUCH"]
+    assert sec.ours[row]["FCFS+RLBF"] is not None and "SJF+RLBF" not in sec.ours[row]
+    assert sec.ours[row]["FCFS+EASY"] == pytest.approx(t4.results[0].mean("FCFS+EASY"))
+    assert any(n.startswith("RLBF cells without a shipped agent") and "SJF+RLBF" in n
+               for n in t4.notes)  # fmt: skip
+    assert any("NO-SUCH: unavailable scheduler" in n for n in t4.notes)
+    paths = E.write_table(t4, tmp_path / "t4")
+    md = paths["table4.md"].read_text()
+    assert "| trace | | FCFS+EASY | FCFS+EASY-AR | FCFS+RLBF |" in md and "| hpcgym |" in md
+    assert json.loads(paths["table4.json"].read_text())["schema"] == E.TABLE_SCHEMA
+    assert (tmp_path / "t4" / "small" / "results.json").is_file()
+    _png(paths["table4.png"])
+    t5 = E.table5([card], traces=[str(swf)], windows=2, length=128, jobs=1, progress=False)
+    fcfs, sjf = t5.sections
+    assert fcfs.columns == ["EASY", "EASY-AR", f"RL-{card.trace}"] and sjf.columns[2:] == []
+    assert fcfs.ours[row][f"RL-{card.trace}"] == sec.ours[row]["FCFS+RLBF"]  # same windows
+    assert sjf.ours[row]["EASY"] == sec.ours[row]["SJF+EASY"]
+    md5 = t5.markdown()
+    assert "## FCFS as the base scheduling policy" in md5 and "## SJF" in md5
+    out = E.results_markdown(table4_json=paths["table4.json"], base=tmp_path)
+    assert "## Table 4" in out and "![Table 4](t4/table4.png)" in out
+
+
+def test_paper_numbers():
+    assert E.PAPER_TABLE4["SDSC-SP2"]["FCFS+RLBF"] == 142.93
+    assert E.PAPER_TABLE4["Lublin-1"]["FCFS+EASY-AR"] is None
+    assert E.PAPER_TABLE5["SJF"]["HPC2N"]["RL-HPC2N"] == 9.75
+    assert E.PAPER_TABLE5["FCFS"]["Lublin-2"]["RL-Lublin-2"] == 120.46
+
+
+# --------------------------------------------------------------------------- noise sweep
+def test_noise_sweep_matches_engine(wl):
+    from hpcgym.sim import Simulation
+
+    res = E.noise_sweep(wl, ["FCFS"], [0.0, 0.2], [0, 1], first_jobs=400, jobs=1, progress=False)
+    w = wl.window(0, 400)
+    assert res["FCFS"]["0"] == get_scheduler("EASY-AR").simulate(w).metrics["avg_bsld"]
+    assert res["FCFS"]["request"] == get_scheduler("EASY").simulate(w).metrics["avg_bsld"]
+    from hpcgym.predictors import make_estimator
+
+    vals = [
+        Simulation(w, estimate=make_estimator("noisy", level=0.2), seed=s).run().metrics["avg_bsld"]
+        for s in (0, 1)
+    ]
+    assert res["FCFS"]["0.2"] == pytest.approx(np.mean(vals), rel=1e-12)
+
+
+# --------------------------------------------------------------------------- CLIs
+def test_compare_cli(tmp_path, capsys):
+    from eval.compare import main
+
+    out = tmp_path / "cmp"
+    rc = main(
+        ["--schedulers", "EASY", "SAF", "--agents", "easy", "mine=sjbf", "--windows", "2",
+         "--length", "128", "--seed", "3", "--jobs", "1", "--no-progress", "--out", str(out),
+         "--tb-dir", str(tmp_path / "tb")]
+    )  # fmt: skip
+    assert rc == 0
+    text = capsys.readouterr().out
+    assert "| EASY | scheduler |" in text and "| mine | agent |" in text
+    doc = json.loads((out / "results.json").read_text())
+    assert [m["label"] for m in doc["methods"]] == ["EASY", "SAF", "EasyAgent", "mine"]
+    _png(out / "bsld_boxplot.png")
+    assert list((tmp_path / "tb").glob("events.out.tfevents*"))
+    with pytest.raises(SystemExit) as exc:
+        main(["--schedulers", "EASY", "NOPE", "--windows", "1", "--length", "64"])
+    assert exc.value.code == 2
+    assert "unknown scheduler 'NOPE'" in capsys.readouterr().err
+    rc = main(
+        ["--schedulers", "EASY", "NOPE", "--windows", "1", "--length", "64", "--jobs", "1",
+         "--no-progress", "--no-plots", "--skip-unavailable", "--out", str(tmp_path / "c2")]
+    )  # fmt: skip
+    assert rc == 0 and "warning: scheduler 'NOPE' skipped" in capsys.readouterr().err
+
+
+def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
+    from hpcgym.cli import main
+    from hpcgym.sim.cli import compare_windows
+
+    wl = load(None)
+    rows = compare_windows(wl, ["EASY", "sjf+easy"], [100, 7000], 128)
+    assert [(r["scheduler"], r["start"]) for r in rows] == [
+        ("EASY", 100), ("EASY", 7000), ("SJF+EASY", 100), ("SJF+EASY", 7000)
+    ]  # fmt: skip
+    direct = get_scheduler("SJF+EASY").simulate(wl.window(7000, 128)).metrics["avg_bsld"]
+    assert rows[3]["avg_bsld"] == direct and set(rows[0]) == {
+        "scheduler", "start", "length", "avg_bsld", "avg_wait", "utilization", "seconds"
+    }  # fmt: skip
+    rc = main(["compare", "--schedulers", "EASY", "--starts", "100", "--length", "128",
+               "--out", str(tmp_path)])  # fmt: skip
+    assert rc == 0
+    out = capsys.readouterr().out
+    assert out.startswith("trace lublin-default: 1 window(s) of 128 jobs, starts [100]")
+    assert "| scheduler | mean AVEbsld | mean wait (s) |" in out
+    assert (tmp_path / "results.json").is_file()
+
+
+def test_table_and_plot_clis(tiny_model, tmp_path):
+    from eval.plots import main as plots_main
+    from eval.table4 import main as t4_main
+
+    zpath = tmp_path / "a.zip"
+    zpath.write_bytes(tiny_model.read_bytes())
+    _card(zpath, name="a", model="a.zip")
+    rc = t4_main(
+        ["--cards", str(zpath), "--traces", "synthetic", "--extra", "--windows", "1",
+         "--length", "128", "--jobs", "1", "--no-progress", "--out", str(tmp_path / "t4")]
+    )  # fmt: skip
+    assert rc == 0
+    doc = json.loads((tmp_path / "t4" / "table4.json").read_text())
+    assert doc["sections"][0]["ours"]["synthetic"]["FCFS+RLBF"] is not None
+    assert plots_main(["table", str(tmp_path / "t4" / "table4.json"),
+                       "--out", str(tmp_path / "b.png")]) == 0  # fmt: skip
+    _png(tmp_path / "b.png")
+    assert plots_main(["compare", str(tmp_path / "t4" / "lublin-default"),
+                       "--out", str(tmp_path / "re")]) == 0  # fmt: skip
+    _png(tmp_path / "re" / "bsld_cdf.png")
