@@ -17,9 +17,9 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcgym.envs import _features as FT
-from hpcgym.predictors.base import Estimator, SystemView
+from hpcgym.predictors.base import Estimator
 from hpcgym.sim import _kernel as K
-from hpcgym.sim.engine import Event, Simulation
+from hpcgym.sim.engine import EstimatorFeed, Event, Simulation, cap_estimates
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import WindowSampler
@@ -353,8 +353,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._ncand = 0
         self._pos = np.zeros(0, dtype=np.int64)
         self._pred = np.zeros(0, dtype=np.float64)
-        self._pred_online: Estimator | None = None
-        self._pred_next = self._pred_fin = self._pred_started = 0
+        self._pred_feed: EstimatorFeed | None = None
+        self._pred_next = 0
         self._steps = 0
         self._overflow = 0
 
@@ -430,7 +430,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
 
     def _setup_predictions(self, window: Workload, seed: int) -> None:
         fp = self._fpred
-        self._pred_online = None
+        self._pred_feed = None
         if fp is None:
             self._pred = np.zeros(0, dtype=np.float64)
             return
@@ -444,61 +444,29 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             fp.bind(window, np.random.default_rng(seed))
             if fp.online:
                 self._pred = np.full(len(window), np.nan)
-                self._pred_online = fp
+                self._pred_feed = EstimatorFeed(fp)
                 self._pred_next = 0
-                self._pred_fin = 0
-                self._pred_started = 0
             else:
                 static = fp.static_estimates()
                 if static is None:
                     raise ValueError(f"feature predictor {fp.name!r} gave no static estimates")
-                self._pred = self._cap(np.asarray(static, dtype=np.float64), req)
-
-    @staticmethod
-    def _cap(est: np.ndarray, req: np.ndarray) -> np.ndarray:
-        est = np.where(np.isfinite(est), est, req)
-        return np.clip(est, np.minimum(1.0, req), req)
+                self._pred = cap_estimates(np.asarray(static, dtype=np.float64), req)
 
     def _update_online_predictions(self) -> None:
-        """Ask an online feature predictor about the jobs submitted since the last
-        decision point, after telling it every completion and start since then."""
-        est = self._pred_online
+        """Ask the online feature predictor about the jobs submitted since the last
+        decision point (after telling it every completion and start since then)."""
         sim = self._sim
-        assert est is not None and sim is not None
-        JF, JI, C = sim.JF, sim.JI, sim.C
-        nfin = int(C[K.C_NFIN])
-        if nfin > self._pred_fin:
-            jobs = JI[K.I_FIN, self._pred_fin : nfin].copy()
-            est.observe_finished(jobs, JF[K.F_START, jobs] + JF[K.F_RUNTIME, jobs])
-            self._pred_fin = nfin
-        nst = int(C[K.C_NSTART])
-        if nst > self._pred_started:
-            jobs = JI[K.I_STARTLOG, self._pred_started : nst].copy()
-            est.observe_started(jobs, JF[K.F_START, jobs])
-            self._pred_started = nst
-        nxt = int(C[K.C_NEXT])
-        if nxt > self._pred_next:
-            view = SystemView(
-                now=sim.now,
-                running=JI[K.I_RUN, : int(C[K.C_RLEN])].copy(),
-                start=JF[K.F_START],
-                free=int(C[K.C_FREE]),
-                machine_size=int(C[K.C_M]),
-            )
-            req = JF[K.F_REQUEST]
-            for j in range(self._pred_next, nxt):
-                v = float(est.predict(j, view))
-                if not np.isfinite(v):
-                    v = req[j]
-                self._pred[j] = min(max(v, min(1.0, req[j])), req[j])
-            self._pred_next = nxt
+        assert self._pred_feed is not None and sim is not None
+        nxt = int(sim.C[K.C_NEXT])
+        self._pred_feed.predict(sim, self._pred_next, nxt, self._pred)
+        self._pred_next = max(self._pred_next, nxt)
 
     def _observe(self, ev: Event) -> None:
         """Build the observation of the engine's current stop."""
         if ev == Event.DECISION:
             sim = self._sim
             assert sim is not None
-            if self._pred_online is not None:
+            if self._pred_feed is not None:
                 self._update_online_predictions()
             self._obs, self._mask, self._rows, self._ncand = FT.build(
                 sim.JF,

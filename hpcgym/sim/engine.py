@@ -99,6 +99,59 @@ _BUILTIN_ESTIMATES = {
 }
 
 
+def cap_estimates(est: np.ndarray, request: np.ndarray) -> np.ndarray:
+    """Estimates as the engine uses them: non-finite -> the request; then clipped to
+    ``[min(1 s, request), request]``."""
+    est = np.where(np.isfinite(est), est, request)
+    return np.clip(est, np.minimum(1.0, request), request)
+
+
+class EstimatorFeed:
+    """Keeps an online :class:`Estimator` in step with a :class:`Simulation`.
+
+    :meth:`predict` first tells the estimator about every job that finished
+    (``observe_finished``, completion order) and started (``observe_started``) since
+    the previous call, then asks it for the jobs ``lo .. hi-1`` (submitted now) with a
+    :class:`SystemView` of the current state, and writes the capped estimates into
+    ``out``. The engine uses it for its own estimator; the env uses a second one for
+    an optional feature predictor.
+    """
+
+    def __init__(self, estimator: Estimator) -> None:
+        self.estimator = estimator
+        self.finished_seen = 0
+        self.started_seen = 0
+
+    def predict(self, sim: Simulation, lo: int, hi: int, out: np.ndarray) -> None:
+        est = self.estimator
+        JF, JI, C = sim.JF, sim.JI, sim.C
+        nfin = int(C[K.C_NFIN])
+        if nfin > self.finished_seen:
+            jobs = JI[K.I_FIN, self.finished_seen : nfin].copy()
+            est.observe_finished(jobs, JF[K.F_START, jobs] + JF[K.F_RUNTIME, jobs])
+            self.finished_seen = nfin
+        nst = int(C[K.C_NSTART])
+        if nst > self.started_seen:
+            jobs = JI[K.I_STARTLOG, self.started_seen : nst].copy()
+            est.observe_started(jobs, JF[K.F_START, jobs])
+            self.started_seen = nst
+        if hi <= lo:
+            return
+        view = SystemView(
+            now=sim.now,
+            running=JI[K.I_RUN, : int(C[K.C_RLEN])].copy(),
+            start=JF[K.F_START],
+            free=int(C[K.C_FREE]),
+            machine_size=int(C[K.C_M]),
+        )
+        req = JF[K.F_REQUEST]
+        for j in range(lo, hi):
+            v = float(est.predict(j, view))
+            if not np.isfinite(v):
+                v = req[j]
+            out[j] = min(max(v, min(1.0, req[j])), req[j])
+
+
 class Event(enum.IntEnum):
     """Why :meth:`Simulation.advance` returned."""
 
@@ -262,8 +315,7 @@ class Simulation:
             self.estimate_name = "actual"
         self.JF, self.JI, self.S, self.C = JF, JI, S, C
         self.PF = np.zeros((2, 2 * n + 4) if bf == K.BF_CONSERVATIVE else (2, 1))
-        self._fin_seen = 0
-        self._start_seen = 0
+        self._feed = EstimatorFeed(self.estimator) if C[K.C_ONLINE] == 1 else None
         self._sim_seconds = 0.0
         self._buf_jobs = np.empty(n, dtype=np.int64)
         self._buf_flags = np.empty(n, dtype=np.int64)
@@ -279,9 +331,7 @@ class Simulation:
             self.config["decider"] = getattr(decider, "name", type(decider).__name__)
 
     def _cap(self, est: np.ndarray) -> np.ndarray:
-        req = self.workload.request
-        est = np.where(np.isfinite(est), est, req)
-        return np.clip(est, np.minimum(1.0, req), req)
+        return cap_estimates(est, self.workload.request)
 
     # ------------------------------------------------------------------ stepping
     @property
@@ -304,33 +354,8 @@ class Simulation:
             return Event(ev)
 
     def _estimate_arrivals(self) -> None:
-        est = self.estimator
-        assert est is not None
-        JF, JI, C = self.JF, self.JI, self.C
-        nfin = int(C[K.C_NFIN])
-        if nfin > self._fin_seen:
-            jobs = JI[K.I_FIN, self._fin_seen : nfin].copy()
-            ends = JF[K.F_START, jobs] + JF[K.F_RUNTIME, jobs]
-            est.observe_finished(jobs, ends)
-            self._fin_seen = nfin
-        nst = int(C[K.C_NSTART])
-        if nst > self._start_seen:
-            jobs = JI[K.I_STARTLOG, self._start_seen : nst].copy()
-            est.observe_started(jobs, JF[K.F_START, jobs])
-            self._start_seen = nst
-        view = SystemView(
-            now=self.now,
-            running=JI[K.I_RUN, : int(C[K.C_RLEN])].copy(),
-            start=JF[K.F_START],
-            free=int(C[K.C_FREE]),
-            machine_size=int(C[K.C_M]),
-        )
-        req = JF[K.F_REQUEST]
-        for j in range(int(C[K.C_ARR_LO]), int(C[K.C_ARR_HI])):
-            v = float(est.predict(j, view))
-            if not np.isfinite(v):
-                v = req[j]
-            JF[K.F_EST, j] = min(max(v, min(1.0, req[j])), req[j])
+        assert self._feed is not None
+        self._feed.predict(self, int(self.C[K.C_ARR_LO]), int(self.C[K.C_ARR_HI]), self.JF[K.F_EST])
 
     # ---------------------------------------------------------- decision points
     @property
