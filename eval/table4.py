@@ -97,10 +97,13 @@ def load_cards(args: argparse.Namespace) -> list:
     return cards
 
 
-def main(argv: list[str] | None = None) -> int:
-    from hpcgym.evaluation import table4, write_table, write_tensorboard
+def run_table(name: str, argv: list[str] | None, description: str | None = None) -> int:
+    """The command line of ``eval/table4.py`` and ``eval/table5.py`` (``name``)."""
+    from hpcgym.evaluation import table4, table5, write_table, write_tensorboard
 
-    parser = build_parser("table4")
+    parser = build_parser(name)
+    if description:
+        parser.description = description
     args = parser.parse_args(argv)
     try:
         cards = load_cards(args)
@@ -111,10 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
     )
     t0 = time.perf_counter()
-    table = table4(
-        cards,
+    common = dict(
         traces=args.traces,
-        extra=args.extra,
         windows=args.windows,
         length=args.length,
         split=args.split,
@@ -125,12 +126,20 @@ def main(argv: list[str] | None = None) -> int:
         jobs=args.jobs,
         progress=args.progress,
     )
+    if name == "table4":
+        table = table4(cards, extra=args.extra, **common)
+    else:
+        table = table5(cards, policies=args.policies, agent_traces=args.agent_traces, **common)
     paths = write_table(table, args.out, plots=args.plots)
     if args.tb_dir:
-        write_tensorboard(table.results, args.tb_dir, step=args.tb_step, prefix="table4")
+        write_tensorboard(table.results, args.tb_dir, step=args.tb_step, prefix=name)
     print(table.markdown())
     print(f"wrote {len(paths)} files to {args.out}/ in {time.perf_counter() - t0:.1f} s")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_table("table4", argv)
 
 
 if __name__ == "__main__":

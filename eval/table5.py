@@ -13,54 +13,18 @@ comparison. See docs/evaluation.md.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from eval.table4 import build_parser as _build_parser  # noqa: E402
-from eval.table4 import load_cards  # noqa: E402
+from eval.table4 import run_table  # noqa: E402
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hpcgym.evaluation import table5, write_table, write_tensorboard
-
-    parser = _build_parser("table5")
-    parser.description = (__doc__ or "").split("\n\n")[0]
-    args = parser.parse_args(argv)
-    try:
-        cards = load_cards(args)
-    except (FileNotFoundError, ValueError) as exc:
-        parser.error(str(exc))
-    print(
-        f"agents: {', '.join(f'{c.name} ({c.trace}, {c.policy})' for c in cards) or 'none'}",
-        file=sys.stderr,
-    )
-    t0 = time.perf_counter()
-    table = table5(
-        cards,
-        traces=args.traces,
-        policies=args.policies,
-        windows=args.windows,
-        length=args.length,
-        split=args.split,
-        seed=args.seed,
-        train_fraction=args.train_fraction,
-        prefix=args.prefix,
-        scales=args.scales,
-        agent_traces=args.agent_traces,
-        jobs=args.jobs,
-        progress=args.progress,
-    )
-    paths = write_table(table, args.out, plots=args.plots)
-    if args.tb_dir:
-        write_tensorboard(table.results, args.tb_dir, step=args.tb_step, prefix="table5")
-    print(table.markdown())
-    print(f"wrote {len(paths)} files to {args.out}/ in {time.perf_counter() - t0:.1f} s")
-    return 0
+    return run_table("table5", argv, description=(__doc__ or "").split("\n\n")[0])
 
 
 if __name__ == "__main__":
