@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-
-def positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
+from hpcgym.argtypes import positive_int
 
 
 def seed_or_none(text: str) -> int | None:

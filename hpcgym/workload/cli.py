@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.argtypes import positive_int as _positive_int
 from hpcgym.workload.core import Workload
 from hpcgym.workload.swf import DROP_RULES, PATCH_RULES, write_swf
 from hpcgym.workload.traces import (
@@ -100,16 +101,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="SWF file (.gz ok)")
     q.set_defaults(func=cmd_generate)
     return p
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
-    return value
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:
