@@ -1,4 +1,9 @@
-"""hpcgym agents: the RLBackfilling kernel policy (``MaskablePPO``) and heuristic agents.
+"""hpcgym agents (installed as ``hpcgym_agents``; the folder is ``agents/``).
+
+The RLBackfilling kernel policy for ``MaskablePPO`` (:class:`KernelPolicy`), heuristic
+agents with SB3's ``predict`` (:class:`EasyAgent`, :class:`SJBFAgent`, :class:`StopAlways`,
+:class:`RandomValid`, :class:`FirstValid`) and :func:`load_agent`, which turns a name or an
+agent file into such an object.
 
 :class:`KernelPolicy` needs the ``train`` extra (torch, stable-baselines3, sb3-contrib); it
 is imported lazily so that the heuristic agents work without it.
@@ -8,13 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agents.easy import EasyAgent, SJBFAgent
-from agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
+from hpcgym_agents.easy import EasyAgent, SJBFAgent
+from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
+from hpcgym_agents.loading import HEURISTICS, load_agent, load_model, pretrained_dir
 
 if TYPE_CHECKING:
-    from agents.kernel_policy import KernelPolicy
+    from hpcgym_agents.kernel_policy import KernelPolicy
 
 __all__ = [
+    "HEURISTICS",
     "EasyAgent",
     "FirstValid",
     "HeuristicAgent",
@@ -22,12 +29,15 @@ __all__ = [
     "RandomValid",
     "SJBFAgent",
     "StopAlways",
+    "load_agent",
+    "load_model",
+    "pretrained_dir",
 ]
 
 
 def __getattr__(name: str) -> Any:
     if name == "KernelPolicy":
-        from agents.kernel_policy import KernelPolicy
+        from hpcgym_agents.kernel_policy import KernelPolicy
 
         return KernelPolicy
-    raise AttributeError(f"module 'agents' has no attribute {name!r}")
+    raise AttributeError(f"module 'hpcgym_agents' has no attribute {name!r}")

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from agents.heuristic import HeuristicAgent
-from hpcgym.envs._features import COL_EASY, COL_EST, COL_RANK, COL_VALID
+from hpcgym.envs.observation import COL_EASY, COL_EST, COL_RANK, COL_VALID
+from hpcgym_agents.heuristic import HeuristicAgent
 
 __all__ = ["EasyAgent", "SJBFAgent"]
 

@@ -7,7 +7,7 @@ softmax over the rows, and trains a separate value network on the flattened obse
 :class:`~sb3_contrib.common.maskable.policies.MaskableActorCriticPolicy`, so that::
 
     from sb3_contrib import MaskablePPO
-    from agents import KernelPolicy
+    from hpcgym_agents import KernelPolicy
 
     model = MaskablePPO(KernelPolicy, env, policy_kwargs=dict(value_head="pooled"))
     model.learn(100_000)

@@ -8,4 +8,7 @@ estimators), :mod:`hpcgym.envs` (the Gymnasium env ``hpcgym/Backfill-v0``).
 
 __version__ = "0.1.0"
 
-import hpcgym.envs  # noqa: E402,F401  (registers the gymnasium env "hpcgym/Backfill-v0")
+# The predictors register their names into the engine's estimator registry (lazily for
+# the heavy ones); the envs package registers the gymnasium env "hpcgym/Backfill-v0".
+import hpcgym.predictors  # noqa: E402,F401
+import hpcgym.envs  # noqa: E402,F401

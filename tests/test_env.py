@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hpcgym.envs  # noqa: F401 - registers hpcgym/Backfill-v0
-from agents.easy import EasyAgent, SJBFAgent
-from agents.heuristic import RandomValid, StopAlways
-from hpcgym.envs import _features as FT
+from hpcgym_agents.easy import EasyAgent, SJBFAgent
+from hpcgym_agents.heuristic import RandomValid, StopAlways
+from hpcgym.envs import observation as FT
 from hpcgym.envs.backfill_env import BackfillEnv, clear_normalizer_cache
 from hpcgym.sim import _kernel as K
 from hpcgym.sim.schedulers import SchedulerSpec, get_scheduler

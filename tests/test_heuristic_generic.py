@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from dummy_env import DummyBackfillEnv, run_episodes
 
-from agents import FirstValid, HeuristicAgent, RandomValid, StopAlways
+from hpcgym_agents import FirstValid, HeuristicAgent, RandomValid, StopAlways
 
 K, F = 6, 5
 

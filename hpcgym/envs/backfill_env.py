@@ -6,20 +6,25 @@ notes and the measured speed.
 
 from __future__ import annotations
 
-import hashlib
 import operator
 import os
-from collections import OrderedDict
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from hpcgym.envs import _features as FT
-from hpcgym.predictors.base import Estimator
-from hpcgym.sim import _kernel as K
+from hpcgym.envs import observation as FT
+from hpcgym.envs.reward import (
+    OBJECTIVES,
+    clear_normalizer_cache,
+    deterministic_metrics,
+    reference_metrics,
+    terminal_reward,
+    workload_fingerprint,
+)
 from hpcgym.sim.engine import EstimatorFeed, Event, Simulation, cap_estimates
+from hpcgym.sim.estimators import Estimator, make_estimator
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import WindowSampler
@@ -28,8 +33,6 @@ __all__ = ["BackfillEnv", "MODES", "OBJECTIVES", "INVALID_ACTIONS", "clear_norma
 
 #: candidate modes: name -> engine candidate mode
 MODES: dict[str, str] = {"guarded": "easy", "penalized": "fit", "free": "fit"}
-#: optimisation objectives: name -> metric of :func:`hpcgym.sim.metrics.compute_metrics`
-OBJECTIVES: dict[str, str] = {"bsld": "avg_bsld", "wait": "avg_wait", "utilization": "utilization"}
 #: what an invalid action does
 INVALID_ACTIONS: tuple[str, ...] = ("raise", "penalty")
 
@@ -42,30 +45,6 @@ _BUILTIN_ESTIMATES = {
     "clairvoyant": "actual",
 }
 
-# ----------------------------------------------------------- normalizer cache
-#: maximum number of cached normalizer results (one small dict per window)
-NORMALIZER_CACHE_SIZE = 8192
-_NORM_CACHE: OrderedDict[tuple[Any, ...], dict[str, float]] = OrderedDict()
-
-
-def clear_normalizer_cache() -> None:
-    """Forget every cached normalizer result (of this process)."""
-    _NORM_CACHE.clear()
-
-
-def _fingerprint(w: Workload) -> str:
-    """Content hash of a workload's scheduling columns (cache key of the normalizer)."""
-    h = hashlib.blake2b(digest_size=16)
-    h.update(f"{w.name}|{w.machine_size}|{len(w)}|{w.offset}".encode())
-    for col in (w.submit, w.runtime, w.procs, w.request):
-        h.update(np.ascontiguousarray(col).view(np.uint8))
-    return h.hexdigest()
-
-
-def _deterministic(metrics: dict[str, float]) -> dict[str, float]:
-    """The metrics without wall-clock timings (infos must be reproducible)."""
-    return {k: v for k, v in metrics.items() if k != "sim_seconds"}
-
 
 def _choice(kind: str, value: str, valid: Any) -> str:
     v = str(value).lower()
@@ -74,12 +53,31 @@ def _choice(kind: str, value: str, valid: Any) -> str:
     return v
 
 
+class _Unset:
+    """Marker of an argument that was not given (``None`` is a valid reference)."""
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+_UNSET = _Unset()
+
+
+def _alias(name: str, value: Any, old: str, old_value: Any, unset: Any = None) -> Any:
+    """``value``, or the deprecated keyword ``old``'s value; both given: an error."""
+    if old_value is unset:
+        return value
+    if value is not unset and value != old_value:
+        raise ValueError(f"{old!r} is the old name of {name!r}: give only one of them")
+    return old_value
+
+
 class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     """Learning EASY-style backfilling decisions (RLBackfilling, paper 004 §3).
 
     ## Description
 
-    A window of ``sequence_length`` consecutive jobs of a workload trace is scheduled
+    A window of ``window_length`` consecutive jobs of a workload trace is scheduled
     on a homogeneous machine by the hpcgym engine (:mod:`hpcgym.sim`): jobs queue in
     the order of a base policy (FCFS by default); the first job of the queue starts as
     soon as enough processors are free. When it is blocked, it gets a *reservation* at
@@ -111,8 +109,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     ``info["candidates"]``). Rows after the last candidate are padding: **all zeros**.
     Every value is in ``[0, 1]``. ``now`` is the current time, ``est`` the engine's
     runtime estimate (``estimator``), ``shadow`` / ``extra`` the head's reservation,
-    ``free`` the free processors, ``m`` the machine size, ``est_scale`` the largest
-    request of the whole trace, ``wait_scale`` (default ``est_scale``):
+    ``free`` the free processors, ``m`` the machine size, ``est_scale`` (default the
+    largest request of the whole trace), ``wait_scale`` (default ``est_scale``):
 
     | Num | Name           | Value                                   | Note                       |
     |-----|----------------|-----------------------------------------|----------------------------|
@@ -139,10 +137,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     Intermediate rewards are 0, plus ``violation_penalty`` for a start that delays the
     reservation in ``penalized`` mode and ``invalid_penalty`` for an invalid action
     (``invalid_action="penalty"``). The last step adds the terminal reward comparing the
-    agent's schedule of the window with that of the ``normalizer`` scheduler on the same
+    agent's schedule of the window with that of the ``reference`` scheduler on the same
     window (objective ``bsld``: ``(b_norm - b_agent) / b_norm`` with AVEbsld ``b``;
     ``wait``: the same with the mean wait, denominator ``max(w_norm, 1 s)``;
-    ``utilization``: ``(u_agent - u_norm) / u_norm``). With ``normalizer=None`` the
+    ``utilization``: ``(u_agent - u_norm) / u_norm``). With ``reference=None`` the
     terminal reward is the raw ``-AVEbsld``, ``-mean wait`` (seconds) or
     ``+utilization``.
 
@@ -170,11 +168,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `estimator`         | `"request"`     | runtime estimate of the engine (predictor names)  |
     | `correction`        | `"incremental"` | correction of under-estimates (engine)            |
     | `starvation`        | `None`          | starvation threshold of the queue policy (engine) |
-    | `sequence_length`   | `256`           | jobs per episode (window length)                  |
+    | `window_length`     | `256`           | jobs per episode (old name: ``sequence_length``)  |
     | `split`             | `"train"`       | ``train``, ``test`` or ``all`` (time split)       |
     | `train_fraction`    | `0.7`           | share of the jobs in the training range           |
     | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
-    | `normalizer`        | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
+    | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
     | `max_queue`         | `128`           | ``K``: observation rows                           |
     | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
@@ -182,6 +180,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `invalid_penalty`   | `-1.0`          | reward of an invalid action (``penalty``), <= 0   |
     | `feature_predictor` | `None`          | predictor name / Estimator: ``prediction`` column |
     | `wait_scale`        | `None`          | wait normalization, seconds (default est_scale)   |
+    | `est_scale`         | `None`          | estimate normalization, seconds (default: the     |
+    |                     |                 | largest request of the trace; an agent trained on |
+    |                     |                 | another trace passes that trace's, see its card)  |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
 
@@ -211,8 +212,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
 
     ``render_mode="ansi"``: :meth:`render` returns the decision point as text. Other
     modes (e.g. the ``"rgb_array"`` SB3's ``make_vec_env`` asks for) only log a
-    warning; :meth:`render` then returns ``None``. At the end also ``agent`` and ``normalizer``
-    (the metrics dicts of :func:`hpcgym.sim.metrics.compute_metrics`; ``normalizer`` is
+    warning; :meth:`render` then returns ``None``. At the end also ``agent`` and ``reference``
+    (the metrics dicts of :func:`hpcgym.sim.metrics.compute_metrics`; ``reference`` is
     ``None`` without one), ``objective``, ``overflow_decisions`` (decision points with
     more than ``K`` candidates) and ``episode_steps``.
     """
@@ -227,11 +228,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         estimator: str = "request",
         correction: str = "incremental",
         starvation: float | str | None = None,
-        sequence_length: int = 256,
+        window_length: int | None = None,
         split: str = "train",
         train_fraction: float = 0.7,
         mode: str = "guarded",
-        normalizer: str | SchedulerSpec | None = "EASY-SJBF",
+        reference: str | SchedulerSpec | None | _Unset = _UNSET,
         objective: str = "bsld",
         max_queue: int = 128,
         violation_penalty: float = -1.0,
@@ -242,9 +243,20 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         trace_kwargs: dict[str, Any] | None = None,
         estimator_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
+        est_scale: float | None = None,
+        *,
+        sequence_length: int | None = None,
+        normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
     ) -> None:
         super().__init__()
         from hpcgym.workload import load
+
+        window_length = _alias("window_length", window_length, "sequence_length", sequence_length)
+        if window_length is None:
+            window_length = 256
+        reference = _alias("reference", reference, "normalizer", normalizer, unset=_UNSET)
+        if reference is _UNSET:
+            reference = "EASY-SJBF"
 
         if render_mode not in (None, *self.metadata["render_modes"]):
             # not an error: SB3's make_vec_env always asks for "rgb_array"
@@ -258,8 +270,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self.invalid_action = _choice("invalid_action", invalid_action, INVALID_ACTIONS)
         if int(max_queue) < 1:
             raise ValueError(f"max_queue must be >= 1, got {max_queue}")
-        if int(sequence_length) < 1:
-            raise ValueError(f"sequence_length must be >= 1, got {sequence_length}")
+        if int(window_length) < 1:
+            raise ValueError(f"window_length must be >= 1, got {window_length}")
         for name, v in (
             ("violation_penalty", violation_penalty),
             ("invalid_penalty", invalid_penalty),
@@ -267,7 +279,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             if not np.isfinite(v) or v > 0:
                 raise ValueError(f"{name} must be a finite number <= 0, got {v}")
         self.max_queue = int(max_queue)
-        self.sequence_length = int(sequence_length)
+        self.window_length = int(window_length)
         self.violation_penalty = float(violation_penalty)
         self.invalid_penalty = float(invalid_penalty)
 
@@ -277,7 +289,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._trace_kwargs = dict(trace_kwargs or {})
         workload = load(trace, machine_size=machine_size, **self._trace_kwargs)
         self._workload = workload
-        self._fingerprint = _fingerprint(workload)
+        self._fingerprint = workload_fingerprint(workload)
         if isinstance(trace, Workload):
             self.trace_label = trace.name
         elif trace is None:
@@ -286,11 +298,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self.trace_label = str(trace)
         self.split = split
         self._sampler = WindowSampler(
-            len(workload), self.sequence_length, split, train_fraction, seed=0
+            len(workload), self.window_length, split, train_fraction, seed=0
         )
         self.train_fraction = float(train_fraction)
 
-        # ---- scheduler of the agent (external backfilling) and of the normalizer
+        # ---- scheduler of the agent (external backfilling) and the reference
         if not isinstance(estimator, str):
             raise TypeError(
                 f"estimator must be a name ('request', 'actual' or a predictor of "
@@ -318,24 +330,22 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         )
         self.policy = policy.upper()
         self.estimator = est_name
-        self.normalizer = self._resolve_normalizer(normalizer)
-        self._norm_key = None if self.normalizer is None else repr(self.normalizer.to_dict())
+        self.reference = self._resolve_normalizer(reference)  # type: ignore[arg-type]
+        self._norm_key = None if self.reference is None else repr(self.reference.to_dict())
 
         # ---- features
         self._fpred = feature_predictor
         if isinstance(feature_predictor, str):
             fp = _BUILTIN_ESTIMATES.get(feature_predictor.lower(), feature_predictor)
             if fp not in ("request", "actual"):
-                from hpcgym.predictors import make_estimator
-
                 self._fpred = make_estimator(fp)
             else:
                 self._fpred = fp
-        self.est_scale = float(workload.request.max())
+        self.est_scale = float(workload.request.max() if est_scale is None else est_scale)
         self.wait_scale = float(wait_scale) if wait_scale is not None else self.est_scale
-        if not self.wait_scale > 0:
-            raise ValueError(f"wait_scale must be > 0 seconds, got {wait_scale}")
-        self._scales = np.array([self.est_scale, self.wait_scale], dtype=np.float64)
+        for name, value in (("est_scale", self.est_scale), ("wait_scale", self.wait_scale)):
+            if not (np.isfinite(value) and value > 0):
+                raise ValueError(f"{name} must be > 0 seconds, got {value}")
         self.n_features = FT.n_features(self._fpred is not None)
         self.observation_space = spaces.Box(
             0.0, 1.0, (self.max_queue, self.n_features), dtype=np.float32
@@ -359,6 +369,16 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._overflow = 0
 
     # ---------------------------------------------------------------- set-up
+    @property
+    def sequence_length(self) -> int:
+        """Old name of :attr:`window_length`."""
+        return self.window_length
+
+    @property
+    def normalizer(self) -> SchedulerSpec | None:
+        """Old name of :attr:`reference`."""
+        return self.reference
+
     def _resolve_normalizer(self, normalizer: str | SchedulerSpec | None) -> SchedulerSpec | None:
         if normalizer is None:
             return None
@@ -368,7 +388,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             if plain and spec.policy == "FCFS" and self.policy != "FCFS":
                 spec = spec.with_policy(self.policy)
         if spec.backfill == "external":
-            raise ValueError("the normalizer needs a built-in backfiller, not 'external'")
+            raise ValueError("the reference needs a built-in backfiller, not 'external'")
         return spec
 
     @property
@@ -386,7 +406,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     @property
     def valid_starts(self) -> tuple[int, int]:
         """First and last valid window start of the split."""
-        return self._sampler.lo, self._sampler.hi - self.sequence_length
+        return self._sampler.lo, self._sampler.hi - self.window_length
 
     def candidate_jobs(self) -> np.ndarray:
         """Window job index of every observation row (``-1`` for padding)."""
@@ -411,10 +431,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             if not lo <= start <= last:
                 raise ValueError(
                     f"start {start} is outside the {self.split!r} split of {self.trace_label}: "
-                    f"valid starts are {lo}..{last} (sequence_length={self.sequence_length})"
+                    f"valid starts are {lo}..{last} (window_length={self.window_length})"
                 )
         sim_seed = int(self.np_random.integers(0, 2**63 - 1))
-        window = self._workload.window(start, self.sequence_length)
+        window = self._workload.window(start, self.window_length)
         self._sim = self._spec.make_simulation(
             window, sim_seed, backfill="external", candidates=MODES[self.mode]
         )
@@ -457,7 +477,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         decision point (after telling it every completion and start since then)."""
         sim = self._sim
         assert self._pred_feed is not None and sim is not None
-        nxt = int(sim.C[K.C_NEXT])
+        nxt = sim.view.submitted
         self._pred_feed.predict(sim, self._pred_next, nxt, self._pred)
         self._pred_next = max(self._pred_next, nxt)
 
@@ -469,14 +489,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             if self._pred_feed is not None:
                 self._update_online_predictions()
             self._obs, self._mask, self._rows, self._ncand = FT.build(
-                sim.JF,
-                sim.JI,
-                sim.S,
-                sim.C,
-                FT.LAYOUT,
+                sim.view,
                 self._pos,
                 self._pred,
-                self._scales,
+                self.est_scale,
+                self.wait_scale,
                 self.max_queue,
                 self.n_features,
             )
@@ -492,17 +509,17 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self._at_decision = False
 
     def _info(self) -> dict[str, Any]:
-        C = self._sim.C  # type: ignore[union-attr]
+        view = self._sim.view  # type: ignore[union-attr]
         return {
             "action_mask": self._mask.copy(),
             "decision": self._at_decision,
             "candidates": self._ncand,
-            "time": float(self._sim.S[K.S_T]),  # type: ignore[union-attr]
-            "decisions": int(C[K.C_DECISIONS]),
-            "backfills": int(C[K.C_NBACKFILLED]),
-            "violations": int(C[K.C_VIOLATIONS]),
+            "time": view.now,
+            "decisions": view.decisions,
+            "backfills": view.backfills,
+            "violations": view.violations,
             "start": self._start,
-            "window": f"{self.trace_label}[{self._start}:{self._start + self.sequence_length}]",
+            "window": f"{self.trace_label}[{self._start}:{self._start + self.window_length}]",
         }
 
     def action_masks(self) -> np.ndarray:
@@ -562,45 +579,29 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
 
     # --------------------------------------------------------------- reward
     def normalizer_metrics(self) -> dict[str, float] | None:
-        """Metrics of the normalizer scheduler on the current window (cached)."""
-        if self.normalizer is None or self._sim is None:
+        """Metrics of the reference scheduler on the current window (cached), or ``None``."""
+        if self.reference is None or self._sim is None:
             return None
-        key = (self._fingerprint, self._start, self.sequence_length, self._norm_key)
-        hit = _NORM_CACHE.get(key)
-        if hit is not None:
-            _NORM_CACHE.move_to_end(key)
-            return dict(hit)
-        metrics = _deterministic(self.normalizer.simulate(self._sim.workload, seed=0).metrics)
-        _NORM_CACHE[key] = metrics
-        if len(_NORM_CACHE) > NORMALIZER_CACHE_SIZE:
-            _NORM_CACHE.popitem(last=False)
-        return dict(metrics)
+        key = (self._fingerprint, self._start, self.window_length, self._norm_key)
+        return reference_metrics(self.reference, self._sim.workload, key)
 
     def _terminal(self, info: dict[str, Any]) -> float:
         sim = self._sim
         assert sim is not None
-        agent = _deterministic(sim.result().metrics)
+        agent = deterministic_metrics(sim.result().metrics)
         norm = self.normalizer_metrics()
         info["agent"] = agent
-        info["normalizer"] = norm
+        info["reference"] = norm
+        info["normalizer"] = norm  # old name of "reference"
         info["objective"] = self.objective
         info["overflow_decisions"] = self._overflow
         info["episode_steps"] = self._steps
         return self.terminal_reward(agent, norm)
 
     def terminal_reward(self, agent: dict[str, float], norm: dict[str, float] | None) -> float:
-        """The terminal reward for the agent's and the normalizer's metrics (see the
-        class docstring, *Rewards*)."""
-        key = OBJECTIVES[self.objective]
-        a = float(agent[key])
-        if norm is None:
-            return a if self.objective == "utilization" else -a
-        b = float(norm[key])
-        if self.objective == "utilization":
-            return (a - b) / b
-        if self.objective == "wait":
-            return (b - a) / max(b, 1.0)
-        return (b - a) / b
+        """The terminal reward for the agent's and the reference's metrics (see the
+        class docstring, *Rewards*, and :func:`hpcgym.envs.reward.terminal_reward`)."""
+        return terminal_reward(self.objective, agent, norm)
 
     # ------------------------------------------------------------- pickling
     def __getstate__(self) -> dict[str, Any]:
@@ -626,9 +627,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         m = sim.workload.machine_size
         c = self._sim.counters
         lines = [
-            f"{self.trace_label}[{self._start}:{self._start + self.sequence_length}] "
+            f"{self.trace_label}[{self._start}:{self._start + self.window_length}] "
             f"t={sim.now:.0f} free={sim.free}/{m} decisions={c['decisions']} "
-            f"backfills={int(sim.C[K.C_NBACKFILLED])} violations={c['violations']}"
+            f"backfills={c['backfills']} violations={c['violations']}"
         ]
         if not self._at_decision:
             lines.append("  no decision (episode over after the next step)")
@@ -650,7 +651,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     def __repr__(self) -> str:
         return (
             f"BackfillEnv(trace={self.trace_label!r}, mode={self.mode!r}, policy={self.policy!r}, "
-            f"estimator={self.estimator!r}, normalizer="
-            f"{None if self.normalizer is None else self.normalizer.name!r}, "
-            f"sequence_length={self.sequence_length}, max_queue={self.max_queue})"
+            f"estimator={self.estimator!r}, reference="
+            f"{None if self.reference is None else self.reference.name!r}, "
+            f"window_length={self.window_length}, max_queue={self.max_queue})"
         )

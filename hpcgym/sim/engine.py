@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.predictors.base import Estimator, SystemView
 from hpcgym.sim import _kernel as K
+from hpcgym.sim.estimators import Estimator, SystemView, make_estimator
 from hpcgym.sim.metrics import compute_metrics
+from hpcgym.sim.view import EngineView
 from hpcgym.workload.core import Workload
 
 __all__ = [
@@ -283,9 +284,7 @@ class Simulation:
         self.starvation = float(S[K.S_THETA]) if S[K.S_THETA] > 0 else None
 
         if isinstance(estimate, str) and estimate.lower() not in _BUILTIN_ESTIMATES:
-            from hpcgym.predictors import make_estimator  # registry of named estimators
-
-            estimate = make_estimator(estimate)
+            estimate = make_estimator(estimate)  # the registry the predictors fill
         self.estimator: Estimator | None = None
         self.estimate_name: str
         if isinstance(estimate, Estimator):
@@ -329,6 +328,7 @@ class Simulation:
         self.decider = decider
         if decider is not None:
             self.config["decider"] = getattr(decider, "name", type(decider).__name__)
+        self._view: EngineView | None = None
 
     def _cap(self, est: np.ndarray) -> np.ndarray:
         return cap_estimates(est, self.workload.request)
@@ -419,7 +419,20 @@ class Simulation:
         """Whether starting ``job`` now would delay the head's reservation."""
         return not bool(K.easy_allows(self.JF, self.JI, self.S, self.C, int(job)))
 
+    def __getstate__(self) -> dict[str, Any]:
+        # the view holds views of this object's arrays: rebuilt on demand after a copy
+        state = self.__dict__.copy()
+        state["_view"] = None
+        return state
+
     # ---------------------------------------------------------------- inspection
+    @property
+    def view(self) -> EngineView:
+        """The public read-only, zero-copy view of the state (:class:`EngineView`)."""
+        if self._view is None:
+            self._view = EngineView(self)
+        return self._view
+
     @property
     def start_times(self) -> np.ndarray:
         return self.JF[K.F_START]
@@ -445,6 +458,7 @@ class Simulation:
         C = self.C
         out = {
             "decisions": int(C[K.C_DECISIONS]),
+            "backfills": int(C[K.C_NBACKFILLED]),
             "violations": int(C[K.C_VIOLATIONS]),
             "corrections": int(C[K.C_CORRECTIONS]),
         }

@@ -45,10 +45,10 @@ from collections.abc import Sequence
 import numpy as np
 from numba import njit
 
-from hpcgym.predictors.hmm import truncate_distributions
-
 __all__ = [
     "ReleaseModel",
+    "truncate_distribution",
+    "truncate_distributions",
     "allow_backfill",
     "candidate_events",
     "completion_probabilities",
@@ -706,3 +706,44 @@ def scan_candidates(
         info,
     )
     return int(k), stats
+
+
+# ---------------------------------------------- Algorithm 5 (Nissimov): truncation
+def truncate_distributions(
+    probs: np.ndarray, edges: np.ndarray, elapsed: np.ndarray, request: np.ndarray
+) -> np.ndarray:
+    """Algorithm 5 for many jobs: condition bin probabilities on ``elapsed <= r <= request``.
+
+    Bin ``j`` keeps the fraction of its mass, log-uniform inside the bin, that lies in
+    ``[max(lo_j, min(elapsed, hi_j)), min(hi_j, max(request, lo_j))]``; rows are
+    renormalised. A row whose mass vanishes (the job outlived every bin the model
+    gave mass to, or ``elapsed >= request``) is returned as all zeros; callers treat
+    it as "no prediction" (the user estimate with probability 1, §5.2).
+
+    :param probs: ``(n, N)`` bin probabilities
+    :param edges: ``N + 1`` bin edges (:attr:`RuntimeBins.edges`)
+    :param elapsed: ``(n,)`` lower bounds (seconds the job has run; 0 before start)
+    :param request: ``(n,)`` upper bounds (user requests)
+    :return: ``(n, N)`` truncated, renormalised probabilities
+    """
+    p = np.atleast_2d(np.asarray(probs, dtype=np.float64))
+    e = np.asarray(edges, dtype=np.float64)
+    lo, hi = e[:-1][None, :], e[1:][None, :]
+    el = np.asarray(elapsed, dtype=np.float64).reshape(-1, 1)
+    rq = np.asarray(request, dtype=np.float64).reshape(-1, 1)
+    new_start = np.maximum(lo, np.minimum(el, hi))
+    new_end = np.minimum(hi, np.maximum(rq, lo))
+    frac = (np.log(new_end) - np.log(new_start)) / (np.log(hi) - np.log(lo))
+    out = p * np.clip(frac, 0.0, 1.0)
+    tot = out.sum(axis=1, keepdims=True)
+    np.divide(out, tot, out=out, where=tot > 0)
+    out[(tot <= 0).ravel()] = 0.0
+    return out
+
+
+def truncate_distribution(
+    probs: np.ndarray, edges: np.ndarray, elapsed: float, request: float
+) -> np.ndarray | None:
+    """Algorithm 5 for one job (see :func:`truncate_distributions`); ``None`` if no mass is left."""
+    out = truncate_distributions(probs, edges, np.array([elapsed]), np.array([request]))[0]
+    return out if out.sum() > 0 else None

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
+from hpcgym.sim.estimators import make_estimator
 from hpcgym.workload.core import Workload
 
 __all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "list_schedulers"]
@@ -36,7 +37,7 @@ class SchedulerSpec:
     :param policy: queue policy (:data:`hpcgym.sim.engine.POLICIES`)
     :param backfill: ``none``, ``easy``, ``sjbf`` or ``conservative``
     :param estimate: ``request``, ``actual`` or a predictor name of
-        :func:`hpcgym.predictors.make_estimator`
+        :func:`hpcgym.sim.estimators.make_estimator`
     :param estimate_kwargs: keyword arguments of the predictor
     :param correction: ``requested``, ``incremental`` or ``doubling``
     :param starvation: starvation threshold in seconds, ``"auto"`` or ``None``
@@ -61,8 +62,6 @@ class SchedulerSpec:
     def _estimator(self) -> Any:
         if self.estimate.lower() in ("request", "actual") and not self.estimate_kwargs:
             return self.estimate.lower()
-        from hpcgym.predictors import make_estimator
-
         return make_estimator(self.estimate, **dict(self.estimate_kwargs))
 
     def make_simulation(

@@ -1,15 +1,11 @@
-"""Observation builder of the backfilling env (compiled with numba).
+"""Observation builder of the backfilling env (the row loop is compiled with numba).
 
-One call of :func:`build` reads the engine's state arrays (``JF``, ``JI``, ``S``, ``C``
-of :mod:`hpcgym.sim._kernel`) at a decision point and returns the observation (one
-row per backfill candidate, FCFS order), the action mask and the job of every row.
-
-The layout constants of the kernel are passed at run time (:data:`LAYOUT`) instead of
-being read as globals inside the compiled function: numba's on-disk cache does not
-notice when another module changes, so a compiled-in constant could silently go stale
-if the kernel's layout changed. Nothing here calls into the kernel either; the one
-rule it re-implements (EASY's test) is checked against the engine's own
-``Simulation.candidates`` in ``tests/test_env.py``.
+:func:`build` reads the engine's public state view (:class:`hpcgym.sim.view.EngineView`,
+``sim.view``) at a decision point and returns the observation (one row per backfill
+candidate, FCFS order), the action mask and the job of every row. It reads nothing
+private of the engine and calls nothing in it; the one rule it re-implements (EASY's
+test) is checked against the engine's own ``Simulation.candidates`` in
+``tests/test_env.py``.
 
 Columns (see :data:`COLUMNS`; every value is in ``[0, 1]``):
 
@@ -37,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from hpcgym.sim import _kernel as K
+from hpcgym.sim.view import EngineView
 
 __all__ = [
     "COLUMNS",
@@ -54,7 +50,6 @@ __all__ = [
     "COL_SHADOW",
     "COL_VALID",
     "COL_WAIT",
-    "LAYOUT",
     "N_BASE_FEATURES",
     "build",
     "n_features",
@@ -98,75 +93,80 @@ def n_features(with_prediction: bool) -> int:
     return N_BASE_FEATURES + (1 if with_prediction else 0)
 
 
-# indices into LAYOUT
-_L_F_SUBMIT = 0
-_L_F_EST = 1
-_L_I_PROCS = 2
-_L_I_QUEUE = 3
-_L_I_ORDER = 4
-_L_S_T = 5
-_L_S_SHADOW = 6
-_L_C_M = 7
-_L_C_FREE = 8
-_L_C_EXTRA = 9
-_L_C_HEAD = 10
-_L_C_QLEN = 11
-_L_C_OLEN = 12
-_L_C_CANDMODE = 13
-_L_CAND_EASY = 14
+def build(
+    view: EngineView,
+    pos: np.ndarray,
+    pred: np.ndarray,
+    est_scale: float,
+    wait_scale: float,
+    max_rows: int,
+    n_cols: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The observation of the decision point the simulation of ``view`` is at.
 
-#: The kernel layout constants :func:`build` needs, in the ``_L_*`` order.
-LAYOUT = np.array(
-    [
-        K.F_SUBMIT,
-        K.F_EST,
-        K.I_PROCS,
-        K.I_QUEUE,
-        K.I_ORDER,
-        K.S_T,
-        K.S_SHADOW,
-        K.C_M,
-        K.C_FREE,
-        K.C_EXTRA,
-        K.C_HEAD,
-        K.C_QLEN,
-        K.C_OLEN,
-        K.C_CANDMODE,
-        K.CAND_EASY,
-    ],
-    dtype=np.int64,
-)
+    :param view: the simulation's state view (``sim.view``)
+    :param pos: int64 scratch of length ``n`` (overwritten)
+    :param pred: feature predictions per job (used when ``n_cols`` has the column)
+    :param est_scale: seconds that map to 1 in the estimate columns
+    :param wait_scale: seconds that map to 1 in the wait column
+    :param max_rows: ``K``, rows of the observation
+    :param n_cols: ``F``, columns (:func:`n_features`)
+    :return: observation ``(max_rows, n_cols)`` float32, mask ``(max_rows + 1,)`` bool, the
+        job index of each row (``-1`` for padding) and the total number of candidates
+        (which may exceed ``max_rows``; the first ``max_rows`` by FCFS are shown)
+    """
+    return _build(
+        view.submit,
+        view.estimate,
+        view.procs,
+        view.waiting_buffer,
+        view.n_waiting,
+        view.order_buffer,
+        view.n_order,
+        view.now,
+        view.shadow,
+        view.machine_size,
+        view.free,
+        view.extra,
+        view.head,
+        view.guarded,
+        pos,
+        pred,
+        est_scale,
+        wait_scale,
+        max_rows,
+        n_cols,
+    )
 
 
 @njit(cache=True)
-def build(JF, JI, S, C, L, pos, pred, scales, max_rows, n_cols):  # pragma: no cover - numba
-    """Observation ``(max_rows, n_cols)`` float32, mask ``(max_rows + 1,)`` bool, the job
-    index of each row (``-1`` for padding) and the total number of candidates (which
-    may exceed ``max_rows``; the first ``max_rows`` by FCFS are shown).
-
-    :param pos: int64 scratch of length ``n`` (overwritten)
-    :param pred: feature predictions per job (used when ``n_cols`` has the column)
-    :param scales: ``[est_scale, wait_scale]``
-    """
+def _build(
+    submit,
+    est,
+    procs,
+    queue,
+    qlen,
+    order,
+    olen,
+    now,
+    shadow,
+    m,
+    free,
+    extra,
+    head,
+    guarded,
+    pos,
+    pred,
+    est_scale,
+    wait_scale,
+    max_rows,
+    n_cols,
+):  # pragma: no cover - numba
+    """The row loop of :func:`build`."""
     obs = np.zeros((max_rows, n_cols), dtype=np.float32)
     mask = np.zeros(max_rows + 1, dtype=np.bool_)
     rows = np.full(max_rows, -1, dtype=np.int64)
     mask[max_rows] = True  # STOP
-    est_scale = scales[0]
-    wait_scale = scales[1]
-    submit = JF[L[_L_F_SUBMIT]]
-    est = JF[L[_L_F_EST]]
-    procs = JI[L[_L_I_PROCS]]
-    queue = JI[L[_L_I_QUEUE]]
-    order = JI[L[_L_I_ORDER]]
-    now = S[L[_L_S_T]]
-    shadow = S[L[_L_S_SHADOW]]
-    m = C[L[_L_C_M]]
-    free = C[L[_L_C_FREE]]
-    extra = C[L[_L_C_EXTRA]]
-    head = C[L[_L_C_HEAD]]
-    guarded = C[L[_L_C_CANDMODE]] == L[_L_CAND_EASY]
-    olen = C[L[_L_C_OLEN]]
     # rank in the backfill order: ORDER[0] is the head, ORDER[1:] the backfill order
     for k in range(1, olen):
         pos[order[k]] = k - 1
@@ -178,7 +178,7 @@ def build(JF, JI, S, C, L, pos, pred, scales, max_rows, n_cols):  # pragma: no c
     with_pred = n_cols > 12
     total = 0
     c = 0
-    for k in range(C[L[_L_C_QLEN]]):
+    for k in range(qlen):
         j = queue[k]
         if j == head:
             continue

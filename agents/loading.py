@@ -1,0 +1,96 @@
+"""Loading agents by name or file: the one place that knows agent files.
+
+:func:`load_agent` turns what a user types after ``--agents`` into an object with SB3's
+``predict(observation, ..., action_masks=...)``:
+
+* a heuristic name (:data:`HEURISTICS`): ``easy``, ``sjbf``, ``stop``, ``random``, ``first``;
+* a ``MaskablePPO`` ``.zip`` file (trained by ``train/ppo.py`` or shipped in
+  ``agents/pretrained/``), loaded on the CPU;
+* the name of a shipped agent (``sdsc-sp2-fcfs-guarded``), found in :func:`pretrained_dir`.
+
+hpcgym's evaluation never imports this package: its callers pass :func:`load_agent` in,
+and ``hpcgym compare`` finds it through the entry point group ``hpcgym.agent_loaders``.
+
+Agents saved before the package was renamed (``agents`` -> ``hpcgym_agents``) pickled the
+policy class as ``agents.kernel_policy.KernelPolicy``; :func:`load_model` passes the class
+itself (``custom_objects``), so those files load without any module called ``agents``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from hpcgym_agents.easy import EasyAgent, SJBFAgent
+from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
+
+__all__ = ["HEURISTICS", "load_agent", "load_model", "pretrained_dir", "pretrained_agents"]
+
+#: Heuristic agents selectable by name.
+HEURISTICS: dict[str, type[HeuristicAgent]] = {
+    "easy": EasyAgent,
+    "sjbf": SJBFAgent,
+    "stop": StopAlways,
+    "random": RandomValid,
+    "first": FirstValid,
+}
+
+
+def pretrained_dir() -> Path:
+    """The folder of the shipped agents (``agents/pretrained``)."""
+    return Path(__file__).resolve().parent / "pretrained"
+
+
+def pretrained_agents() -> list[str]:
+    """Names of the shipped agents (``<trace>-<base>-<mode>``)."""
+    return sorted(p.stem for p in pretrained_dir().glob("*.zip"))
+
+
+def load_model(path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any) -> Any:
+    """Load a ``MaskablePPO`` model whose policy is :class:`KernelPolicy` (any version).
+
+    :param path: the ``.zip`` file
+    :param device: torch device of the loaded model
+    :param kwargs: more arguments of ``MaskablePPO.load`` (``env``, ``custom_objects``...)
+    :return: the model
+    """
+    try:
+        from sb3_contrib import MaskablePPO
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ImportError(
+            f"loading the agent {path} needs sb3-contrib: pip install 'hpcgym[train]'"
+        ) from exc
+    from hpcgym_agents.kernel_policy import KernelPolicy
+
+    custom = {"policy_class": KernelPolicy, **kwargs.pop("custom_objects", {})}
+    return MaskablePPO.load(path, device=device, custom_objects=custom, **kwargs)
+
+
+def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
+    """An agent from a heuristic name, a ``.zip`` file or a shipped agent's name.
+
+    :param spec: ``easy`` | ``sjbf`` | ``stop`` | ``random`` | ``first``, a path to a
+        ``MaskablePPO`` ``.zip``, or a name of :func:`pretrained_agents`
+    :param seed: seed of :class:`RandomValid` (ignored by the other agents)
+    :return: an object with SB3's ``predict`` signature
+    :raises FileNotFoundError: the spec is neither a name nor an existing file (the message
+        lists the valid names)
+    """
+    text = os.fspath(spec)
+    key = text.lower()
+    if key == "random":
+        return RandomValid(seed=seed)
+    if key in HEURISTICS:
+        return HEURISTICS[key]()
+    path = Path(text)
+    if not path.exists() and not path.suffix:
+        shipped = pretrained_dir() / f"{text}.zip"
+        if shipped.exists():
+            path = shipped
+    if not path.exists():
+        raise FileNotFoundError(
+            f"no agent {text!r}: not a file, not a heuristic ({', '.join(HEURISTICS)}) and not "
+            f"a shipped agent ({', '.join(pretrained_agents()) or 'none'})"
+        )
+    return load_model(path)
