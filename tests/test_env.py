@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hpcgym.envs  # noqa: F401 - registers hpcgym/Backfill-v0
-from hpcgym_agents.easy import EasyAgent, SJBFAgent
-from hpcgym_agents.heuristic import RandomValid, StopAlways
 from hpcgym.envs import observation as FT
 from hpcgym.envs.backfill_env import BackfillEnv, clear_normalizer_cache
 from hpcgym.sim import _kernel as K
 from hpcgym.sim.schedulers import SchedulerSpec, get_scheduler
+from hpcgym_agents.easy import EasyAgent, SJBFAgent
+from hpcgym_agents.heuristic import RandomValid, StopAlways
 
 
 def _trace() -> str | None:
@@ -40,7 +40,8 @@ KQ = 128  # default max_queue = STOP action
 
 def make(**kw) -> BackfillEnv:
     kw.setdefault("trace", TRACE)
-    kw.setdefault("sequence_length", 96)
+    if "sequence_length" not in kw:  # the old name stays accepted (tests use both)
+        kw.setdefault("window_length", 96)
     return BackfillEnv(**kw)
 
 
@@ -296,7 +297,7 @@ def test_normalizer_follows_base_policy_and_is_cached(monkeypatch):
 
 # ------------------------------------------------------------- actions, edges
 def test_invalid_action_raises_with_valid_actions():
-    env = make()
+    env = make(invalid_action="raise")
     obs, info = env.reset(seed=0)
     valid = np.flatnonzero(info["action_mask"]).tolist()
     bad = next(i for i in range(KQ) if not info["action_mask"][i])
@@ -309,6 +310,35 @@ def test_invalid_action_raises_with_valid_actions():
     env.step(np.int64(KQ))  # numpy scalar actions are fine
 
 
+def test_invalid_action_acts_as_stop_by_default():
+    a, b = make(), make()
+    oa, ia = a.reset(seed=4)
+    b.reset(seed=4)
+    bad = next(i for i in range(KQ) if not ia["action_mask"][i])
+    for _ in range(20):
+        oa, ra, da, _, ia = a.step(bad if bad < KQ else KQ)
+        ob, rb, db, _, ib = b.step(KQ)
+        np.testing.assert_array_equal(oa, ob)
+        assert ia["invalid_action"] == (bad < KQ) and not ib["invalid_action"]
+        assert ra == rb and da == db
+        if da:
+            break
+        bad = next((i for i in range(KQ) if not ia["action_mask"][i]), KQ)
+
+
+def test_action_mask_through_wrappers_and_before_reset():
+    env = gym.make("hpcgym/Backfill-v0", trace=TRACE, window_length=64)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.get_wrapper_attr("action_masks")()
+    obs, info = env.reset(seed=3)
+    for _ in range(10):
+        mask = env.get_wrapper_attr("action_masks")()
+        np.testing.assert_array_equal(mask, info["action_mask"])
+        obs, r, term, trunc, info = env.step(int(np.flatnonzero(mask)[0]))
+        if term:
+            break
+
+
 def test_invalid_action_penalty_mode_acts_as_stop():
     a = make(invalid_action="penalty", invalid_penalty=-0.5)
     b = make()
@@ -318,12 +348,12 @@ def test_invalid_action_penalty_mode_acts_as_stop():
     oa, ra, da, _, ia = a.step(bad)
     ob, rb, db, _, ib = b.step(KQ)
     np.testing.assert_array_equal(oa, ob)
-    assert ia["invalid"] and not ib["invalid"]
+    assert ia["invalid"] and not ib["invalid"] and ia["invalid_action"]
     assert ra == pytest.approx(rb - 0.5)
 
 
 def test_window_without_decision_point():
-    env = make(sequence_length=1)
+    env = make(sequence_length=1, invalid_action="raise")
     obs, info = env.reset(seed=0)
     assert not info["decision"] and not obs.any()
     assert info["action_mask"].tolist() == [False] * KQ + [True]
@@ -427,13 +457,24 @@ def test_env_checkers():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # render / unconventional-shape notices
-        # the checkers step with unmasked random actions: use the penalty convention
-        gym_check(make(sequence_length=48, invalid_action="penalty"))
-        env = gym.make(
-            "hpcgym/Backfill-v0", trace=TRACE, sequence_length=48, invalid_action="penalty"
-        )
+        # default arguments (the checkers step with unmasked random actions): the wrapped
+        # env of gym.make and the unwrapped env, with both checkers
+        gym_check(make(window_length=48))
+        env = gym.make("hpcgym/Backfill-v0", trace=TRACE, window_length=48)
+        gym_check(env)
         gym_check(env.unwrapped)
-        sb3_check(make(sequence_length=48, invalid_action="penalty"), warn=False)
+        sb3_check(env, warn=False)
+        sb3_check(env.unwrapped, warn=False)
+        sb3_check(make(window_length=48, invalid_action="penalty"), warn=False)
+
+
+def test_plain_sb3_ppo_trains_on_the_default_env():
+    from stable_baselines3 import PPO
+
+    env = gym.make("hpcgym/Backfill-v0", trace=TRACE, window_length=48, max_queue=16)
+    model = PPO("MlpPolicy", env, n_steps=64, batch_size=32, n_epochs=1, seed=0, device="cpu")
+    model.learn(192)
+    assert model.num_timesteps >= 192
 
 
 def test_gym_make_and_vector_envs():

@@ -33,8 +33,9 @@ __all__ = ["BackfillEnv", "MODES", "OBJECTIVES", "INVALID_ACTIONS", "clear_norma
 
 #: candidate modes: name -> engine candidate mode
 MODES: dict[str, str] = {"guarded": "easy", "penalized": "fit", "free": "fit"}
-#: what an invalid action does
-INVALID_ACTIONS: tuple[str, ...] = ("raise", "penalty")
+#: what an invalid action does: ``stop`` (default) and ``penalty`` act as STOP (``penalty``
+#: with ``invalid_penalty`` -1 unless given), ``raise`` raises ``ValueError`` (debugging)
+INVALID_ACTIONS: tuple[str, ...] = ("stop", "penalty", "raise")
 
 _BUILTIN_ESTIMATES = {
     "request": "request",
@@ -99,8 +100,13 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     observation row ``i``; action ``K`` is STOP. Valid actions are given by
     :meth:`action_masks` (bool ``(K + 1,)``, the sb3-contrib ``MaskablePPO``
     convention; also ``info["action_mask"]``): the real rows, and STOP (always valid).
-    An invalid action raises ``ValueError`` naming the valid ones, unless
-    ``invalid_action="penalty"``: then it acts as STOP and earns ``invalid_penalty``.
+    Every element of the action space is a legal argument of :meth:`step` (the Gymnasium
+    contract): an invalid action (a padding row) acts as STOP, sets
+    ``info["invalid_action"]`` and earns ``invalid_penalty`` (default 0; ``-1`` with
+    ``invalid_action="penalty"``). ``invalid_action="raise"`` raises ``ValueError`` naming
+    the valid actions instead (for debugging an agent). The mask is also reachable through
+    Gymnasium's wrappers: ``env.get_wrapper_attr("action_masks")()``; it equals
+    ``info["action_mask"]``. Asking for it before :meth:`reset` raises ``RuntimeError``.
 
     ## Observation Space
 
@@ -135,8 +141,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     ## Rewards
 
     Intermediate rewards are 0, plus ``violation_penalty`` for a start that delays the
-    reservation in ``penalized`` mode and ``invalid_penalty`` for an invalid action
-    (``invalid_action="penalty"``). The last step adds the terminal reward comparing the
+    reservation in ``penalized`` mode and ``invalid_penalty`` for an invalid action.
+    The last step adds the terminal reward comparing the
     agent's schedule of the window with that of the ``reference`` scheduler on the same
     window (objective ``bsld``: ``(b_norm - b_agent) / b_norm`` with AVEbsld ``b``;
     ``wait``: the same with the mean wait, denominator ``max(w_norm, 1 s)``;
@@ -176,8 +182,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
     | `max_queue`         | `128`           | ``K``: observation rows                           |
     | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
-    | `invalid_action`    | `"raise"`       | ``raise`` or ``penalty``                          |
-    | `invalid_penalty`   | `-1.0`          | reward of an invalid action (``penalty``), <= 0   |
+    | `invalid_action`    | `"stop"`        | ``stop``, ``penalty`` (STOP + -1) or ``raise``    |
+    | `invalid_penalty`   | `None`          | reward of an invalid action, <= 0 (default 0;     |
+    |                     |                 | -1 with ``invalid_action="penalty"``)             |
     | `feature_predictor` | `None`          | predictor name / Estimator: ``prediction`` column |
     | `wait_scale`        | `None`          | wait normalization, seconds (default est_scale)   |
     | `est_scale`         | `None`          | estimate normalization, seconds (default: the     |
@@ -205,8 +212,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     Every step: ``action_mask``, ``decision`` (the agent is at a decision point),
     ``candidates`` (number of candidates, may exceed ``K``), ``time`` (trace seconds),
     ``decisions``, ``backfills``, ``violations`` (episode counters so far), ``violation``
-    (this step's start delayed the reservation), ``invalid`` (this step's action was
-    invalid), ``start`` and ``window``.
+    (this step's start delayed the reservation), ``invalid_action`` (this step's action was
+    invalid and acted as STOP; also under the old name ``invalid``), ``start`` and
+    ``window``.
 
     ## Rendering
 
@@ -236,8 +244,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         objective: str = "bsld",
         max_queue: int = 128,
         violation_penalty: float = -1.0,
-        invalid_action: str = "raise",
-        invalid_penalty: float = -1.0,
+        invalid_action: str = "stop",
+        invalid_penalty: float | None = None,
         feature_predictor: str | Estimator | None = None,
         wait_scale: float | None = None,
         trace_kwargs: dict[str, Any] | None = None,
@@ -272,6 +280,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(f"max_queue must be >= 1, got {max_queue}")
         if int(window_length) < 1:
             raise ValueError(f"window_length must be >= 1, got {window_length}")
+        if invalid_penalty is None:
+            invalid_penalty = -1.0 if self.invalid_action == "penalty" else 0.0
         for name, v in (
             ("violation_penalty", violation_penalty),
             ("invalid_penalty", invalid_penalty),
@@ -523,15 +533,26 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         }
 
     def action_masks(self) -> np.ndarray:
-        """Valid actions now: bool ``(K + 1,)``, index ``K`` = STOP (always valid)."""
+        """Valid actions now: bool ``(K + 1,)``, index ``K`` = STOP (always valid).
+
+        Through Gymnasium's wrappers: ``env.get_wrapper_attr("action_masks")()``.
+
+        :raises RuntimeError: before the first :meth:`reset`
+        """
+        if self._sim is None:
+            raise RuntimeError(
+                "action_masks() before reset(): call env.reset() first (the mask of the "
+                "first decision point is also info['action_mask'] of reset)"
+            )
         return self._mask.copy()
 
     def _invalid(self, action: Any) -> ValueError:
         valid = np.flatnonzero(self._mask).tolist()
         return ValueError(
             f"invalid action {action!r}: valid actions now are {valid} (rows with a candidate; "
-            f"{self.max_queue} = STOP). Use env.action_masks() / info['action_mask'], or "
-            "invalid_action='penalty' to turn invalid actions into STOP plus a penalty."
+            f"{self.max_queue} = STOP). Use info['action_mask'] or "
+            "env.get_wrapper_attr('action_masks')(), or the default invalid_action='stop' "
+            "to turn invalid actions into STOP."
         )
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -570,7 +591,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._observe(ev)
         info = self._info()
         info["violation"] = violation
-        info["invalid"] = invalid
+        info["invalid_action"] = invalid
+        info["invalid"] = invalid  # old name of "invalid_action"
         terminated = ev == Event.DONE
         if terminated:
             self._done = True

@@ -444,7 +444,7 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     :param path: destination file
     :return: ``path`` as a :class:`~pathlib.Path`
     """
-    from hpcgym import __version__
+    from hpcgym._version import __version__
 
     p = Path(path)
     n = len(workload)

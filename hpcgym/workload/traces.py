@@ -482,7 +482,7 @@ def _download(info: TraceInfo, url: str, dest: Path) -> Path:
     """Download ``url`` into ``dest`` atomically, verify it and return its path."""
     from tqdm.auto import tqdm
 
-    from hpcgym import __version__
+    from hpcgym._version import __version__
 
     try:
         dest.mkdir(parents=True, exist_ok=True)
