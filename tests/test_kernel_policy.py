@@ -20,8 +20,8 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.utils import update_learning_rate
 
-from agents import FirstValid, KernelPolicy, RandomValid
-from agents.kernel_policy import PADDING_LOGIT, STOP_SCORES, VALUE_HEADS
+from hpcgym_agents import FirstValid, KernelPolicy, RandomValid
+from hpcgym_agents.kernel_policy import PADDING_LOGIT, STOP_SCORES, VALUE_HEADS
 
 REPO = Path(__file__).resolve().parents[1]
 K, F = 16, 10
@@ -334,7 +334,7 @@ def test_load_in_fresh_process_without_custom_objects(tmp_path: Path) -> None:
     code = (
         "import json, sys, numpy as np\n"
         "from sb3_contrib import MaskablePPO\n"
-        f"m = MaskablePPO.load({str(path)!r})\n"  # note: `agents` is never imported here
+        f"m = MaskablePPO.load({str(path)!r})\n"  # note: hpcgym_agents is never imported here
         f"obs = np.load({str(tmp_path / 'obs.npy')!r})\n"
         f"masks = np.load({str(tmp_path / 'masks.npy')!r})\n"
         "a, _ = m.predict(obs, action_masks=masks, deterministic=True)\n"
@@ -345,7 +345,7 @@ def test_load_in_fresh_process_without_custom_objects(tmp_path: Path) -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     module, actions = json.loads(out.stdout.strip().splitlines()[-1])
-    assert module == "agents.kernel_policy"
+    assert module == "hpcgym_agents.kernel_policy"
     assert actions == expected.tolist()
 
 

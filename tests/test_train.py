@@ -20,7 +20,17 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from train import callbacks as train_callbacks  # noqa: E402
-from train.ppo import eval_window_starts, main  # noqa: E402
+from train.cli import build_parser, parse_args  # noqa: E402
+from train.config import DEFAULT_EPOCHS, PRESETS, ConfigError, TrainConfig  # noqa: E402
+from train.evaluator import Evaluator, eval_window_starts  # noqa: E402
+from train.ppo import main  # noqa: E402
+from train.rundir import (  # noqa: E402
+    RunDir,
+    RunDirError,
+    checkpoint_name,
+    checkpoint_steps,
+    resolve_resume,
+)
 
 SMALL = [
     "--seq-len",
@@ -193,18 +203,19 @@ def test_deterministic_given_seed_and_auto_n_steps(tmp_path: Path) -> None:
 def test_evaluation_matches_engine_baselines() -> None:
     """Played through the env, EASY and SJBF agents reproduce the engine's EASY and
     EASY-SJBF on the evaluation windows (so agent and baseline numbers are comparable)."""
-    from agents.easy import EasyAgent, SJBFAgent
     from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym_agents.easy import EasyAgent, SJBFAgent
 
-    length = 256
-    envs = [BackfillEnv(split="test", sequence_length=length) for _ in range(3)]
-    starts = eval_window_starts(len(envs[0].workload), length, 3)
-    base, skipped = train_callbacks.compute_baselines(
-        envs[0].workload, starts, length, ["EASY", "EASY-SJBF", "no-such-scheduler"]
+    cfg = TrainConfig.create(
+        eval_length=256, eval_windows=3, baselines=("EASY", "EASY-SJBF", "no-such-scheduler")
     )
-    assert list(skipped) == ["no-such-scheduler"]
+    workload = BackfillEnv(split="test", window_length=256).workload
+    evaluator = Evaluator.for_config(cfg, workload)
+    base, starts = evaluator.baselines, evaluator.starts
+    assert starts == eval_window_starts(len(workload), 256, 3)
+    assert list(evaluator.skipped) == ["no-such-scheduler"]
     for agent, name in ((EasyAgent(), "EASY"), (SJBFAgent(), "EASY-SJBF")):
-        res = train_callbacks.evaluate_agent(agent, envs, starts)
+        res = evaluator.evaluate(agent)["per_window"]
         assert [r["start"] for r in res] == starts
         np.testing.assert_allclose(
             [r["avg_bsld"] for r in res], base[name]["per_window"], rtol=1e-12
@@ -318,3 +329,143 @@ def test_fast_preset_applies_unless_overridden(tmp_path: Path) -> None:
     )
     assert cfg["n_envs"] == 1 and cfg["time_limit"] == 0.001  # explicit options win
     assert out["timesteps"] < 10**9
+
+
+# --------------------------------------------------------------------------- TrainConfig
+def test_config_presets_and_defaults() -> None:
+    plain = TrainConfig.create()
+    assert (plain.epochs, plain.total_steps, plain.n_epochs) == (DEFAULT_EPOCHS, None, 80)
+    fast = TrainConfig.create(preset="fast")
+    for key, value in PRESETS["fast"].items():
+        assert getattr(fast, key) == value, key
+    assert fast.epochs is None
+    # explicit options win over the preset; --epochs replaces the preset's total_steps
+    mine = TrainConfig.create(preset="fast", n_envs=1, epochs=3)
+    assert (mine.n_envs, mine.epochs, mine.total_steps, mine.n_epochs) == (1, 3, None, 4)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"gamma": 1.5}, "--gamma: expected a number in [0, 1], got '1.5'"),
+        ({"time_limit": -1.0}, "--time-limit: expected a positive number, got '-1.0'"),
+        ({"length": 0}, "--length: expected a positive integer, got '0'"),
+        ({"length": 32.0}, "--length: expected a positive integer, got '32.0'"),
+        ({"n_envs": None}, "--n-envs: expected a positive integer, got 'None'"),
+        ({"learning_rate": "0.1"}, "--learning-rate: expected a value like 0.1, got '0.1'"),
+        ({"seed": "x"}, "--seed: invalid value 'x'"),
+        ({"mode": "bogus"}, "--mode: expected one of free, guarded, penalized"),
+        ({"policy": "XYZ"}, "--policy: expected one of"),
+        ({"total_steps": 10, "epochs": 2}, "--total-steps and --epochs exclude each other"),
+        ({"batch_size": 1}, "--batch-size must be > 1"),
+        ({"n_steps": "many"}, "--n-steps: expected a positive integer, got 'many'"),
+        ({"train_fraction": 1.0}, "--train-fraction: expected a number in (0, 1), got '1.0'"),
+        ({"run_name": "a/b"}, "--run-name must be a plain folder name"),
+        ({"kernel_arch": (32, 0)}, "--kernel-arch: expected positive layer widths"),
+        ({"eval_split": "later"}, "eval_split: expected one of"),
+        ({"no_such_option": 1}, "unknown options: no_such_option"),
+    ],
+)
+def test_config_validation_errors(options: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        TrainConfig.create(**options)
+    assert message in str(exc.value)
+
+
+def test_config_unknown_preset() -> None:
+    with pytest.raises(ConfigError, match="--preset: expected one of paper, fast"):
+        TrainConfig.create(preset="slow")
+
+
+def test_config_json_round_trip(tmp_path: Path) -> None:
+    cfg = TrainConfig.create(
+        preset="fast", trace="Lublin-1", kernel_arch=(8, 4), baselines=("EASY",), run_name="x"
+    )
+    path = tmp_path / "config.json"
+    cfg.to_json(path, extra={"n_steps_resolved": 64, "calibration": None})
+    data = json.loads(path.read_text())
+    assert data["kernel_arch"] == [8, 4] and data["n_steps_resolved"] == 64
+    assert TrainConfig.from_json(path) == cfg
+    # a config.json of an older run: seq_len / normalizer / resume keys
+    old = {**cfg.to_dict(), "resume": None}
+    old["seq_len"] = old.pop("length")
+    old["normalizer"] = old.pop("reference")
+    assert TrainConfig.from_dict(old) == cfg
+    with pytest.raises(ConfigError, match="unknown keys in the run's config: bogus"):
+        TrainConfig.from_dict({**cfg.to_dict(), "bogus": 1})
+
+
+def test_config_for_resume() -> None:
+    saved = TrainConfig.create(total_steps=256, run_name="r")
+    longer = saved.for_resume({"epochs": 9, "progress": False, "seed": 0})
+    assert (longer.epochs, longer.total_steps, longer.progress) == (9, None, False)
+    assert saved.for_resume({"kernel_arch": (32, 16, 8)}) == saved  # same value: fine
+    with pytest.raises(ConfigError, match=r"--seed \(3; the run has 0\)"):
+        saved.for_resume({"seed": 3})
+
+
+def test_cli_hidden_aliases_and_explicit_options() -> None:
+    parser = build_parser()
+    args = parse_args(["--seq-len", "32", "--normalizer", "EASY", "--no-progress"], parser)
+    assert args.options == {"length": 32, "reference": "EASY", "progress": False}
+    assert args.resume is None
+    assert parse_args(["--length", "32"], parser).options == {"length": 32}
+    text = parser.format_help()
+    assert "--length" in text and "--reference" in text
+    assert "--seq-len" not in text and "--normalizer" not in text
+
+
+def test_cli_rejects_bad_time_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*SMALL, "--logdir", str(tmp_path), "--time-limit", "-1"])
+    assert exc.value.code == 2
+    assert "--time-limit: expected a positive number" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- run folder
+def test_rundir_checkpoint_naming_and_lookup(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "r")
+    assert run.checkpoint(384) == tmp_path / "r" / "checkpoints" / "model_384_steps.zip"
+    assert checkpoint_name(384) == "model_384_steps.zip"
+    assert checkpoint_steps(run.checkpoint(384)) == 384
+    assert checkpoint_steps("best_model.zip") is None
+    assert run.latest_checkpoint() is None and run.checkpoints() == []
+    run.checkpoint_dir.mkdir(parents=True)
+    for steps in (999, 1000, 64):
+        run.checkpoint(steps).write_bytes(b"")
+    (run.checkpoint_dir / "notes.zip").write_bytes(b"")
+    assert [checkpoint_steps(p) for p in run.checkpoints()] == [64, 999, 1000]
+    assert run.latest_checkpoint() == run.checkpoint(1000)  # by steps, not by name
+    assert run.prune_checkpoints(keep=2) == [run.checkpoint(64)]
+    assert [checkpoint_steps(p) for p in run.checkpoints()] == [999, 1000]
+    assert run.progress_csv(0).name == "progress.csv"
+    assert run.progress_csv(256).name == "progress_from_256.csv"
+
+
+def test_rundir_resolve_resume(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "r")
+    run.checkpoint_dir.mkdir(parents=True)
+    run.checkpoint(64).write_bytes(b"")
+    with pytest.raises(RunDirError, match="config.json not found"):
+        resolve_resume(run.path)
+    run.checkpoint(64).unlink()
+    run.config.write_text("{}")
+    with pytest.raises(RunDirError, match="no checkpoint in"):
+        resolve_resume(run.path)
+    run.checkpoint(128).write_bytes(b"")
+    run.checkpoint(256).write_bytes(b"")
+    assert resolve_resume(run.path) == (run, run.checkpoint(256))
+    assert resolve_resume(run.checkpoint(128)) == (run, run.checkpoint(128))
+    run.final_model.write_bytes(b"")
+    assert resolve_resume(run.final_model) == (run, run.final_model)
+    with pytest.raises(RunDirError, match="not a run folder or a checkpoint"):
+        resolve_resume(tmp_path / "nothing")
+
+
+def test_rundir_evaluations_until_drops_the_lost_part(tmp_path: Path) -> None:
+    run = RunDir(tmp_path)
+    for steps in (0, 128, 256, 384):
+        run.append_evaluation({"timesteps": steps, "avg_bsld": np.float64(1.5)})
+    kept = run.evaluations_until(256)
+    assert [r["timesteps"] for r in kept] == [0, 128, 256]
+    assert len(run.evaluations.read_text().splitlines()) == 3

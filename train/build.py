@@ -1,0 +1,252 @@
+"""Building what a run trains: env arguments, the rollout size, the vector env and the model.
+
+* :func:`env_kwargs` -- a :class:`TrainConfig` as :class:`~hpcgym.envs.backfill_env.BackfillEnv`
+  arguments;
+* :func:`measure_steps_per_trajectory` and :func:`plan_rollout` -- the rollout size of
+  ``--n-steps auto`` (:class:`RolloutPlan`, written to ``config.json``);
+* :func:`make_training_envs`, :func:`new_model`, :func:`load_checkpoint`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from train.config import ConfigError, TrainConfig
+
+__all__ = [
+    "RolloutPlan",
+    "env_kwargs",
+    "load_checkpoint",
+    "make_training_envs",
+    "measure_steps_per_trajectory",
+    "new_model",
+    "plan_rollout",
+]
+
+#: Env reseeding stride per update on resume (a resumed run is reproducible too).
+_RESEED_STRIDE = 7919
+
+
+def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
+    """Constructor arguments of :class:`~hpcgym.envs.backfill_env.BackfillEnv`.
+
+    :param cfg: the run's options
+    :param split: ``train``, ``test``...
+    :param length: jobs per window
+    """
+    trace = cfg.trace
+    reference = cfg.reference
+    return {
+        "trace": None if str(trace).lower() in ("synthetic", "none") else trace,
+        "policy": cfg.policy,
+        "estimator": cfg.estimator,
+        "window_length": int(length),
+        "split": split,
+        "train_fraction": float(cfg.train_fraction),
+        "mode": cfg.mode,
+        "reference": None if str(reference).lower() == "none" else reference,
+        "max_queue": int(cfg.max_queue),
+    }
+
+
+def measure_steps_per_trajectory(
+    kwargs: dict[str, Any], n_windows: int, seed: int
+) -> dict[str, float]:
+    """Mean env steps of one training episode under the uniform random valid policy.
+
+    The freshly initialised kernel policy is (nearly) uniform over the valid actions,
+    STOP included, so this is the episode length of the first updates. Window ``i`` is the
+    one the env draws on ``reset(seed=s_i)`` (``s_i`` from a generator seeded with
+    ``seed``, as training episodes are drawn); it is played by
+    :func:`hpcgym.evaluation.play.play_window`.
+
+    :param kwargs: env arguments (:func:`env_kwargs` of the training split)
+    :param n_windows: windows to play
+    :param seed: seed of the window draw and of the random agent
+    :return: ``mean``, ``std``, ``min``, ``max`` steps, ``windows``, ``seconds``
+    """
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.evaluation.play import play_window
+    from hpcgym_agents.heuristic import RandomValid
+
+    t0 = time.perf_counter()
+    env = BackfillEnv(**kwargs)
+    agent = RandomValid(seed=seed, include_stop=True)
+    rng = np.random.default_rng(seed)
+    steps = []
+    for _ in range(n_windows):
+        reset_seed = int(rng.integers(2**31))
+        _obs, info = env.reset(seed=reset_seed)  # the env draws the window
+        steps.append(play_window(env, agent, int(info["start"]), seed=reset_seed)["steps"])
+    arr = np.asarray(steps, dtype=np.float64)
+    return {
+        "mean": float(arr.mean()),
+        "std": float(arr.std()),
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "windows": int(n_windows),
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+@dataclass(frozen=True)
+class RolloutPlan:
+    """The resolved size of a run's updates (written to ``config.json``).
+
+    :param n_steps: steps per env per update
+    :param batch_size: minibatch size
+    :param rollout_size: ``n_steps * n_envs``, environment steps per update
+    :param target_timesteps: the step count at which training ends
+    :param calibration: the measured steps per trajectory (``--n-steps auto``), or ``None``
+    """
+
+    n_steps: int
+    batch_size: int
+    rollout_size: int
+    target_timesteps: int
+    calibration: dict[str, float] | None = None
+
+    def to_config(self) -> dict[str, Any]:
+        """The keys of ``config.json`` (next to the options)."""
+        return {
+            "n_steps_resolved": self.n_steps,
+            "batch_size_resolved": self.batch_size,
+            "rollout_size": self.rollout_size,
+            "calibration": self.calibration,
+            "target_timesteps": self.target_timesteps,
+        }
+
+
+def plan_rollout(cfg: TrainConfig, saved: Mapping[str, Any] | None = None) -> RolloutPlan:
+    """Size the updates: ``n_steps`` (measured for ``auto``, or the saved value of a
+    resumed run), the minibatch and the target step count.
+
+    :param cfg: the run's options
+    :param saved: a resumed run's ``config.json`` (its ``n_steps_resolved`` is kept)
+    :raises ConfigError: the minibatch does not fit the rollout
+    """
+    calib = saved.get("calibration") if saved else None
+    if saved is not None:
+        n_steps = int(saved["n_steps_resolved"])
+    elif cfg.n_steps == "auto":
+        kw = env_kwargs(cfg, "train", cfg.length)
+        calib = measure_steps_per_trajectory(kw, cfg.calib_windows, cfg.seed)
+        n_steps = max(1, math.ceil(cfg.trajectories * calib["mean"] / cfg.n_envs))
+    else:
+        n_steps = int(cfg.n_steps)
+    rollout_size = n_steps * cfg.n_envs
+    batch_size = rollout_size if cfg.batch_size == "full" else int(cfg.batch_size)
+    if batch_size > rollout_size:
+        raise ConfigError(f"--batch-size {batch_size} exceeds the rollout size {rollout_size}")
+    if batch_size == 1:
+        raise ConfigError("--batch-size must be > 1 (advantage normalization needs 2 samples)")
+    if cfg.total_steps is not None:
+        target = int(cfg.total_steps)
+    else:
+        target = int(cfg.epochs or 0) * rollout_size
+    return RolloutPlan(n_steps, batch_size, rollout_size, target, calib)
+
+
+def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
+    """The ``cfg.n_envs`` training envs as an SB3 vector env (``--vec-env``).
+
+    :param cfg: the run's options
+    :param seed: seed of the first env (SB3 adds the env index)
+    """
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from hpcgym.envs.backfill_env import BackfillEnv
+
+    subproc = cfg.vec_env == "subproc" or (cfg.vec_env == "auto" and cfg.n_envs > 1)
+    return make_vec_env(
+        BackfillEnv,
+        n_envs=cfg.n_envs,
+        seed=seed,
+        env_kwargs=env_kwargs(cfg, "train", cfg.length),
+        vec_env_cls=SubprocVecEnv if subproc else DummyVecEnv,
+    )
+
+
+def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
+    """A fresh ``MaskablePPO`` with :class:`~hpcgym_agents.kernel_policy.KernelPolicy` on
+    new training envs (seeded with ``cfg.seed``).
+
+    :param cfg: the run's options (hyperparameters, kernel network)
+    :param plan: the rollout size
+    """
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym_agents.kernel_policy import KernelPolicy
+
+    return MaskablePPO(
+        KernelPolicy,
+        make_training_envs(cfg, cfg.seed),
+        learning_rate=cfg.learning_rate,
+        n_steps=plan.n_steps,
+        batch_size=plan.batch_size,
+        n_epochs=cfg.n_epochs,
+        gamma=cfg.gamma,
+        gae_lambda=cfg.gae_lambda,
+        clip_range=cfg.clip_range,
+        ent_coef=cfg.ent_coef,
+        vf_coef=cfg.vf_coef,
+        max_grad_norm=math.inf if cfg.max_grad_norm is None else cfg.max_grad_norm,
+        target_kl=cfg.target_kl,
+        policy_kwargs={
+            "kernel_arch": list(cfg.kernel_arch),
+            "value_head": cfg.value_head,
+            "stop_score": cfg.stop_score,
+            "stop_init": float(cfg.stop_init or 0.0),
+            "value_lr_ratio": cfg.value_lr / cfg.learning_rate,
+        },
+        seed=cfg.seed,
+        device=cfg.device,
+        verbose=0,
+    )
+
+
+def load_checkpoint(cfg: TrainConfig, plan: RolloutPlan, checkpoint: Path) -> Any:
+    """A checkpoint of the run, on new training envs, ready to continue.
+
+    The envs and the model's random generators are seeded from ``cfg.seed`` and the
+    number of updates done, so a resumed run is reproducible.
+
+    :param cfg: the run's options
+    :param plan: the run's rollout size and target
+    :param checkpoint: the ``.zip`` to continue from
+
+    :raises ConfigError: the checkpoint's rollout size differs from the run's, or the run
+        already reached its target
+    """
+    from sb3_contrib import MaskablePPO
+
+    from train.rundir import checkpoint_steps
+
+    updates_done = (checkpoint_steps(checkpoint) or 0) // plan.rollout_size
+    vec = make_training_envs(cfg, cfg.seed + _RESEED_STRIDE * (updates_done + 1))
+    model = MaskablePPO.load(checkpoint, env=vec, device=cfg.device)
+    start = int(model.num_timesteps)
+    try:
+        if model.n_steps * model.n_envs != plan.rollout_size:
+            raise ConfigError(
+                f"checkpoint {checkpoint} was trained with {model.n_steps} x {model.n_envs} "
+                f"steps per update, the run's config says {plan.rollout_size}"
+            )
+        if start >= plan.target_timesteps:
+            raise ConfigError(
+                f"the run is already at {start} steps (target {plan.target_timesteps}): pass "
+                "a larger --total-steps or --epochs to continue it"
+            )
+    except ConfigError:
+        vec.close()
+        raise
+    model.set_random_seed(cfg.seed + _RESEED_STRIDE * (start // plan.rollout_size + 1))
+    return model

@@ -1,0 +1,644 @@
+"""The options of a training run: :class:`TrainConfig`, its presets and its validation.
+
+One typed, frozen dataclass holds every option of ``train/ppo.py``. Each field carries its
+command-line flag, help text and group (:class:`Option`, in the field's metadata), so the
+parser (:mod:`train.cli`) and the defaults cannot drift apart. A config is validated when
+it is built (:class:`ConfigError` names the flag and the accepted values), is written to
+the run folder as ``config.json`` (:meth:`TrainConfig.to_json`) and read back on resume
+(:meth:`TrainConfig.from_json`, which also reads the keys of older runs).
+
+>>> cfg = TrainConfig.create(preset="fast", trace="SDSC-SP2")
+>>> cfg.n_epochs, cfg.total_steps
+(4, 1000000000)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcgym.argtypes import nonneg_float, nonneg_int, positive_float, positive_int, unit_float
+
+__all__ = [
+    "DEFAULT_BASELINES",
+    "PAPER_HYPERPARAMETERS",
+    "PRESETS",
+    "RESUME_OVERRIDABLE",
+    "ConfigError",
+    "Option",
+    "TrainConfig",
+]
+
+#: Named schedulers evaluated next to the agent on the evaluation windows.
+DEFAULT_BASELINES: tuple[str, ...] = ("EASY", "EASY-AR", "EASY-SJBF", "SAF", "EASY++")
+
+#: RLBackfilling (paper 004 section 4 and its reference code) -> the defaults used here.
+PAPER_HYPERPARAMETERS: dict[str, Any] = {
+    "trajectories": 100,  # trajectories of 256 jobs per update ("epoch")
+    "length": 256,
+    "learning_rate": 3e-4,  # policy (pi_lr)
+    "value_lr": 1e-3,  # value network (vf_lr)
+    "gamma": 1.0,
+    "gae_lambda": 0.97,
+    "clip_range": 0.2,
+    "n_epochs": 80,  # train_pi_iters = train_v_iters = 80 full-batch steps
+    "target_kl": 0.01,
+}
+
+#: Named settings (``--preset``); options given explicitly override them. ``paper`` is the
+#: plain defaults (the paper's values mapped onto SB3). ``fast`` is what fits a CPU budget
+#: of tens of minutes on a 2-core machine (docs/training.md: the measured runs): fewer
+#: trajectories per update, 4 minibatch passes instead of 80 full-batch ones, no KL stop,
+#: and a STOP logit that starts at -3 so the argmax of a young policy backfills.
+PRESETS: dict[str, dict[str, Any]] = {
+    "paper": {},
+    "fast": {
+        "n_envs": 2,
+        "vec_env": "dummy",
+        "trajectories": 20,
+        "n_epochs": 4,
+        "batch_size": 256,
+        "target_kl": None,
+        "stop_init": -3.0,
+        "time_limit": 30.0,
+        "total_steps": 10**9,
+    },
+}
+
+#: Options that may be changed when resuming a run; every other option is taken from the
+#: run's config.json (giving it with another value is an error).
+RESUME_OVERRIDABLE: frozenset[str] = frozenset(
+    {
+        "total_steps",
+        "epochs",
+        "time_limit",
+        "eval_every",
+        "checkpoint_every",
+        "progress",
+        "verbose",
+        "torch_threads",
+        "train_threads",
+        "vec_env",
+        "logdir",
+        "run_name",
+    }
+)
+
+#: Default length of a run when neither ``total_steps`` nor ``epochs`` is given.
+DEFAULT_EPOCHS = 100
+
+#: Keys of older ``config.json`` files -> the current field names.
+LEGACY_KEYS: dict[str, str] = {"seq_len": "length", "normalizer": "reference"}
+
+#: Keys of ``config.json`` that are not options (the resolved rollout plan, old keys).
+NON_OPTION_KEYS: frozenset[str] = frozenset(
+    {
+        "resume",
+        "n_steps_resolved",
+        "batch_size_resolved",
+        "rollout_size",
+        "target_timesteps",
+        "calibration",
+    }
+)
+
+VEC_ENVS: tuple[str, ...] = ("auto", "dummy", "subproc")
+VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
+STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
+
+
+class ConfigError(ValueError):
+    """An option has a value the run cannot use; the message names the flag."""
+
+
+# --------------------------------------------------------------------------- value types
+def fraction(text: str) -> float:
+    """A number in the open interval (0, 1) (``--train-fraction``).
+
+    :param text: the command-line text
+    """
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1), got {text!r}")
+    return value
+
+
+def auto_or_int(text: str) -> str | int:
+    """``auto`` or a positive integer (``--n-steps``).
+
+    :param text: the command-line text
+    """
+    return "auto" if text.lower() == "auto" else positive_int(text)
+
+
+def full_or_int(text: str) -> str | int:
+    """``full`` or a positive integer (``--batch-size``).
+
+    :param text: the command-line text
+    """
+    return "full" if text.lower() == "full" else positive_int(text)
+
+
+def none_or_float(text: str) -> float | None:
+    """``none``/``off``/``0`` (no limit) or a positive number.
+
+    :param text: the command-line text
+    """
+    return None if text.lower() in ("none", "off", "0") else positive_float(text)
+
+
+def layer_widths(text: str) -> tuple[int, ...]:
+    """Comma-separated positive layer widths such as ``32,16,8``.
+
+    :param text: the command-line text
+    """
+    import argparse
+
+    try:
+        arch = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated layer widths like 32,16,8, got {text!r}"
+        ) from None
+    if not arch or any(w <= 0 for w in arch):
+        raise argparse.ArgumentTypeError(f"expected positive layer widths like 32,16,8: {text!r}")
+    return arch
+
+
+def names(text: str) -> tuple[str, ...]:
+    """Comma-separated names (``''``: none).
+
+    :param text: the command-line text
+    """
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def _policies() -> list[str]:
+    from hpcgym.sim.engine import POLICIES
+
+    return sorted(POLICIES)
+
+
+def _modes() -> list[str]:
+    from hpcgym.envs.backfill_env import MODES
+
+    return sorted(MODES)
+
+
+# --------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class Option:
+    """How a :class:`TrainConfig` field appears on the command line.
+
+    :param group: help section (``workload``, ``length``, ``hyper``, ``eval``)
+    :param help: help text, without the default (the parser appends it)
+    :param parse: converts (and checks) the command-line text
+    :param choices: the accepted values, or a function returning them (imported lazily)
+    :param aliases: old flag names, accepted but hidden from ``--help``
+    :param flag: the flag, when it is not ``--`` + the field name with dashes
+    :param metavar: the value's name in ``--help``
+    :param exclusive: fields with the same tag exclude each other on the command line
+    :param show_default: append ``(default: ...)`` to the help
+    """
+
+    group: str
+    help: str
+    parse: Callable[[str], Any] | None = None
+    choices: Sequence[str] | Callable[[], Sequence[str]] | None = None
+    aliases: tuple[str, ...] = ()
+    flag: str | None = None
+    metavar: str | None = None
+    exclusive: str | None = None
+    show_default: bool = True
+
+    def flag_of(self, name: str) -> str:
+        """The flag of this option.
+
+        :param name: the field's name
+        """
+        return self.flag or "--" + name.replace("_", "-")
+
+    def choice_list(self) -> list[str] | None:
+        """The accepted values (``None``: any)."""
+        if self.choices is None:
+            return None
+        return list(self.choices() if callable(self.choices) else self.choices)
+
+
+def _opt(default: Any, group: str, help: str, **kw: Any) -> Any:
+    meta = {"cli": Option(group, help, **kw)}
+    if callable(default):
+        return field(default_factory=default, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def _cpu_count() -> int:
+    return os.cpu_count() or 1
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every option of a training run (the command line of ``train/ppo.py``).
+
+    Build one with :meth:`create` (preset + overrides, like the command line) or directly;
+    the values are checked on construction (:class:`ConfigError`).
+    """
+
+    # -- workload and env
+    trace: str = _opt(
+        "synthetic",
+        "workload",
+        "registered trace name (e.g. SDSC-SP2, Lublin-1; found through HPCGYM_TRACE_DIR or "
+        "the cache) or an SWF path; 'synthetic' = the embedded Lublin workload",
+    )
+    policy: str = _opt(
+        "FCFS",
+        "workload",
+        "base queue policy",
+        parse=str.upper,
+        choices=_policies,
+        metavar="POLICY",
+    )
+    reference: str = _opt(
+        "EASY-SJBF",
+        "workload",
+        "scheduler the terminal reward is relative to ('none' = raw -AVEbsld)",
+        aliases=("--normalizer",),
+    )
+    mode: str = _opt(
+        "guarded",
+        "workload",
+        "backfill candidates: guarded (only what EASY allows), penalized (every fitting job, "
+        "reservation delays penalized), free",
+        choices=_modes,
+    )
+    length: int = _opt(
+        256,
+        "workload",
+        "jobs per training window (episode; paper: 256)",
+        parse=positive_int,
+        aliases=("--seq-len",),
+    )
+    max_queue: int = _opt(128, "workload", "K, rows of the observation", parse=positive_int)
+    estimator: str = _opt(
+        "request", "workload", "runtime estimator the engine schedules with (request = the user's)"
+    )
+    train_fraction: float = _opt(
+        0.7, "workload", "share of the jobs in the training split (time split)", parse=fraction
+    )
+    eval_split: str = field(default="test")  # issue 13: "validation" once it exists
+
+    # -- training length and parallelism
+    total_steps: int | None = _opt(
+        None,
+        "length",
+        "environment steps (decisions) to train for; rounded up to whole updates",
+        parse=positive_int,
+        exclusive="length",
+    )
+    epochs: int | None = _opt(
+        None,
+        "length",
+        f"PPO updates ('epochs' in the paper) to train for ({DEFAULT_EPOCHS} when neither "
+        "--epochs nor --total-steps is given)",
+        parse=positive_int,
+        exclusive="length",
+        show_default=False,
+    )
+    preset: str = _opt(
+        "paper",
+        "length",
+        "paper (the paper's hyperparameters, hours of CPU) or fast (fits a 30-minute budget "
+        "on 2 cores: "
+        + ", ".join(f"{k.replace('_', '-')}={v}" for k, v in PRESETS["fast"].items())
+        + "); explicit options override the preset",
+        choices=tuple(PRESETS),
+    )
+    time_limit: float | None = _opt(
+        None,
+        "length",
+        "stop training after this many minutes of wall time (a CPU budget); the run then "
+        "finishes normally: final evaluation, final model, summary",
+        parse=positive_float,
+        metavar="MINUTES",
+    )
+    n_envs: int = _opt(_cpu_count, "length", "parallel training envs", parse=positive_int)
+    vec_env: str = _opt(
+        "auto",
+        "length",
+        "auto: SubprocVecEnv for n-envs > 1, DummyVecEnv for 1",
+        choices=VEC_ENVS,
+    )
+    torch_threads: int = _opt(
+        1,
+        "length",
+        "torch threads while collecting rollouts (1: faster, see docs)",
+        parse=positive_int,
+    )
+    train_threads: int | None = _opt(
+        None,
+        "length",
+        "torch threads during the PPO update (default: --torch-threads)",
+        parse=positive_int,
+        show_default=False,
+    )
+    seed: int = _opt(0, "length", "seed of everything", parse=int)
+    device: str = _opt("cpu", "length", "torch device")
+
+    # -- hyperparameters
+    trajectories: int = _opt(
+        100,
+        "hyper",
+        "trajectories per update, sizes the rollout with --n-steps auto",
+        parse=positive_int,
+    )
+    n_steps: int | str = _opt(
+        "auto",
+        "hyper",
+        "steps per env per update: 'auto' = ceil(trajectories x measured steps per "
+        "trajectory / n-envs), or an integer",
+        parse=auto_or_int,
+    )
+    calib_windows: int = _opt(
+        32,
+        "hyper",
+        "training windows played to measure the steps per trajectory",
+        parse=positive_int,
+    )
+    batch_size: int | str = _opt(
+        "full",
+        "hyper",
+        "minibatch size: 'full' = the whole rollout (the paper's code)",
+        parse=full_or_int,
+    )
+    n_epochs: int = _opt(80, "hyper", "passes over the rollout per update", parse=positive_int)
+    learning_rate: float = _opt(3e-4, "hyper", "policy learning rate", parse=positive_float)
+    value_lr: float = _opt(1e-3, "hyper", "value-network learning rate", parse=positive_float)
+    gamma: float = _opt(1.0, "hyper", "discount", parse=unit_float)
+    gae_lambda: float = _opt(0.97, "hyper", "GAE lambda", parse=unit_float)
+    clip_range: float = _opt(0.2, "hyper", "PPO clip range", parse=positive_float)
+    target_kl: float | None = _opt(
+        0.01, "hyper", "stop an update at KL > 1.5 x target ('none' = off)", parse=none_or_float
+    )
+    ent_coef: float = _opt(0.0, "hyper", "entropy coefficient", parse=nonneg_float)
+    vf_coef: float = _opt(0.5, "hyper", "value-loss coefficient", parse=positive_float)
+    max_grad_norm: float | None = _opt(
+        None,
+        "hyper",
+        "gradient clipping: 'none' (the paper's code) or a max norm",
+        parse=none_or_float,
+    )
+    value_head: str = _opt(
+        "flat", "hyper", "KernelPolicy critic: flat (the paper's) or pooled", choices=VALUE_HEADS
+    )
+    stop_score: str = _opt("learned", "hyper", "KernelPolicy STOP logit", choices=STOP_SCORES)
+    stop_init: float = _opt(
+        0.0,
+        "hyper",
+        "initial STOP logit of KernelPolicy (e.g. -3 starts from a policy that prefers "
+        "backfilling to waiting, see docs/training.md)",
+        parse=float,
+    )
+    kernel_arch: tuple[int, ...] = _opt(
+        (32, 16, 8), "hyper", "kernel network hidden widths (the paper's)", parse=layer_widths
+    )
+
+    # -- evaluation, logging, checkpoints
+    eval_every: int = _opt(
+        5,
+        "eval",
+        "updates between evaluations (0 = only at the start and the end)",
+        parse=nonneg_int,
+    )
+    eval_windows: int = _opt(10, "eval", "evaluation windows", parse=positive_int)
+    eval_length: int = _opt(1024, "eval", "jobs per evaluation window", parse=positive_int)
+    eval_seed: int | None = _opt(
+        None,
+        "eval",
+        "draw the evaluation windows with this seed (default: evenly spaced, no randomness)",
+        parse=int,
+        show_default=False,
+    )
+    baselines: tuple[str, ...] = _opt(
+        DEFAULT_BASELINES,
+        "eval",
+        "comma-separated schedulers evaluated on the same windows; '' for none (NONE is "
+        "the no-backfilling scheduler)",
+        parse=names,
+    )
+    checkpoint_every: int = _opt(
+        5, "eval", "updates between checkpoints (0 = only at the end)", parse=nonneg_int
+    )
+    logdir: str = _opt("runs", "eval", "parent folder of the runs")
+    run_name: str | None = _opt(
+        None,
+        "eval",
+        "run folder name (default <trace>_<policy>_<mode>_s<seed>_<date-time>)",
+        show_default=False,
+    )
+    progress: bool = _opt(True, "eval", "no progress bar", flag="--no-progress", show_default=False)
+    verbose: bool = _opt(False, "eval", "print SB3's log tables", show_default=False)
+
+    def __post_init__(self) -> None:
+        for name in ("kernel_arch", "baselines"):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                object.__setattr__(self, name, tuple(value))
+        problems = self.problems()
+        if problems:
+            raise ConfigError("; ".join(problems))
+
+    # ------------------------------------------------------------------ validation
+    def problems(self) -> list[str]:
+        """Every invalid value, as ``--flag: expected ..., got ...`` messages.
+
+        A value is checked by its option's own command-line parser (:attr:`Option.parse`)
+        applied to its text, so the command line and Python accept the same values.
+        """
+        out: list[str] = []
+        for name, f in _fields().items():
+            opt: Option | None = f.metadata.get("cli")
+            value = getattr(self, name)
+            if opt is None or (value is None and f.default is None):
+                continue
+            if opt.parse is not None:
+                problem = _parse_problem(opt.parse, value)
+                if problem is not None:
+                    out.append(f"{flag(name)}: {problem}")
+                    continue
+            choices = opt.choice_list()
+            if choices is not None and value not in choices:
+                out.append(f"{flag(name)}: expected one of {', '.join(choices)}, got {value!r}")
+        if self.batch_size == 1:
+            out.append("--batch-size must be > 1 (advantage normalization needs 2 samples)")
+        if self.total_steps is not None and self.epochs is not None:
+            out.append("--total-steps and --epochs exclude each other: give one")
+        from hpcgym.workload import SPLITS
+
+        if self.eval_split not in SPLITS:
+            out.append(f"eval_split: expected one of {', '.join(SPLITS)}, got {self.eval_split!r}")
+        if self.run_name is not None and (
+            not self.run_name or "/" in self.run_name or self.run_name in (".", "..")
+        ):
+            out.append(f"--run-name must be a plain folder name, got {self.run_name!r}")
+        return out
+
+    # ------------------------------------------------------------------ building
+    @classmethod
+    def create(cls, preset: str = "paper", **options: Any) -> TrainConfig:
+        """A config as the command line builds it: the defaults, then ``preset``, then the
+        explicitly given ``options`` (which win over the preset).
+
+        ``--epochs`` given explicitly replaces a preset's ``total_steps``; with neither
+        length, the run is :data:`DEFAULT_EPOCHS` updates long.
+
+        :param preset: a name of :data:`PRESETS`
+        :param options: field values (the options given explicitly)
+        :raises ConfigError: an unknown preset or option, or an invalid value
+        """
+        if preset not in PRESETS:
+            raise ConfigError(f"--preset: expected one of {', '.join(PRESETS)}, got {preset!r}")
+        unknown = sorted(set(options) - set(_fields()))
+        if unknown:
+            raise ConfigError(f"unknown options: {', '.join(unknown)}")
+        values: dict[str, Any] = {}
+        for key, value in PRESETS[preset].items():
+            if key == "total_steps" and "epochs" in options:
+                continue  # --epochs sets the length instead
+            values[key] = value
+        values.update(options)
+        if values.get("total_steps") is None and values.get("epochs") is None:
+            values["epochs"] = DEFAULT_EPOCHS
+        return cls(preset=preset, **values)
+
+    def for_resume(self, explicit: Mapping[str, Any]) -> TrainConfig:
+        """This (saved) config with the options given again when resuming.
+
+        :param explicit: the options given on the resuming command line
+        :raises ConfigError: an option outside :data:`RESUME_OVERRIDABLE` has another value
+        """
+        conflicts = []
+        changes: dict[str, Any] = {}
+        for key, value in explicit.items():
+            if key in RESUME_OVERRIDABLE:
+                changes[key] = value
+            elif _normalized(key, value) != getattr(self, key):
+                conflicts.append(f"{flag(key)} ({value!r}; the run has {getattr(self, key)!r})")
+        if conflicts:
+            raise ConfigError(
+                "cannot change these options when resuming (they are fixed by the run's "
+                f"config.json): {', '.join(conflicts)}. Start a new run (--run-name) instead."
+            )
+        if "total_steps" in explicit:
+            changes["epochs"] = None
+        elif "epochs" in explicit:
+            changes["total_steps"] = None
+        return dataclasses.replace(self, **changes)
+
+    def replace(self, **changes: Any) -> TrainConfig:
+        """A copy with ``changes`` (validated)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def rollout_threads(self) -> int:
+        """Torch threads while collecting rollouts and evaluating."""
+        return self.torch_threads
+
+    @property
+    def update_threads(self) -> int:
+        """Torch threads during the PPO update."""
+        return self.train_threads or self.torch_threads
+
+    # ------------------------------------------------------------------ JSON
+    def to_dict(self) -> dict[str, Any]:
+        """The options as JSON values (tuples as lists)."""
+        out = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """The config of a ``config.json`` dict (also older runs' keys, see
+        :data:`LEGACY_KEYS`; the resolved rollout keys are ignored).
+
+        :param data: the parsed ``config.json``
+        :raises ConfigError: unknown keys or invalid values
+        """
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            key = LEGACY_KEYS.get(key, key)
+            if key not in NON_OPTION_KEYS:
+                values[key] = value
+        unknown = sorted(set(values) - set(_fields()))
+        if unknown:
+            raise ConfigError(f"unknown keys in the run's config: {', '.join(unknown)}")
+        return cls(**values)
+
+    def to_json(self, path: str | os.PathLike[str], extra: Mapping[str, Any] | None = None) -> None:
+        """Write the options to ``path`` as JSON, atomically.
+
+        :param path: the file (a run's ``config.json``)
+        :param extra: more keys to write next to the options (the resolved rollout)
+        """
+        p = Path(path)
+        tmp = p.with_suffix(p.suffix + ".tmp")
+        text = json.dumps({**self.to_dict(), **(extra or {})}, indent=2) + "\n"
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(p)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike[str]) -> TrainConfig:
+        """Read a ``config.json`` written by :meth:`to_json` (or by an older version).
+
+        :param path: the file
+        :raises ConfigError: not a JSON object, unknown keys, invalid values
+        """
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a JSON object")
+        return cls.from_dict(data)
+
+
+def _fields() -> dict[str, dataclasses.Field[Any]]:
+    return {f.name: f for f in dataclasses.fields(TrainConfig)}
+
+
+def flag(name: str) -> str:
+    """The command-line flag of a :class:`TrainConfig` field.
+
+    :param name: the field's name
+    """
+    f = _fields().get(name)
+    opt = f.metadata.get("cli") if f is not None else None
+    return opt.flag_of(name) if opt is not None else name
+
+
+def _parse_problem(parse: Callable[[str], Any], value: Any) -> str | None:
+    """Why ``value`` is not what ``parse`` returns for its text (``None``: it is)."""
+    import argparse
+
+    text = ",".join(str(v) for v in value) if isinstance(value, tuple) else str(value)
+    try:
+        parsed = parse(text)
+    except (argparse.ArgumentTypeError, ValueError) as exc:
+        return (
+            str(exc) if isinstance(exc, argparse.ArgumentTypeError) else f"invalid value {value!r}"
+        )
+    if isinstance(value, bool) or parsed != value or type(parsed) is not type(value):
+        if not (isinstance(parsed, float) and type(value) is int and parsed == value):
+            return f"expected a value like {parsed!r}, got {value!r}"
+    return None
+
+
+def _normalized(name: str, value: Any) -> Any:
+    return tuple(value) if name in ("kernel_arch", "baselines") else value

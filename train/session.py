@@ -1,0 +1,268 @@
+"""One training session: set up (or resume) a run, learn, save, summarise.
+
+:func:`start` begins a new run from a :class:`~train.config.TrainConfig`; :func:`resume`
+continues one from its folder or a checkpoint. Both end in :func:`run_session`. User
+errors (an unknown trace, windows that do not fit, a run that already reached its target)
+raise :class:`~train.config.ConfigError`, which ``train/ppo.py`` reports like argparse.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from train.build import RolloutPlan, env_kwargs, load_checkpoint, new_model, plan_rollout
+from train.config import ConfigError, TrainConfig
+from train.rundir import RunDir, default_run_name, resolve_resume, write_json
+
+__all__ = ["Interrupted", "resume", "run_session", "start"]
+
+log = logging.getLogger("hpcgym.train")
+
+
+class Interrupted(Exception):
+    """Training was interrupted (Ctrl-C); the run continues with ``--resume``.
+
+    :param run: the run folder
+    :param timesteps: the step counter when it was interrupted
+    """
+
+    def __init__(self, run: RunDir, timesteps: int) -> None:
+        super().__init__(
+            f"interrupted at {timesteps} steps; continue with --resume {run.path} "
+            "(from the last checkpoint)"
+        )
+        self.run = run
+        self.timesteps = timesteps
+
+
+def start(cfg: TrainConfig) -> dict[str, Any]:
+    """Train a new run; returns its summary (also written to ``summary.json``).
+
+    :param cfg: the run's options (``run_name`` ``None``: a name from the trace, policy,
+        mode, seed and the time)
+    :raises ConfigError: the run folder already holds a run, or a user error of set-up
+    """
+    if cfg.run_name is None:
+        cfg = cfg.replace(run_name=default_run_name(cfg.trace, cfg.policy, cfg.mode, cfg.seed))
+    assert cfg.run_name is not None
+    run = RunDir(Path(cfg.logdir) / cfg.run_name)
+    if run.holds_run():
+        raise ConfigError(
+            f"run folder {run.path} already holds a run: continue it with --resume {run.path}, "
+            "or choose another --run-name"
+        )
+    return run_session(cfg, run)
+
+
+def resume(path: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Continue a run; returns its summary.
+
+    :param path: the run folder (its latest checkpoint) or a checkpoint ``.zip``
+    :param options: options given again (only :data:`~train.config.RESUME_OVERRIDABLE`
+        ones may differ from the run's)
+    :raises ConfigError: a bad path, a conflicting option, a user error of set-up
+    """
+    try:
+        run, checkpoint = resolve_resume(path)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    saved = run.read_json(run.config) or {}
+    cfg = TrainConfig.from_dict(saved).for_resume(options)
+    cfg = cfg.replace(run_name=run.path.name, logdir=str(run.path.parent))
+    return run_session(cfg, run, checkpoint=checkpoint, saved=saved)
+
+
+def _load_workload(cfg: TrainConfig) -> Any:
+    """The training env's workload (trace errors surface here as :class:`ConfigError`)."""
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.workload import TraceNotFoundError, UnknownTraceError
+
+    try:
+        probe = BackfillEnv(**env_kwargs(cfg, "train", cfg.length))
+    except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
+        raise ConfigError(f"--trace {cfg.trace!r}: {exc}") from None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    return probe
+
+
+def run_session(
+    cfg: TrainConfig,
+    run: RunDir,
+    checkpoint: Path | None = None,
+    saved: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Set up, learn, save the final model and write the summary.
+
+    :param cfg: the run's options
+    :param run: the run folder
+    :param checkpoint: the checkpoint to continue from (``None``: a fresh run)
+    :param saved: the resumed run's ``config.json`` (its resolved rollout is kept)
+    :raises ConfigError: a user error found during set-up
+    :raises Interrupted: Ctrl-C during training
+    """
+    import torch as th
+
+    from train.callbacks import (
+        EpisodeMetricsCallback,
+        EvalCheckpointCallback,
+        PhaseCallback,
+        TimeLimitCallback,
+        TqdmProgressCallback,
+    )
+    from train.evaluator import Evaluator
+    from train.logs import add_custom_scalars_layout, close_logger, make_logger, write_hparams
+    from train.summary import Session, build_summary, final_table
+
+    t_start = time.time()
+    warnings: list[str] = []
+
+    def warn(msg: str) -> None:
+        warnings.append(msg)
+        log.warning(msg)
+
+    th.set_num_threads(cfg.rollout_threads)
+    probe = _load_workload(cfg)
+    workload = probe.workload
+    evaluator = Evaluator.for_config(cfg, workload, warn)
+    plan = plan_rollout(cfg, saved if checkpoint is not None else None)
+    run.path.mkdir(parents=True, exist_ok=True)
+    if checkpoint is None:
+        model = new_model(cfg, plan)
+    else:
+        model = load_checkpoint(cfg, plan, checkpoint)
+    start_steps = int(model.num_timesteps) if checkpoint is not None else 0
+    config = {**cfg.to_dict(), **plan.to_config()}
+
+    logger = make_logger(run, start_steps, cfg.verbose)
+    model.set_logger(logger)
+    add_custom_scalars_layout(logger, list(evaluator.baselines))
+    if checkpoint is None:
+        write_hparams(logger, config)
+
+    history = run.evaluations_until(start_steps) if checkpoint is not None else []
+    best = run.best() if checkpoint is not None else None
+    episode_cb = EpisodeMetricsCallback()
+    eval_cb = EvalCheckpointCallback(
+        run,
+        plan.rollout_size,
+        evaluator,
+        cfg.eval_every,
+        cfg.checkpoint_every,
+        history=history,
+        best=float(best["avg_bsld"]) if best else math.inf,
+    )
+    phase_cb = PhaseCallback(cfg.rollout_threads, cfg.update_threads, overhead=eval_cb)
+    callbacks: list[Any] = [phase_cb, episode_cb, eval_cb]
+    if cfg.time_limit:
+        callbacks.append(TimeLimitCallback(60.0 * cfg.time_limit))
+    if cfg.progress:
+        callbacks.append(
+            TqdmProgressCallback(plan.target_timesteps, _postfix(model, plan, episode_cb, eval_cb))
+        )
+
+    print(_banner(run, probe, cfg, plan, start_steps, checkpoint is not None), flush=True)
+    # written once the set-up succeeded; on resume it keeps the new target and the other
+    # overridable options for the next resume
+    cfg.to_json(run.config, extra=plan.to_config())
+    t_learn = time.perf_counter()
+    try:
+        model.learn(
+            total_timesteps=plan.target_timesteps - start_steps,
+            callback=callbacks,
+            reset_num_timesteps=checkpoint is None,
+            progress_bar=False,
+        )
+    except KeyboardInterrupt:
+        close_logger(logger)
+        raise Interrupted(run, int(model.num_timesteps)) from None
+    finally:
+        learn_seconds = time.perf_counter() - t_learn
+        try:
+            model.get_env().close()
+        except (BrokenPipeError, EOFError, ConnectionResetError):  # workers died (Ctrl-C)
+            pass
+
+    model.save(run.final_model)
+    close_logger(logger)
+
+    session = Session(
+        started=t_start,
+        resumed_from=str(checkpoint) if checkpoint else None,
+        timesteps_start=start_steps,
+        timesteps_end=int(model.num_timesteps),
+        wall_time_s=time.time() - t_start,
+        learn_time_s=learn_seconds,
+        eval_time_s=eval_cb.eval_seconds,
+        rollout_time_s=phase_cb.rollout_seconds,
+        update_time_s=phase_cb.update_seconds,
+        rollout_steps=phase_cb.rollout_steps,
+    )
+    previous = (run.read_json(run.summary) or {}).get("sessions", []) if checkpoint else []
+    summary = build_summary(
+        run=run,
+        config=config,
+        workload={
+            "trace": probe.trace_label,
+            "jobs": len(workload),
+            "machine_size": int(workload.machine_size),
+        },
+        timesteps=int(model.num_timesteps),
+        rollout={
+            "n_steps": plan.n_steps,
+            "n_envs": cfg.n_envs,
+            "rollout_size": plan.rollout_size,
+            "batch_size": plan.batch_size,
+            "calibration": plan.calibration,
+        },
+        sessions=[*previous, session.to_dict()],
+        evaluation=evaluator.describe(),
+        history=eval_cb.history,
+        baselines=evaluator.baselines,
+        skipped=evaluator.skipped,
+        warnings=warnings,
+        last_checkpoint=eval_cb.last_checkpoint,
+    )
+    write_json(run.summary, summary)
+    print(final_table(summary, cfg.policy, cfg.mode))
+    return summary
+
+
+def _postfix(model: Any, plan: RolloutPlan, episode_cb: Any, eval_cb: Any) -> Any:
+    def postfix() -> dict[str, Any]:
+        out: dict[str, Any] = {"upd": int(model.num_timesteps) // plan.rollout_size}
+        if episode_cb.last:
+            out["train_bsld"] = f"{episode_cb.last['avg_bsld']:.1f}"
+        if eval_cb.last_eval is not None:
+            out["eval_bsld"] = f"{eval_cb.last_eval['avg_bsld']:.1f}"
+        return out
+
+    return postfix
+
+
+def _banner(
+    run: RunDir, probe: Any, cfg: TrainConfig, plan: RolloutPlan, start_steps: int, resuming: bool
+) -> str:
+    state = f"resuming at {start_steps} steps" if resuming else "new"
+    calib = plan.calibration
+    return (
+        f"run {run.path} | trace {probe.trace_label} ({len(probe.workload)} jobs, "
+        f"{probe.workload.machine_size} procs) | {state}"
+        f" | {cfg.n_envs} x {plan.n_steps} steps/update"
+        + (f" (measured {calib['mean']:.1f} steps per trajectory)" if calib else "")
+        + f" | target {plan.target_timesteps} steps"
+    )
+
+
+def report_interrupt(exc: Interrupted) -> None:
+    """Print how to continue an interrupted run (on stderr).
+
+    :param exc: the interruption
+    """
+    print(f"\n{exc}", file=sys.stderr)

@@ -1,0 +1,217 @@
+"""``summary.json`` of a run and the final table printed at its end."""
+
+from __future__ import annotations
+
+import math
+import platform
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from train.rundir import RunDir
+
+__all__ = ["Session", "build_summary", "final_table", "format_table", "versions"]
+
+
+@dataclass
+class Session:
+    """One invocation of the training script on a run (a fresh start or a resume).
+
+    :param started: wall-clock time it started (``time.time()``)
+    :param resumed_from: the checkpoint it resumed from (``None``: a fresh run)
+    :param timesteps_start: the step counter at its start
+    :param timesteps_end: the step counter at its end
+    :param wall_time_s: its wall time
+    :param learn_time_s: time in ``model.learn``
+    :param eval_time_s: time spent evaluating
+    :param rollout_time_s: time collecting rollouts
+    :param update_time_s: time in PPO updates
+    :param rollout_steps: environment steps collected in rollouts
+    """
+
+    started: float
+    resumed_from: str | None
+    timesteps_start: int
+    timesteps_end: int
+    wall_time_s: float
+    learn_time_s: float
+    eval_time_s: float
+    rollout_time_s: float
+    update_time_s: float
+    rollout_steps: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The session's entry of ``summary.json["sessions"]``."""
+        steps = self.timesteps_end - self.timesteps_start
+        return {
+            "started": datetime.fromtimestamp(self.started).isoformat(timespec="seconds"),
+            "resumed_from": self.resumed_from,
+            "timesteps_start": self.timesteps_start,
+            "timesteps_end": self.timesteps_end,
+            "wall_time_s": self.wall_time_s,
+            "learn_time_s": self.learn_time_s,
+            "eval_time_s": self.eval_time_s,
+            "rollout_time_s": self.rollout_time_s,
+            "update_time_s": self.update_time_s,
+            "steps_per_s": steps / self.learn_time_s if self.learn_time_s > 0 else math.nan,
+            "rollout_steps_per_s": self.rollout_steps / self.rollout_time_s
+            if self.rollout_time_s > 0
+            else math.nan,
+        }
+
+
+def versions() -> dict[str, str]:
+    """Versions of Python and the libraries a run depends on."""
+    import gymnasium
+    import sb3_contrib
+    import stable_baselines3
+    import torch
+
+    return {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "gymnasium": gymnasium.__version__,
+        "stable_baselines3": stable_baselines3.__version__,
+        "sb3_contrib": sb3_contrib.__version__,
+    }
+
+
+def _eval_brief(rec: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if rec is None:
+        return None
+    return {k: rec.get(k) for k in ("timesteps", "avg_bsld", "per_window")}
+
+
+def build_summary(
+    *,
+    run: RunDir,
+    config: dict[str, Any],
+    workload: Mapping[str, Any],
+    timesteps: int,
+    rollout: Mapping[str, Any],
+    sessions: Sequence[Mapping[str, Any]],
+    evaluation: Mapping[str, Any],
+    history: Sequence[Mapping[str, Any]],
+    baselines: Mapping[str, Mapping[str, Any]],
+    skipped: Mapping[str, str],
+    warnings: Sequence[str],
+    last_checkpoint: Path | None,
+) -> dict[str, Any]:
+    """The contents of ``summary.json``.
+
+    :param run: the run folder
+    :param config: the run's options and resolved rollout (as in ``config.json``)
+    :param workload: ``trace`` (label), ``jobs``, ``machine_size``
+    :param timesteps: the step counter at the end
+    :param rollout: ``n_steps``, ``n_envs``, ``rollout_size``, ``batch_size``,
+        ``calibration`` (the measured steps per trajectory or ``None``)
+    :param sessions: every session of the run, the current one last
+    :param evaluation: ``split``, ``length``, ``starts`` of the evaluation windows
+    :param history: the evaluation records, the final one last
+    :param baselines: results of the baselines by name
+    :param skipped: baselines that could not run: name -> reason
+    :param warnings: warnings of the session
+    :param last_checkpoint: the newest checkpoint
+    """
+    best = run.best()
+    return {
+        "run_dir": str(run.path),
+        "args": config,
+        "trace": workload["trace"],
+        "jobs": workload["jobs"],
+        "machine_size": workload["machine_size"],
+        "timesteps": int(timesteps),
+        "updates": int(timesteps) // int(rollout["rollout_size"]),
+        "n_steps": rollout["n_steps"],
+        "n_envs": rollout["n_envs"],
+        "rollout_size": rollout["rollout_size"],
+        "batch_size": rollout["batch_size"],
+        "steps_per_trajectory_measured": rollout["calibration"],
+        "wall_time_s": sum(float(s["wall_time_s"]) for s in sessions),
+        "sessions": list(sessions),
+        "eval": {
+            **evaluation,
+            "final": _eval_brief(history[-1]),
+            "best": _eval_brief(best),
+            "history": [
+                {k: r[k] for k in ("timesteps", "updates", "avg_bsld", "reward")} for r in history
+            ],
+        },
+        "baselines": {k: dict(v) for k, v in baselines.items()},
+        "skipped_baselines": dict(skipped),
+        "warnings": list(warnings),
+        "paths": {
+            "run_dir": str(run.path),
+            "tensorboard": str(run.path),
+            "config": str(run.config),
+            "final_model": str(run.final_model),
+            "best_model": str(run.best_model) if run.best_model.exists() else None,
+            "last_checkpoint": str(last_checkpoint) if last_checkpoint else None,
+            "checkpoints": sorted(str(p) for p in run.checkpoints()),
+            "evaluations": str(run.evaluations),
+        },
+        "versions": versions(),
+    }
+
+
+def format_table(starts: Sequence[int], length: int, columns: Mapping[str, Sequence[float]]) -> str:
+    """A text table: one row per window (``[start:end]``), one column per method, and
+    the mean.
+
+    :param starts: window starts
+    :param length: jobs per window
+    :param columns: method -> AVEbsld per window
+    """
+    names = list(columns)
+    width = max(10, *(len(n) + 1 for n in names))
+    head = f"{'window':>16}" + "".join(f"{n:>{width}}" for n in names)
+    lines = [head, "-" * len(head)]
+    for i, s in enumerate(starts):
+        row = f"{f'[{s}:{s + length}]':>16}"
+        row += "".join(f"{columns[n][i]:>{width}.2f}" for n in names)
+        lines.append(row)
+    lines.append("-" * len(head))
+    lines.append(f"{'mean':>16}" + "".join(f"{np.mean(columns[n]):>{width}.2f}" for n in names))
+    return "\n".join(lines)
+
+
+def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
+    """The text printed at the end of a run: AVEbsld of the final model (``agent``), of
+    the best model (``agent*``, when it is another one) and of the baselines per window,
+    skipped baselines and the session's throughput.
+
+    :param summary: the run's summary (:func:`build_summary`)
+    :param policy: the base queue policy (for the caption)
+    :param mode: the agent's mode (for the caption)
+    """
+    ev = summary["eval"]
+    final, best = ev["final"], ev["best"]
+    columns: dict[str, list[float]] = {"agent": [w["avg_bsld"] for w in final["per_window"]]}
+    if best is not None and best["timesteps"] != final["timesteps"]:
+        columns["agent*"] = [w["avg_bsld"] for w in best["per_window"]]
+    for name, res in summary["baselines"].items():
+        columns[name] = list(res["per_window"])
+    caption = (
+        f"AVEbsld on {len(ev['starts'])} {ev['split']} windows of {ev['length']} jobs "
+        f"({summary['trace']}, {policy}, {mode}; agent = final model at "
+        f"{final['timesteps']} steps"
+        + (f", agent* = best model at {best['timesteps']} steps" if "agent*" in columns else "")
+        + ")"
+    )
+    lines = ["", caption, format_table(ev["starts"], ev["length"], columns)]
+    skipped = summary["skipped_baselines"]
+    if skipped:
+        lines.append("skipped baselines: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
+    s = summary["sessions"][-1]
+    lines.append(
+        f"\n{s['timesteps_end'] - s['timesteps_start']} steps in {s['learn_time_s']:.0f} s: "
+        f"rollouts {s['rollout_time_s']:.0f} s ({s['rollout_steps_per_s']:.0f} steps/s), "
+        f"updates {s['update_time_s']:.0f} s, evaluations {s['eval_time_s']:.0f} s; "
+        f"summary: {summary['paths']['run_dir']}/summary.json"
+    )
+    return "\n".join(lines)
