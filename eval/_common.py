@@ -3,8 +3,32 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
 from hpcgym.argtypes import positive_int
+
+
+def agent_loader() -> Any:
+    """The agents package's loader (``hpcgym_agents.load_agent``), handed to
+    :mod:`hpcgym.evaluation` (which never imports the agents package itself)."""
+    from hpcgym_agents import load_agent
+
+    return load_agent
+
+
+def policy_class() -> str:
+    """The import path of the agents' policy class (written into model cards)."""
+    return "hpcgym_agents.kernel_policy.KernelPolicy"
+
+
+def agents_dir(given: str | None) -> Path:
+    """``--agents-dir``, or the shipped agents' folder of the agents package."""
+    if given is not None:
+        return Path(given)
+    from hpcgym_agents import pretrained_dir
+
+    return pretrained_dir()
 
 
 def seed_or_none(text: str) -> int | None:
@@ -49,6 +73,23 @@ def add_window_args(p: argparse.ArgumentParser, full_trace: bool = True) -> None
             action="store_true",
             help="one window: the whole --split range (--split all: the whole trace)",
         )
+
+
+def add_reference_arg(p: argparse.ArgumentParser) -> None:
+    """``--reference`` (default EASY-SJBF): the scheduler of the paired statistics;
+    ``none`` turns them off. ``--normalizer`` is a hidden old name."""
+    p.add_argument(
+        "--reference",
+        type=_reference,
+        default="EASY-SJBF",
+        help="scheduler of the paired ratio, its 95%% bootstrap interval and the wins "
+        "(EASY-SJBF); 'none': no statistics",
+    )
+    p.add_argument("--normalizer", dest="reference", type=_reference, help=argparse.SUPPRESS)
+
+
+def _reference(text: str) -> str | None:
+    return None if text.lower() == "none" else text
 
 
 def add_run_args(p: argparse.ArgumentParser) -> None:

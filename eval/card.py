@@ -21,6 +21,8 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval import _common as C  # noqa: E402
+
 __all__ = ["main"]
 
 
@@ -38,15 +40,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--print", action="store_true", help="print the card, write nothing")
     args = p.parse_args(argv)
 
-    from hpcgym.evaluation import card_from_run, default_agents_dir, ship_model
+    from hpcgym.evaluation import card_from_run, ship_model
 
+    meta = {"policy_class": C.policy_class()}
     try:
         if args.print:
-            card = card_from_run(args.run, model=args.model, name=args.name)
+            card = card_from_run(args.run, model=args.model, name=args.name, meta=meta)
             print(json.dumps(card.to_dict(), indent=2))
             return 0
         name = args.name or Path(args.run).resolve().name
-        paths = ship_model(args.run, name, args.out or default_agents_dir(), args.model, args.notes)
+        out = C.agents_dir(args.out)
+        paths = ship_model(args.run, name, out, args.model, args.notes, meta=meta)
     except (FileNotFoundError, ValueError) as exc:
         p.error(str(exc))
     for k, v in paths.items():

@@ -74,7 +74,8 @@ def build_parser() -> argparse.ArgumentParser:
     C.add_window_args(p)
     C.add_run_args(p)
     p.add_argument("--out", default=None, help="output folder (default results/compare/<trace>)")
-    p.add_argument("--reference", default="EASY", help="method of the 'vs' column (EASY)")
+    C.add_reference_arg(p)
+    p.add_argument("--vs", default="EASY", help="method of the 'vs' column (EASY)")
     p.add_argument(
         "--skip-unavailable",
         action="store_true",
@@ -89,10 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     from hpcgym.evaluation import (
         DEFAULT_SCHEDULERS,
         MethodUnavailable,
-        agent_method,
+        build_methods,
         evaluate,
         markdown_table,
-        scheduler_method,
         select_windows,
         write_outputs,
         write_tensorboard,
@@ -106,34 +106,21 @@ def main(argv: list[str] | None = None) -> int:
         schedulers = [] if args.agents else list(DEFAULT_SCHEDULERS)
     if not schedulers and not args.agents:
         parser.error("nothing to compare: give --schedulers and/or --agents")
-    warnings: list[str] = []
-    methods = []
-    for s in schedulers:
-        try:
-            methods.append(scheduler_method(s))
-        except MethodUnavailable as exc:
-            if not args.skip_unavailable:
-                parser.error(f"--schedulers {s}: {exc} (or pass --skip-unavailable)")
-            warnings.append(f"scheduler {s!r} skipped: {exc}")
-    for a in args.agents:
-        try:
-            methods.append(
-                agent_method(
-                    a,
-                    policy=args.policy,
-                    mode=args.mode,
-                    max_queue=args.max_queue,
-                    agents_dir=args.agents_dir,
-                    scales=args.scales,
-                    agent_seed=args.agent_seed,
-                )
-            )
-        except (MethodUnavailable, FileNotFoundError, ValueError) as exc:
-            if not args.skip_unavailable:
-                parser.error(f"--agents {a}: {exc}")
-            warnings.append(f"agent {a!r} skipped: {exc}")
-    for w in warnings:
-        print(f"warning: {w}", file=sys.stderr)
+    methods, failures = build_methods(
+        schedulers,
+        args.agents,
+        policy=args.policy,
+        mode=args.mode,
+        max_queue=args.max_queue,
+        agents_dir=C.agents_dir(args.agents_dir),
+        scales=args.scales,
+        agent_seed=args.agent_seed,
+    )
+    for kind, spec, exc in failures:
+        if not args.skip_unavailable:
+            hint = " (or pass --skip-unavailable)" if kind == "scheduler" else ""
+            parser.error(f"--{kind}s {spec}: {exc}{hint}")
+        print(f"warning: {kind} {spec!r} skipped: {exc}", file=sys.stderr)
     if not methods:
         parser.error("no method left to evaluate")
     try:
@@ -160,7 +147,9 @@ def main(argv: list[str] | None = None) -> int:
             jobs=args.jobs,
             progress=args.progress,
             skip_unavailable=args.skip_unavailable,
-            reference=args.reference,
+            reference=args.vs,
+            agent_loader=C.agent_loader(),
+            ratio_reference=args.reference,
         )
     except (MethodUnavailable, FileNotFoundError, ValueError) as exc:
         parser.error(f"{type(exc).__name__}: {exc} (--skip-unavailable skips failing methods)")

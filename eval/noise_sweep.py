@@ -17,7 +17,6 @@ A thin CLI over :func:`hpcgym.evaluation.noise_sweep` (process pool over the
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from hpcgym.evaluation import (  # noqa: E402
     default_jobs,
     noise_markdown,
     noise_sweep,
+    write_noise_sweep,
 )
 
 LEVELS = list(NOISE_LEVELS)
@@ -82,18 +82,9 @@ def main(argv: list[str] | None = None) -> int:
         jobs=args.jobs,
         progress=args.progress,
     )
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    text = noise_markdown(res, args.trace, args.levels, args.seeds)
-    print(text)
-    (out / "noise_sweep.md").write_text(text + "\n")
-    (out / "noise_sweep.json").write_text(
-        json.dumps({"trace": args.trace, "seeds": args.seeds, "avg_bsld": res}, indent=2)
-    )
-    from hpcgym.plots import plot_noise_sweep
-
-    png = plot_noise_sweep(res, args.levels, args.trace, out / "noise_sweep.png")
-    print(f"wrote {png}")
+    print(noise_markdown(res, args.trace, args.levels, args.seeds))
+    paths = write_noise_sweep(res, args.trace, args.levels, args.seeds, args.out)
+    print(f"wrote {paths['noise_sweep.png']}")
     return 0
 
 

@@ -24,27 +24,6 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 __all__ = ["main"]
 
 
-def _compare(folder: Path, out: Path | None) -> list[Path]:
-    import numpy as np
-
-    from hpcgym import plots as P
-
-    data = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    per_window: dict[str, list[float]] = {}
-    for r in data["rows"]:
-        per_window.setdefault(r["method"], []).append(r["avg_bsld"])
-    w = data["windows"]
-    title = f"{data['trace']}: {len(w['starts'])} windows of {w['length']} jobs"
-    dest = out or folder
-    paths = [P.plot_window_boxplot(per_window, dest / "bsld_boxplot.png", title=title)]
-    npz = folder / "per_job.npz"
-    if npz.is_file():
-        z = np.load(npz)
-        per_job = {str(lab): z[f"bsld_{i}"] for i, lab in enumerate(z["labels"])}
-        paths.append(P.plot_slowdown_cdf(per_job, dest / "bsld_cdf.png", title=title))
-    return paths
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python eval/plots.py",
@@ -67,22 +46,18 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("--out", default=None, help="PNG (default: next to the JSON)")
     args = p.parse_args(argv)
 
-    from hpcgym import plots as P
+    from hpcgym.evaluation import plots as P
 
     try:
         if args.what == "training":
             paths = [P.plot_training(args.run, args.out, args.title)]
         elif args.what == "compare":
-            paths = _compare(Path(args.folder), Path(args.out) if args.out else None)
+            paths = P.replot_comparison(args.folder, args.out)
         elif args.what == "table":
             data = json.loads(Path(args.json).read_text(encoding="utf-8"))
             paths = [P.plot_paper_table(data, args.out or Path(args.json).with_suffix(".png"))]
         else:
-            data = json.loads(Path(args.json).read_text(encoding="utf-8"))
-            res = data["avg_bsld"]
-            levels = [float(k) for k in next(iter(res.values())) if k != "request"]
-            out = args.out or Path(args.json).with_suffix(".png")
-            paths = [P.plot_noise_sweep(res, levels, data["trace"], out)]
+            paths = [P.replot_noise_sweep(args.json, args.out)]
     except (FileNotFoundError, ValueError, KeyError) as exc:
         p.error(str(exc))
     for path in paths:

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     from hpcgym.evaluation import results_markdown
-    from hpcgym.plots import plot_training
+    from hpcgym.evaluation.plots import plot_training
 
     base = Path(args.out).parent if args.out else Path(".")
     figs = Path(args.figures)

@@ -73,40 +73,23 @@ def build_parser(name: str = "table4") -> argparse.ArgumentParser:
         help="agents' observation scales: of the evaluated trace (default, as the paper) or "
         "of their training trace (card)",
     )
+    C.add_reference_arg(p)
     C.add_window_args(p, full_trace=False)
     C.add_run_args(p)
     p.add_argument("--out", default=f"results/{name}", help=f"output folder (results/{name})")
     return p
 
 
-def load_cards(args: argparse.Namespace) -> list:
-    """The model cards of ``--cards`` or of ``--agents-dir``."""
-    from hpcgym.evaluation import _is_card, card_from_run, find_model_cards, load_model_card
-
-    if args.cards is None:
-        return find_model_cards(args.agents_dir)
-    cards = []
-    for c in args.cards:
-        p = Path(c)
-        if p.suffix == ".json":
-            cards.append(load_model_card(p))
-        elif p.suffix == ".zip" and _is_card(p.with_suffix(".json")):
-            cards.append(load_model_card(p.with_suffix(".json")))
-        else:
-            cards.append(card_from_run(p))
-    return cards
-
-
 def run_table(name: str, argv: list[str] | None, description: str | None = None) -> int:
     """The command line of ``eval/table4.py`` and ``eval/table5.py`` (``name``)."""
-    from hpcgym.evaluation import table4, table5, write_table, write_tensorboard
+    from hpcgym.evaluation import load_cards, table4, table5, write_table, write_tensorboard
 
     parser = build_parser(name)
     if description:
         parser.description = description
     args = parser.parse_args(argv)
     try:
-        cards = load_cards(args)
+        cards = load_cards(args.cards, C.agents_dir(args.agents_dir))
     except (FileNotFoundError, ValueError) as exc:
         parser.error(str(exc))
     print(
@@ -125,6 +108,8 @@ def run_table(name: str, argv: list[str] | None, description: str | None = None)
         scales=args.scales,
         jobs=args.jobs,
         progress=args.progress,
+        agent_loader=C.agent_loader(),
+        reference=args.reference,
     )
     if name == "table4":
         table = table4(cards, extra=args.extra, **common)

@@ -1,4 +1,4 @@
-"""Tests of the evaluation suite (``hpcgym.evaluation``, ``hpcgym.plots``, ``eval/*.py``,
+"""Tests of the evaluation suite (``hpcgym.evaluation``, its plots, ``eval/*.py``,
 ``hpcgym compare``): determinism (repeat, ``jobs`` 1 vs 2), env-played heuristics equal to
 the engine, output schemas, plots, TensorBoard, model cards and a tiny trained model, the
 paper tables on a small synthetic trace. Everything runs on the embedded synthetic
@@ -19,10 +19,17 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
+from hpcgym.evaluation import runner as R  # noqa: E402
 from hpcgym.sim import get_scheduler  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
+from hpcgym_agents import load_agent  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def _evaluate(*args, **kwargs):
+    """:func:`hpcgym.evaluation.evaluate` with the agents package's loader."""
+    return E.evaluate(*args, agent_loader=load_agent, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +82,9 @@ def test_select_windows(wl):
 # --------------------------------------------------------------------------- determinism
 def test_deterministic_repeat_and_jobs(wl, windows, tmp_path):
     """Same inputs -> identical results and files, twice inline and with 2 workers."""
-    a = E.evaluate(wl, _methods(), windows, jobs=1, progress=False)
-    b = E.evaluate(wl, _methods(), windows, jobs=1, progress=False)
-    c = E.evaluate(wl, _methods(), windows, jobs=2, progress=False)
+    a = _evaluate(wl, _methods(), windows, jobs=1, progress=False)
+    b = _evaluate(wl, _methods(), windows, jobs=1, progress=False)
+    c = _evaluate(wl, _methods(), windows, jobs=2, progress=False)
     for other in (b, c):
         assert other.to_dict() == a.to_dict()
         for lab in a.labels:
@@ -88,7 +95,7 @@ def test_deterministic_repeat_and_jobs(wl, windows, tmp_path):
     for f in files:
         assert (tmp_path / "a" / f).read_bytes() == (tmp_path / "c" / f).read_bytes(), f
     # the random agent is random: another seed gives another schedule somewhere
-    d = E.evaluate(wl, [E.agent_method("random", agent_seed=4)], windows, jobs=1, progress=False)
+    d = _evaluate(wl, [E.agent_method("random", agent_seed=4)], windows, jobs=1, progress=False)
     assert not np.array_equal(d.job_start["RandomValid"], a.job_start["RandomValid"])
 
 
@@ -98,7 +105,7 @@ def test_deterministic_repeat_and_jobs(wl, windows, tmp_path):
     [("easy", "FCFS", "EASY"), ("sjbf", "FCFS", "EASY-SJBF"), ("easy", "SJF", "SJF+EASY")],
 )
 def test_heuristic_through_env_equals_engine(wl, windows, agent, policy, scheduler):
-    res = E.evaluate(wl, [E.agent_method(agent, policy=policy)], windows, jobs=1, progress=False)
+    res = _evaluate(wl, [E.agent_method(agent, policy=policy)], windows, jobs=1, progress=False)
     (label,) = res.labels
     spec = get_scheduler(scheduler)
     for wi, s in enumerate(windows.starts):
@@ -114,7 +121,7 @@ def test_worker_caches_never_mix_traces(wl, windows):
     """The same window starts and env settings on another trace, in the same process."""
     other = load(None, n_jobs=10_000, seed=5)
     for w in (wl, other, wl):
-        res = E.evaluate(w, [E.agent_method("easy")], windows, jobs=1, progress=False)
+        res = _evaluate(w, [E.agent_method("easy")], windows, jobs=1, progress=False)
         for wi, s in enumerate(windows.starts):
             direct = get_scheduler("EASY").simulate(w.window(s, windows.length))
             np.testing.assert_array_equal(res.job_start["EasyAgent"][wi], direct.start)
@@ -122,14 +129,14 @@ def test_worker_caches_never_mix_traces(wl, windows):
 
 def test_stop_agent_equals_no_backfilling(wl):
     ws = E.select_windows(len(wl), 128, starts=[6000])
-    res = E.evaluate(wl, [E.agent_method("stop", max_queue=256)], ws, jobs=1, progress=False)
+    res = _evaluate(wl, [E.agent_method("stop", max_queue=256)], ws, jobs=1, progress=False)
     direct = get_scheduler("NONE").simulate(wl.window(6000, 128), seed=0)
     np.testing.assert_array_equal(res.job_start["StopAlways"][0], direct.start)
 
 
 # --------------------------------------------------------------------------- outputs
 def test_output_schemas_and_plots(wl, windows, tmp_path):
-    res = E.evaluate(wl, _methods(), windows, jobs=1, progress=False)
+    res = _evaluate(wl, _methods(), windows, jobs=1, progress=False)
     paths = E.write_outputs(res, tmp_path)
     labels = ["EASY", "EASY-SJBF", "SJF+EASY", "EasyAgent", "SJBFAgent", "RandomValid"]
     assert res.labels == labels
@@ -138,13 +145,14 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
     assert list(rows[0]) == [
         "trace", "method", "kind", "windows", "mean_avg_bsld", "median_avg_bsld",
         "std_avg_bsld", "min_avg_bsld", "max_avg_bsld", "mean_avg_wait", "mean_utilization",
-        "vs_reference_pct", "paper_table4",
+        "vs_reference_pct", "paper_table4", "geo_ratio", "ci_low", "ci_high", "wins",
     ]  # fmt: skip
     assert [r["method"] for r in rows] == labels
     easy = rows[0]
     per = res.per_window("avg_bsld")["EASY"]
     assert float(easy["mean_avg_bsld"]) == pytest.approx(np.mean(per), rel=1e-12)
     assert float(easy["vs_reference_pct"]) == 0.0 and easy["paper_table4"] == ""
+    assert easy["geo_ratio"] == "" and easy["wins"] == ""  # no ratio reference asked
     with open(paths["windows.csv"], newline="") as fh:
         wrows = list(csv.DictReader(fh))
     assert list(wrows[0]) == [
@@ -176,9 +184,9 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
 
 def test_tensorboard_scalars(wl, windows, tmp_path):
     pytest.importorskip("tensorboard")
-    from hpcgym.plots import read_scalars
+    from hpcgym.evaluation.plots import read_scalars
 
-    res = E.evaluate(wl, _methods()[:2], windows, jobs=1, progress=False)
+    res = _evaluate(wl, _methods()[:2], windows, jobs=1, progress=False)
     E.write_tensorboard(res, tmp_path, step=42)
     sc = read_scalars(tmp_path)
     steps, vals = sc["evaluation/lublin-default/avg_bsld/EASY-SJBF"]
@@ -193,7 +201,7 @@ def test_plot_training_from_events(tmp_path):
     pytest.importorskip("tensorboard")
     from torch.utils.tensorboard import SummaryWriter
 
-    from hpcgym.plots import plot_training
+    from hpcgym.evaluation.plots import plot_training
 
     w = SummaryWriter(str(tmp_path))
     for i, step in enumerate((100, 200, 300)):
@@ -217,12 +225,12 @@ def test_unknown_methods_and_skipping(wl):
     # a method failing at run time is skipped with its reason, the others are kept
     bad = E.Method(label="broken", kind="scheduler", spec="policy=FCFS,estimate=nope")
     ws = E.select_windows(len(wl), 64, starts=[100])
-    res = E.evaluate(
+    res = _evaluate(
         wl, [E.scheduler_method("EASY"), bad], ws, jobs=1, progress=False, skip_unavailable=True
     )
     assert res.labels == ["EASY"] and "broken" in res.skipped
     with pytest.raises(ValueError, match="nope"):
-        E.evaluate(wl, [bad], ws, jobs=1, progress=False)
+        _evaluate(wl, [bad], ws, jobs=1, progress=False)
 
 
 # --------------------------------------------------------------------------- models
@@ -232,8 +240,8 @@ def tiny_model(tmp_path_factory):
     pytest.importorskip("sb3_contrib")
     from sb3_contrib import MaskablePPO
 
-    from agents.kernel_policy import KernelPolicy
     from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym_agents.kernel_policy import KernelPolicy
 
     env = BackfillEnv(trace=None, sequence_length=64, max_queue=16, normalizer=None)
     model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
@@ -269,7 +277,7 @@ def test_tiny_model_evaluates_like_direct_play(wl, tiny_model):
     method = E.agent_method(str(tiny_model))  # the card next to the zip configures the env
     assert method.label == "tiny" and method.env["max_queue"] == 16 and method.steps == 128
     ws = E.select_windows(len(wl), 128, 2, "test", seed=3)
-    res = E.evaluate(wl, [method], ws, jobs=1, progress=False)
+    res = _evaluate(wl, [method], ws, jobs=1, progress=False)
     model = MaskablePPO.load(tiny_model, device="cpu")
     env = BackfillEnv(trace=None, sequence_length=128, split="all", normalizer=None, max_queue=16)
     for wi, s in enumerate(ws.starts):
@@ -285,12 +293,12 @@ def test_tiny_model_evaluates_like_direct_play(wl, tiny_model):
     bare.write_bytes(tiny_model.read_bytes())
     m2 = E.agent_method(str(bare))
     assert m2.env["max_queue"] is None
-    res2 = E.evaluate(wl, [m2], ws, jobs=1, progress=False)
+    res2 = _evaluate(wl, [m2], ws, jobs=1, progress=False)
     assert res2.per_window() == {"bare": res.per_window()["tiny"]}
     # a card that contradicts the model: a clear error, or a skip
     _card(bare, max_queue=32)
     m3 = E.agent_method(str(bare))
-    res3 = E.evaluate(wl, [m3], ws, jobs=1, progress=False, skip_unavailable=True)
+    res3 = _evaluate(wl, [m3], ws, jobs=1, progress=False, skip_unavailable=True)
     assert "expects observations of shape (16, 12)" in res3.skipped["tiny"]
 
 
@@ -299,23 +307,23 @@ def test_tiny_model_same_with_two_workers(wl, tiny_model):
     results bit for bit."""
     ws = E.select_windows(len(wl), 128, 3, "test", seed=11)
     methods = [E.agent_method(str(tiny_model), max_queue=16, label="m"), E.agent_method("easy")]
-    one = E.evaluate(wl, methods, ws, jobs=1, progress=False)
-    two = E.evaluate(wl, methods, ws, jobs=2, progress=False)
+    one = _evaluate(wl, methods, ws, jobs=1, progress=False)
+    two = _evaluate(wl, methods, ws, jobs=2, progress=False)
     assert one.to_dict() == two.to_dict()
     np.testing.assert_array_equal(one.job_start["m"], two.job_start["m"])
 
 
 def test_card_scales_change_the_observation(wl):
     """``scales="card"``: the model sees the training trace's estimate scale."""
-    from hpcgym.envs._features import COL_EST
+    from hpcgym.envs.observation import COL_EST
 
-    saved = dict(E._CTX)
+    saved = dict(R._CTX)
     try:
-        E._CTX["traces"] = {"k": wl}
-        plain = E._get_env("k", E.agent_method("easy"), 128, None)
+        R._CTX["traces"] = {"k": wl}
+        plain = R._get_env("k", E.agent_method("easy"), 128, None)
         scaled_m = E.agent_method("easy")
         scaled_m.est_scale = 2 * plain.est_scale
-        scaled = E._get_env("k", scaled_m, 128, None)
+        scaled = R._get_env("k", scaled_m, 128, None)
         assert scaled is not plain
         o1, _ = plain.reset(seed=0, options={"start": 3000})
         o2, _ = scaled.reset(seed=0, options={"start": 3000})
@@ -323,8 +331,8 @@ def test_card_scales_change_the_observation(wl):
         assert valid.any()
         np.testing.assert_allclose(o2[valid, COL_EST], o1[valid, COL_EST] / 2, rtol=1e-6)
     finally:
-        E._CTX.clear()
-        E._CTX.update(saved)
+        R._CTX.clear()
+        R._CTX.update(saved)
 
 
 def test_model_card_validation(tmp_path):
@@ -380,7 +388,7 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     card = E.load_model_card(_card(zpath, trace=str(swf), name="agent", model="agent.zip"))
     t4 = E.table4(
         [card], traces=[str(swf)], extra=["SAF", "NO-SUCH"], windows=2, length=128,
-        jobs=1, progress=False,
+        jobs=1, progress=False, agent_loader=load_agent,
     )  # fmt: skip
     (sec,) = t4.sections
     row = sec.rows[0]
@@ -396,7 +404,10 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     assert json.loads(paths["table4.json"].read_text())["schema"] == E.TABLE_SCHEMA
     assert (tmp_path / "t4" / "small" / "results.json").is_file()
     _png(paths["table4.png"])
-    t5 = E.table5([card], traces=[str(swf)], windows=2, length=128, jobs=1, progress=False)
+    t5 = E.table5(
+        [card], traces=[str(swf)], windows=2, length=128, jobs=1, progress=False,
+        agent_loader=load_agent,
+    )  # fmt: skip
     fcfs, sjf = t5.sections
     assert fcfs.columns == ["EASY", "EASY-AR", f"RL-{card.trace}"] and sjf.columns[2:] == []
     assert fcfs.ours[row][f"RL-{card.trace}"] == sec.ours[row]["FCFS+RLBF"]  # same windows
@@ -444,6 +455,7 @@ def test_compare_cli(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "| EASY | scheduler |" in text and "| mine | agent |" in text
+    assert "| ratio vs EASY-SJBF | 95% interval | wins |" in text  # default --reference
     doc = json.loads((out / "results.json").read_text())
     assert [m["label"] for m in doc["methods"]] == ["EASY", "SAF", "EasyAgent", "mine"]
     _png(out / "bsld_boxplot.png")
@@ -461,7 +473,7 @@ def test_compare_cli(tmp_path, capsys):
 
 def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
     from hpcgym.cli import main
-    from hpcgym.sim.cli import compare_windows
+    from hpcgym.cli.compare import compare_windows
 
     wl = load(None)
     rows = compare_windows(wl, ["EASY", "sjf+easy"], [100, 7000], 128)
@@ -479,6 +491,36 @@ def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
     assert out.startswith("trace lublin-default: 1 window(s) of 128 jobs, starts [100]")
     assert "| scheduler | mean AVEbsld | mean wait (s) |" in out
     assert (tmp_path / "results.json").is_file()
+    # agents through the installed loader (entry point group hpcgym.agent_loaders)
+    rc = main(["compare", "--schedulers", "EASY-SJBF", "--agents", "sjbf", "--starts", "100",
+               "--length", "128"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0 and "| method | mean AVEbsld |" in out and "| SJBFAgent |" in out
+
+
+def test_agents_need_a_loader(wl):
+    ws = E.select_windows(len(wl), 64, starts=[100])
+    with pytest.raises(E.MethodUnavailable, match="needs an agent loader"):
+        E.evaluate(wl, [E.agent_method("easy")], ws, jobs=1, progress=False)
+    assert E.resolve_agent_loader() is load_agent  # the installed one
+    with pytest.raises(E.LoaderUnavailable, match="hpcgym.agent_loaders"):
+        E.resolve_agent_loader("no-such-loader")
+
+
+def test_play_windows_lockstep_equals_one_by_one(wl):
+    """The batched (lockstep) loop and the one-window loop give the same rows."""
+    from hpcgym.envs.backfill_env import BackfillEnv
+
+    starts = [6000, 6500, 7100]
+    kw = dict(trace=wl, window_length=128, split="all", reference="EASY")
+    one = E.play_windows(BackfillEnv(**kw), load_agent("sjbf"), starts)
+    many = E.play_windows([BackfillEnv(**kw) for _ in starts], load_agent("sjbf"), starts)
+    assert one == many
+    for s, row in zip(starts, one, strict=True):
+        direct = get_scheduler("EASY-SJBF").simulate(wl.window(s, 128), seed=0).metrics
+        assert row["start"] == s and row["avg_bsld"] == direct["avg_bsld"]
+        easy = get_scheduler("EASY").simulate(wl.window(s, 128), seed=0).metrics
+        assert row["reference_avg_bsld"] == easy["avg_bsld"]  # the env's reference
 
 
 def test_table_and_plot_clis(tiny_model, tmp_path):
@@ -495,6 +537,16 @@ def test_table_and_plot_clis(tiny_model, tmp_path):
     assert rc == 0
     doc = json.loads((tmp_path / "t4" / "table4.json").read_text())
     assert doc["sections"][0]["ours"]["synthetic"]["FCFS+RLBF"] is not None
+    # the paired statistics against --reference (default EASY-SJBF)
+    sec = doc["sections"][0]
+    assert sec["reference"] == "EASY-SJBF"
+    cell = sec["ratios"]["synthetic"]["FCFS+EASY"]
+    assert set(cell) == {"geo_ratio", "ci_low", "ci_high", "wins", "windows"}
+    assert cell["ci_low"] <= cell["geo_ratio"] <= cell["ci_high"] and cell["windows"] == 1
+    md = (tmp_path / "t4" / "table4.md").read_text()
+    assert "Paired geometric-mean ratio of AVEbsld vs EASY-SJBF" in md
+    head = (tmp_path / "t4" / "table4.csv").read_text().splitlines()[0]
+    assert head.endswith(",method,geo_ratio,ci_low,ci_high,wins")
     assert plots_main(["table", str(tmp_path / "t4" / "table4.json"),
                        "--out", str(tmp_path / "b.png")]) == 0  # fmt: skip
     _png(tmp_path / "b.png")

@@ -1,8 +1,8 @@
 """Command-line interface: ``hpcgym <command> ...`` (also ``python -m hpcgym``).
 
-Each layer adds its own sub-commands through an ``add_parser(subparsers)`` function:
-``traces`` (:mod:`hpcgym.workload.cli`), ``simulate`` and ``compare``
-(:mod:`hpcgym.sim.cli`).
+Every ``hpcgym`` command lives here, one module each, adding itself through an
+``add_parser(subparsers)`` function: ``traces`` (:mod:`.traces`), ``simulate``
+(:mod:`.simulate`) and ``compare`` (:mod:`.compare`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+__all__ = ["build_parser", "main"]
+
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``hpcgym`` parser with every sub-command."""
     from hpcgym import __version__
-    from hpcgym.sim import cli as sim_cli
-    from hpcgym.workload import cli as workload_cli
+    from hpcgym.cli import compare, simulate, traces
 
     parser = argparse.ArgumentParser(
         prog="hpcgym",
@@ -23,12 +25,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hpcgym {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    workload_cli.add_parser(sub)
-    sim_cli.add_parser(sub)
+    traces.add_parser(sub)
+    simulate.add_parser(sub)
+    compare.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``hpcgym`` with ``argv`` (default: the process's arguments).
+
+    :param argv: the arguments after the program name
+    :return: the exit code (2 on user errors, with one line on stderr)
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

@@ -25,6 +25,8 @@ __all__ = [
     "plot_training",
     "plot_window_boxplot",
     "read_scalars",
+    "replot_comparison",
+    "replot_noise_sweep",
 ]
 
 
@@ -297,3 +299,48 @@ def plot_paper_table(table: Mapping[str, Any], path: str | os.PathLike[str]) -> 
     fig.suptitle(table.get("caption", ""), fontsize=10)
     fig.tight_layout()
     return _save(fig, path)
+
+
+def replot_comparison(
+    folder: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
+) -> list[Path]:
+    """Re-draw the box plot and slowdown CDF of a saved comparison (``results.json`` and
+    ``per_job.npz`` of :func:`hpcgym.evaluation.write_outputs`).
+
+    :param folder: the comparison's output folder
+    :param out: folder of the figures (default: ``folder``)
+    :return: the written PNGs
+    """
+    import json
+
+    src = Path(folder)
+    data = json.loads((src / "results.json").read_text(encoding="utf-8"))
+    per_window: dict[str, list[float]] = {}
+    for r in data["rows"]:
+        per_window.setdefault(r["method"], []).append(r["avg_bsld"])
+    w = data["windows"]
+    title = f"{data['trace']}: {len(w['starts'])} windows of {w['length']} jobs"
+    dest = Path(out) if out else src
+    paths = [plot_window_boxplot(per_window, dest / "bsld_boxplot.png", title=title)]
+    npz = src / "per_job.npz"
+    if npz.is_file():
+        z = np.load(npz)
+        per_job = {str(lab): z[f"bsld_{i}"] for i, lab in enumerate(z["labels"])}
+        paths.append(plot_slowdown_cdf(per_job, dest / "bsld_cdf.png", title=title))
+    return paths
+
+
+def replot_noise_sweep(
+    path: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
+) -> Path:
+    """Re-draw the noise-sweep figure of a saved ``noise_sweep.json``.
+
+    :param path: the JSON of :func:`hpcgym.evaluation.write_noise_sweep`
+    :param out: the PNG (default: next to the JSON)
+    """
+    import json
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    res = data["avg_bsld"]
+    levels = [float(k) for k in next(iter(res.values())) if k != "request"]
+    return plot_noise_sweep(res, levels, data["trace"], out or Path(path).with_suffix(".png"))

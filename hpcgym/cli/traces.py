@@ -110,6 +110,7 @@ def _no_subcommand(parser: argparse.ArgumentParser) -> int:
 
 # ------------------------------------------------------------------- commands
 def cmd_list(args: argparse.Namespace) -> int:
+    """``hpcgym traces list``."""
     rows = []
     for info in TRACES.values():
         found = find_local(info, verify=False)
@@ -203,6 +204,7 @@ def _fmt(x: float) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
+    """``hpcgym traces info``."""
     spec = args.trace
     if spec.strip().lower() == "synthetic":
         w = load(spec, machine_size=args.machine_size)
@@ -246,12 +248,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    """``hpcgym traces fetch``."""
     path = fetch_trace(args.name, dest=args.dest, url=args.url, force=args.force)
     print(path)
     return 0
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    """``hpcgym traces generate``."""
     from hpcgym.workload import lublin
 
     w = lublin.generate(

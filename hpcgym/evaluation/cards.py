@@ -1,0 +1,440 @@
+"""Trained-agent model cards (schema ``hpcgym-model-card/1``): read, write, find, and
+build one from a ``train/ppo.py`` run folder (:func:`card_from_run`, :func:`ship_model`).
+
+A card says how an agent's env was built (trace, base policy, mode, max_queue,
+estimator...), so evaluation can rebuild it; see docs/evaluation.md, "Model cards".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcgym.evaluation.loaders import default_agents_dir
+
+__all__ = [
+    "CARD_ENV_KEYS",
+    "MODEL_CARD_SCHEMA",
+    "ModelCard",
+    "canonical_trace",
+    "card_from_run",
+    "card_markdown",
+    "find_model_cards",
+    "is_model_card",
+    "load_cards",
+    "load_model_card",
+    "run_dir_of",
+    "ship_model",
+]
+
+#: Model-card schema identifier (see docs/evaluation.md).
+MODEL_CARD_SCHEMA = "hpcgym-model-card/1"
+
+#: BackfillEnv arguments a model card may set (everything else comes from the evaluation).
+CARD_ENV_KEYS: tuple[str, ...] = (
+    "policy",
+    "mode",
+    "max_queue",
+    "estimator",
+    "estimator_kwargs",
+    "correction",
+    "starvation",
+    "feature_predictor",
+    "objective",
+)
+
+
+def canonical_trace(name: str | None) -> str:
+    """The registry's spelling of a trace name (``sdsc-sp2`` -> ``SDSC-SP2``), else as is."""
+    if name is None:
+        return "synthetic"
+    from hpcgym.workload.traces import TRACES
+
+    low = str(name).strip().lower()
+    for k in TRACES:
+        if k.lower() == low:
+            return k
+    p = Path(str(name)).expanduser()
+    if p.is_file():  # a path: one spelling for every way of writing it
+        return str(p.resolve())
+    return str(name)
+
+
+@dataclass
+class ModelCard:
+    """A trained agent and how to build its env (schema ``hpcgym-model-card/1``).
+
+    :param name: short name (file stem of the card)
+    :param model: path of the ``.zip`` (SB3 ``MaskablePPO.save``)
+    :param trace: trace the agent was trained on (registered name, path or ``synthetic``)
+    :param policy: base queue policy of the env (``FCFS``, ``SJF``...)
+    :param mode: ``guarded``, ``penalized`` or ``free``
+    :param env: the other :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments of
+        :data:`CARD_ENV_KEYS` found in the card (``max_queue``, ``estimator``...)
+    :param est_scale: the training trace's observation scale (largest request), if known
+    :param wait_scale: the training env's wait scale, if known
+    :param steps: training timesteps of the model, if known
+    :param data: the whole card (free-form keys kept)
+    :param source: the file the card was read from (``None``: built from a run folder)
+    """
+
+    name: str
+    model: Path
+    trace: str
+    policy: str = "FCFS"
+    mode: str = "guarded"
+    env: dict[str, Any] = field(default_factory=dict)
+    est_scale: float | None = None
+    wait_scale: float | None = None
+    steps: int | None = None
+    data: dict[str, Any] = field(default_factory=dict)
+    source: Path | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], base: Path, source: Path | None = None) -> ModelCard:
+        """Build from a card dict; relative ``model`` paths are relative to ``base``."""
+        where = f"model card {source}" if source else "model card"
+        for key in ("trace", "policy", "mode"):
+            if data.get(key) in (None, ""):
+                raise ValueError(
+                    f"{where}: missing required key {key!r} (required: trace, policy, mode; "
+                    "see docs/evaluation.md, 'Model cards')"
+                )
+        schema = data.get("schema", MODEL_CARD_SCHEMA)
+        if not str(schema).startswith("hpcgym-model-card/"):
+            raise ValueError(f"{where}: unknown schema {schema!r} (expected {MODEL_CARD_SCHEMA})")
+        name = str(data.get("name") or (source.stem if source else "agent"))
+        model = data.get("model") or f"{source.stem if source else name}.zip"
+        mpath = Path(model)
+        if not mpath.is_absolute():
+            mpath = base / mpath
+        env = {k: data[k] for k in CARD_ENV_KEYS if data.get(k) is not None}
+        env["policy"] = str(data["policy"]).upper()
+        env["mode"] = str(data["mode"]).lower()
+
+        def num(key: str) -> float | None:
+            v = data.get(key)
+            return None if v is None else float(v)
+
+        steps = data.get("steps")
+        return cls(
+            name=name,
+            model=mpath,
+            trace=canonical_trace(str(data["trace"])),
+            policy=env["policy"],
+            mode=env["mode"],
+            env=env,
+            est_scale=num("est_scale"),
+            wait_scale=num("wait_scale"),
+            steps=None if steps is None else int(steps),
+            data=dict(data),
+            source=source,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The card as JSON-able dict (``model`` as given / resolved path)."""
+        out = dict(self.data)
+        out.setdefault("schema", MODEL_CARD_SCHEMA)
+        out["name"] = self.name
+        out.setdefault("model", str(self.model))
+        return out
+
+
+def load_model_card(path: str | os.PathLike[str]) -> ModelCard:
+    """Read a model card ``.json`` (see docs/evaluation.md for the schema).
+
+    :raises FileNotFoundError: the card or its model file does not exist
+    :raises ValueError: malformed card (the message names the file and the key)
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise FileNotFoundError(f"model card {p} not found")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"model card {p}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise ValueError(f"model card {p}: expected a JSON object")
+    card = ModelCard.from_dict(data, p.parent, source=p)
+    if not card.model.is_file():
+        raise FileNotFoundError(f"model card {p}: model file {card.model} not found")
+    return card
+
+
+def run_dir_of(model: Path) -> Path | None:
+    """The ``train/ppo.py`` run folder holding ``model`` (``config.json`` next to it or
+    one level up, for ``checkpoints/*.zip``), if any."""
+    for d in (model.parent, model.parent.parent):
+        if (d / "config.json").is_file():
+            return d
+    return None
+
+
+def card_from_run(
+    run: str | os.PathLike[str],
+    model: str = "best",
+    name: str | None = None,
+    meta: dict[str, Any] | None = None,
+) -> ModelCard:
+    """A model card for a ``train/ppo.py`` run folder (``config.json``, ``summary.json``,
+    ``best_model.json``), or for a ``.zip`` inside one.
+
+    :param run: the run folder, or a model ``.zip`` in it (``checkpoints/`` too)
+    :param model: ``best`` (``best_model.zip``, default; falls back to ``final``),
+        ``final`` (``final_model.zip``) or a ``.zip`` path; ignored when ``run`` is a zip
+    :param name: card name (default: the run folder's name)
+    :param meta: keys the caller knows and hpcgym does not, written after ``algorithm``
+        (e.g. the import path of the agent's policy class as ``policy_class``)
+    """
+    p = Path(run)
+    if p.suffix == ".zip":
+        zpath = p
+        rdir = run_dir_of(p)
+        if rdir is None:
+            raise FileNotFoundError(f"{p}: no config.json of a train/ppo.py run next to it")
+    else:
+        rdir = p
+        if not (rdir / "config.json").is_file():
+            raise FileNotFoundError(
+                f"{rdir} is not a train/ppo.py run folder (no config.json in it)"
+            )
+        if model == "best":
+            zpath = rdir / "best_model.zip"
+            if not zpath.is_file():
+                zpath = rdir / "final_model.zip"
+        elif model == "final":
+            zpath = rdir / "final_model.zip"
+        else:
+            zpath = Path(model)
+    if not zpath.is_file():
+        raise FileNotFoundError(f"model {zpath} not found in the run {rdir}")
+    cfg = json.loads((rdir / "config.json").read_text(encoding="utf-8"))
+    summ_p = rdir / "summary.json"
+    summary = json.loads(summ_p.read_text(encoding="utf-8")) if summ_p.is_file() else {}
+    data: dict[str, Any] = {
+        "schema": MODEL_CARD_SCHEMA,
+        "name": name or rdir.name,
+        "model": str(zpath.resolve()),
+        "algorithm": "MaskablePPO",
+        **(meta or {}),
+        "trace": cfg.get("trace", "synthetic"),
+        "split": "train",
+        "train_fraction": cfg.get("train_fraction", 0.7),
+        "policy": cfg.get("policy", "FCFS"),
+        "mode": cfg.get("mode", "guarded"),
+        "normalizer": cfg.get("normalizer"),
+        "objective": cfg.get("objective", "bsld"),
+        "estimator": cfg.get("estimator", "request"),
+        "max_queue": cfg.get("max_queue", 128),
+        "sequence_length": cfg.get("seq_len"),
+        "seed": cfg.get("seed"),
+        "run": str(rdir),
+        "checkpoint": zpath.name,
+    }
+    best_p = rdir / "best_model.json"
+    if zpath.name == "best_model.zip" and best_p.is_file():
+        best = json.loads(best_p.read_text(encoding="utf-8"))
+        data["steps"] = best.get("timesteps")
+        data["eval"] = {"avg_bsld": best.get("avg_bsld"), "updates": best.get("updates")}
+    elif zpath.name == "final_model.zip" and summary:
+        data["steps"] = summary.get("timesteps")
+    else:
+        m = re.search(r"model_(\d+)_steps\.zip$", zpath.name)
+        if m:
+            data["steps"] = int(m.group(1))
+    if summary:
+        data.setdefault("eval", {})
+        ev = summary.get("eval", {})
+        data["eval"].update(
+            {
+                "split": ev.get("split"),
+                "length": ev.get("length"),
+                "starts": ev.get("starts"),
+                "baselines": {
+                    k: v.get("mean") for k, v in (summary.get("baselines") or {}).items()
+                },
+            }
+        )
+        data["updates"] = summary.get("updates")
+        data["versions"] = summary.get("versions")
+    hp_keys = (
+        "learning_rate",
+        "value_lr",
+        "gamma",
+        "gae_lambda",
+        "clip_range",
+        "target_kl",
+        "n_epochs",
+        "ent_coef",
+        "vf_coef",
+        "max_grad_norm",
+        "value_head",
+        "stop_score",
+        "kernel_arch",
+        "n_envs",
+        "n_steps_resolved",
+        "batch_size_resolved",
+        "trajectories",
+    )
+    data["hyperparameters"] = {k: cfg[k] for k in hp_keys if k in cfg}
+    try:
+        from hpcgym.workload import load
+
+        trace = cfg.get("trace", "synthetic")
+        wl = load(None if str(trace).lower() in ("synthetic", "none") else trace)
+        data["est_scale"] = float(wl.request.max())
+        data["wait_scale"] = float(wl.request.max())
+        data["trace_jobs"] = len(wl)
+        data["machine_size"] = int(wl.machine_size)
+    except Exception as exc:  # the trace is only needed for the scale constants
+        data["est_scale_note"] = f"trace not loadable here ({type(exc).__name__}: {exc})"
+    return ModelCard.from_dict(data, rdir)
+
+
+def ship_model(
+    run: str | os.PathLike[str],
+    name: str,
+    out_dir: str | os.PathLike[str],
+    model: str = "best",
+    notes: str = "",
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Copy a run's model to ``out_dir/<name>.zip`` and write ``<name>.json`` (the model
+    card, with ``model`` relative to it) and ``<name>.md`` (human-readable card).
+
+    :param run: the ``train/ppo.py`` run folder (or a ``.zip`` in it)
+    :param name: the agent's name (file stem of the three files)
+    :param out_dir: destination folder
+    :param model: ``best``, ``final`` or a ``.zip`` path (see :func:`card_from_run`)
+    :param notes: free text appended to the ``.md`` card
+    :param meta: extra card keys of the caller (see :func:`card_from_run`)
+    :return: the written paths (``zip``, ``json``, ``md``)
+    """
+    card = card_from_run(run, model=model, name=name, meta=meta)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    zdst = out / f"{name}.zip"
+    shutil.copyfile(card.model, zdst)
+    data = card.to_dict()
+    data["model"] = zdst.name
+    data["name"] = name
+    jpath = out / f"{name}.json"
+    jpath.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    mpath = out / f"{name}.md"
+    mpath.write_text(card_markdown(data, notes), encoding="utf-8")
+    return {"zip": zdst, "json": jpath, "md": mpath}
+
+
+def card_markdown(data: dict[str, Any], notes: str = "") -> str:
+    """The human-readable card ``<name>.md``.
+
+    :param data: the card dict
+    :param notes: free text appended at the end
+    """
+    lines = [
+        f"# {data['name']}",
+        "",
+        f"RLBackfilling kernel policy (`{data.get('policy_class', 'KernelPolicy')}`, "
+        f"{data.get('algorithm', 'MaskablePPO')}) trained on **{data['trace']}** with the "
+        f"**{data['policy']}** base policy in **{data['mode']}** mode.",
+        "",
+        "| key | value |",
+        "|---|---|",
+    ]
+    for k in (
+        "trace",
+        "split",
+        "train_fraction",
+        "policy",
+        "mode",
+        "normalizer",
+        "objective",
+        "estimator",
+        "max_queue",
+        "sequence_length",
+        "est_scale",
+        "seed",
+        "steps",
+        "updates",
+        "run",
+        "checkpoint",
+    ):
+        if data.get(k) is not None:
+            lines.append(f"| {k} | `{data[k]}` |")
+    ev = data.get("eval") or {}
+    if ev.get("avg_bsld") is not None:
+        lines += [
+            "",
+            f"Training-time evaluation: mean AVEbsld {ev['avg_bsld']:.2f} on "
+            f"{len(ev.get('starts') or [])} {ev.get('split', 'test')} windows of "
+            f"{ev.get('length')} jobs"
+            + (
+                "; baselines "
+                + ", ".join(
+                    f"{k} {v:.2f}" for k, v in (ev.get("baselines") or {}).items() if v is not None
+                )
+                if ev.get("baselines")
+                else ""
+            )
+            + ".",
+        ]
+    lines += [
+        "",
+        "Evaluate: `python eval/compare.py --trace "
+        f"{data['trace']} --agents {data['name']} --schedulers EASY EASY-AR`",
+    ]
+    if notes:
+        lines += ["", notes]
+    return "\n".join(lines) + "\n"
+
+
+def find_model_cards(agents_dir: str | os.PathLike[str] | None = None) -> list[ModelCard]:
+    """Every model card ``*.json`` of ``agents_dir`` (default: the shipped agents of the
+    installed agent loader, :func:`~hpcgym.evaluation.loaders.default_agents_dir`), by
+    name. A ``.zip`` without a card is ignored (its env would be a guess)."""
+    d = Path(agents_dir) if agents_dir is not None else default_agents_dir()
+    if d is None or not d.is_dir():
+        return []
+    return [load_model_card(p) for p in sorted(d.glob("*.json"))]
+
+
+def is_model_card(path: Path) -> bool:
+    """``path`` is a model card (not, e.g., train/ppo.py's ``best_model.json`` record)."""
+    if not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return False
+    return isinstance(data, dict) and (
+        str(data.get("schema", "")).startswith("hpcgym-model-card/")
+        or all(k in data for k in ("trace", "policy", "mode"))
+    )
+
+
+def load_cards(
+    specs: list[str] | None, agents_dir: str | os.PathLike[str] | None = None
+) -> list[ModelCard]:
+    """Model cards from paths, or every card of ``agents_dir`` when ``specs`` is ``None``.
+
+    :param specs: card ``.json`` files, ``.zip`` models with a card next to them, or
+        ``train/ppo.py`` run folders / models inside one (:func:`card_from_run`)
+    :param agents_dir: folder of shipped agents (:func:`find_model_cards`)
+    """
+    if specs is None:
+        return find_model_cards(agents_dir)
+    cards = []
+    for c in specs:
+        p = Path(c)
+        if p.suffix == ".json":
+            cards.append(load_model_card(p))
+        elif p.suffix == ".zip" and is_model_card(p.with_suffix(".json")):
+            cards.append(load_model_card(p.with_suffix(".json")))
+        else:
+            cards.append(card_from_run(p))
+    return cards

@@ -1,0 +1,292 @@
+"""Methods: what is evaluated — an engine scheduler or an agent played through the env.
+
+:func:`scheduler_method` and :func:`agent_method` turn what a user types (``EASY``,
+``SJF+EASY``, ``easy``, ``LABEL=path/to/model.zip``, a model card, a run folder...) into a
+:class:`Method`. :data:`AGENT_HEURISTICS` is the one table of heuristic agent names.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcgym.evaluation.cards import (
+    ModelCard,
+    card_from_run,
+    is_model_card,
+    load_model_card,
+    run_dir_of,
+)
+from hpcgym.evaluation.loaders import default_agents_dir
+
+__all__ = [
+    "AGENT_HEURISTICS",
+    "DEFAULT_SCHEDULERS",
+    "Method",
+    "MethodUnavailable",
+    "agent_method",
+    "build_methods",
+    "card_method",
+    "scheduler_method",
+    "unique_labels",
+]
+
+#: Heuristic agents selectable by name (``--agents easy sjbf stop random first``) -> the
+#: default label of the method. The agent object itself comes from the caller's
+#: ``agent_loader`` (:mod:`hpcgym.evaluation.loaders`), called with the name.
+AGENT_HEURISTICS: dict[str, str] = {
+    "easy": "EasyAgent",
+    "sjbf": "SJBFAgent",
+    "stop": "StopAlways",
+    "random": "RandomValid",
+    "first": "FirstValid",
+}
+
+#: Schedulers of ``eval/compare.py`` when neither ``--schedulers`` nor ``--agents`` is given.
+DEFAULT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-AR", "EASY-SJBF", "SAF", "EASY++")
+
+
+class MethodUnavailable(ValueError):
+    """A method cannot be evaluated (unknown scheduler, missing model, ...)."""
+
+
+@dataclass
+class Method:
+    """One evaluated method.
+
+    :param label: unique display name (table column / row)
+    :param kind: ``scheduler`` (the engine's built-in backfilling) or ``agent``
+    :param spec: scheduler spec (``get_scheduler``), heuristic name, or model ``.zip`` path
+    :param env: :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments of an agent
+        (``max_queue=None``: taken from the model's observation space)
+    :param card: the model card dict of a model (``None`` otherwise)
+    :param est_scale: observation scale override (the training trace's, ``scales="card"``)
+    :param wait_scale: wait scale override (``scales="card"``)
+    :param agent_seed: base seed of ``RandomValid`` (per window: ``(agent_seed, start)``)
+    :param env_seed: ``reset`` seed of every window (stochastic estimators)
+    """
+
+    label: str
+    kind: str
+    spec: str
+    env: dict[str, Any] = field(default_factory=dict)
+    card: dict[str, Any] | None = None
+    est_scale: float | None = None
+    wait_scale: float | None = None
+    agent_seed: int = 0
+    env_seed: int = 0
+
+    @property
+    def is_model(self) -> bool:
+        """An agent loaded from a model file (not a heuristic)."""
+        return self.kind == "agent" and self.spec not in AGENT_HEURISTICS
+
+    @property
+    def steps(self) -> int | None:
+        """Training timesteps of a model from its card, if known."""
+        if self.card and self.card.get("steps") is not None:
+            return int(self.card["steps"])
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The method as JSON (``results.json``, ``methods``)."""
+        out: dict[str, Any] = {"label": self.label, "kind": self.kind, "spec": self.spec}
+        if self.kind == "scheduler":
+            from hpcgym.sim import get_scheduler
+
+            out["scheduler"] = get_scheduler(self.spec).to_dict()
+        else:
+            out["env"] = dict(self.env)
+            if self.card is not None:
+                out["card"] = {
+                    k: self.card.get(k)
+                    for k in ("name", "trace", "policy", "mode", "steps", "seed")
+                    if k in self.card
+                }
+            if self.est_scale is not None:
+                out["est_scale"] = self.est_scale
+            if self.wait_scale is not None:
+                out["wait_scale"] = self.wait_scale
+            if self.spec == "random":
+                out["agent_seed"] = self.agent_seed
+            out["env_seed"] = self.env_seed
+        return out
+
+
+def scheduler_method(spec: str, label: str | None = None) -> Method:
+    """An engine scheduler (validated now).
+
+    :raises MethodUnavailable: unknown name (the message lists the valid ones)
+    """
+    from hpcgym.sim import get_scheduler
+
+    try:
+        s = get_scheduler(spec)
+    except ValueError as exc:
+        raise MethodUnavailable(str(exc)) from None
+    return Method(label=label or s.name, kind="scheduler", spec=spec)
+
+
+def _split_label(text: str) -> tuple[str | None, str]:
+    """``LABEL=spec`` (the label has no path separator) or just ``spec``."""
+    if "=" in text:
+        head, rest = text.split("=", 1)
+        if head and "/" not in head and os.sep not in head and not Path(text).exists():
+            return head, rest
+    return None, text
+
+
+def agent_method(
+    spec: str,
+    *,
+    policy: str = "FCFS",
+    mode: str = "guarded",
+    max_queue: int | None = None,
+    agents_dir: str | os.PathLike[str] | None = None,
+    scales: str = "target",
+    agent_seed: int = 0,
+    env_seed: int = 0,
+    label: str | None = None,
+) -> Method:
+    """An agent played through the env.
+
+    ``spec`` is ``[LABEL=]WHAT`` with ``WHAT`` one of: a heuristic name
+    (:data:`AGENT_HEURISTICS`), a model card ``.json``, a model ``.zip`` (configured from
+    ``<stem>.json`` next to it, else from the ``config.json`` of the ``train/ppo.py`` run
+    holding it, else from ``policy``/``mode``/``max_queue``), a run folder
+    (``best_model.zip``) or the name of a card in ``agents_dir``.
+
+    :param policy, mode, max_queue: env of heuristics and of models without a card
+        (``max_queue=None``: 128 for heuristics, the model's own for models)
+    :param scales: ``target`` (default: observation scales of the evaluated trace, as the
+        env computes them and as the paper did) or ``card`` (the training trace's scales
+        from the card, when known)
+    :raises MethodUnavailable: nothing matches ``spec`` (the message lists the choices)
+    """
+    if scales not in ("target", "card"):
+        raise ValueError(f"unknown scales {scales!r}; valid: target, card")
+    given_label, what = _split_label(spec)
+    label = label or given_label
+    key = what.strip().lower()
+    if key in AGENT_HEURISTICS:
+        env = {"policy": policy.upper(), "mode": mode, "max_queue": max_queue or 128}
+        name = AGENT_HEURISTICS[key]
+        default_label = name if policy.upper() == "FCFS" else f"{policy.upper()}+{name}"
+        return Method(
+            label=label or default_label,
+            kind="agent",
+            spec=key,
+            env=env,
+            agent_seed=agent_seed,
+            env_seed=env_seed,
+        )
+    p = Path(what).expanduser()
+    card: ModelCard | None = None
+    if p.suffix == ".json" and p.is_file():
+        card = load_model_card(p)
+    elif p.suffix == ".zip" and p.is_file():
+        side = p.with_suffix(".json")
+        if is_model_card(side):
+            card = load_model_card(side)
+        elif run_dir_of(p) is not None:
+            card = card_from_run(p)
+        else:
+            return Method(
+                label=label or p.stem,
+                kind="agent",
+                spec=str(p),
+                env={"policy": policy.upper(), "mode": mode, "max_queue": max_queue},
+                env_seed=env_seed,
+            )
+    elif p.is_dir() and (p / "config.json").is_file():
+        card = card_from_run(p)
+    else:
+        found = Path(agents_dir) if agents_dir is not None else default_agents_dir()
+        # no folder of shipped agents (no agent loader installed): nothing is found in it
+        d = found if found is not None else Path("<no agents folder: pass agents_dir>")
+        for cand in (d / f"{what}.json", d / what):
+            if cand.suffix == ".json" and cand.is_file():
+                card = load_model_card(cand)
+                break
+        if card is None and (d / f"{what}.zip").is_file():
+            return agent_method(
+                str(d / f"{what}.zip"),
+                policy=policy,
+                mode=mode,
+                max_queue=max_queue,
+                scales=scales,
+                env_seed=env_seed,
+                label=label or what,
+            )
+        if card is None:
+            avail = sorted(x.stem for x in d.glob("*.json")) if d.is_dir() else []
+            raise MethodUnavailable(
+                f"unknown agent {spec!r}: not a heuristic ({', '.join(AGENT_HEURISTICS)}), "
+                "not an existing .zip model / model card .json / train/ppo.py run folder, and "
+                f"no card {what}.json in {d} (available: {', '.join(avail) or 'none'})"
+            )
+    assert card is not None
+    return card_method(card, label=label, scales=scales, env_seed=env_seed)
+
+
+def card_method(
+    card: ModelCard, label: str | None = None, scales: str = "target", env_seed: int = 0
+) -> Method:
+    """The agent :class:`Method` of a model card (env from the card; see
+    :func:`agent_method` for ``scales``)."""
+    method = Method(
+        label=label or card.name,
+        kind="agent",
+        spec=str(card.model),
+        env=dict(card.env),
+        card=card.to_dict(),
+        env_seed=env_seed,
+    )
+    if scales == "card":
+        method.est_scale = card.est_scale
+        method.wait_scale = card.wait_scale
+    return method
+
+
+def unique_labels(methods: list[Method]) -> None:
+    """Make the labels unique in place: the second ``X`` becomes ``X#2`` and so on.
+
+    :param methods: the methods (their ``label`` is changed)
+    """
+    seen: dict[str, int] = {}
+    for m in methods:
+        base = m.label
+        if base in seen:
+            seen[base] += 1
+            m.label = f"{base}#{seen[base]}"
+        else:
+            seen[base] = 1
+
+
+def build_methods(
+    schedulers: Sequence[str], agents: Sequence[str] = (), **agent_kwargs: Any
+) -> tuple[list[Method], list[tuple[str, str, Exception]]]:
+    """The methods of scheduler and agent specs, in that order, and the specs that failed.
+
+    :param schedulers: scheduler specs (:func:`scheduler_method`)
+    :param agents: agent specs (:func:`agent_method`)
+    :param agent_kwargs: more arguments of :func:`agent_method` (``policy``, ``mode``...)
+    :return: ``(methods, failures)``; a failure is ``(kind, spec, error)`` with ``kind``
+        ``scheduler`` or ``agent`` (an unknown name, a missing or malformed agent file)
+    """
+    methods: list[Method] = []
+    failures: list[tuple[str, str, Exception]] = []
+    for s in schedulers:
+        try:
+            methods.append(scheduler_method(s))
+        except MethodUnavailable as exc:
+            failures.append(("scheduler", s, exc))
+    for a in agents:
+        try:
+            methods.append(agent_method(a, **agent_kwargs))
+        except (MethodUnavailable, FileNotFoundError, ValueError) as exc:
+            failures.append(("agent", a, exc))
+    return methods, failures

@@ -1,0 +1,132 @@
+"""RLBackfilling Table 4: AVEbsld per trace of the heuristics and the shipped agents."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from copy import deepcopy
+
+import numpy as np
+
+from hpcgym.evaluation.cards import ModelCard, canonical_trace
+from hpcgym.evaluation.methods import Method, MethodUnavailable, card_method, scheduler_method
+from hpcgym.evaluation.paper.constants import (
+    EXTRA_SCHEDULERS,
+    PAPER_LENGTH,
+    PAPER_TABLE4,
+    PAPER_WINDOWS,
+    TABLE4_COLUMNS,
+    TABLE4_TRACES,
+)
+from hpcgym.evaluation.paper.tables import (
+    PaperTable,
+    TableSection,
+    cards_by,
+    dedupe,
+    protocol,
+    trace_available,
+)
+from hpcgym.evaluation.runner import AgentLoader, evaluate_many
+from hpcgym.evaluation.windows import select_windows
+
+__all__ = ["table4"]
+
+
+def table4(
+    cards: Sequence[ModelCard],
+    *,
+    traces: Sequence[str] = TABLE4_TRACES,
+    extra: Sequence[str] = EXTRA_SCHEDULERS,
+    windows: int = PAPER_WINDOWS,
+    length: int = PAPER_LENGTH,
+    split: str = "test",
+    seed: int | None = 1,
+    train_fraction: float = 0.7,
+    prefix: int | None = None,
+    scales: str = "target",
+    jobs: int | None = None,
+    progress: bool = True,
+    agent_loader: AgentLoader | None = None,
+    reference: str | None = None,
+) -> PaperTable:
+    """RLBackfilling Table 4: rows = traces, columns = :data:`TABLE4_COLUMNS` + ``extra``.
+
+    ``FCFS+RLBF`` / ``SJF+RLBF`` use the card (``cards``) trained on that trace with that
+    base policy, if any (else ``—`` and a note). Unknown or failing schedulers (e.g.
+    ``EASY-HMM`` before it is wired) and unavailable traces give ``—`` and a note. All
+    columns of a trace run on the same windows (:func:`select_windows`).
+    """
+    notes: list[str] = []
+    by = cards_by(cards, notes)
+    columns = list(TABLE4_COLUMNS) + [e for e in extra if e not in TABLE4_COLUMNS]
+    requests = []
+    colmap: dict[str, dict[str, str]] = {}
+    rows: list[str] = []
+    missing: list[str] = []
+    req_rows: list[str] = []
+    win: dict[str, list[int]] = {}
+    for t in traces:
+        name = canonical_trace(t)
+        rows.append(name)
+        wl, err = trace_available(t)
+        if wl is None:
+            notes.append(f"{name}: trace not available ({err}); its row is empty")
+            continue
+        ws = select_windows(len(wl), length, windows, split, seed, train_fraction, prefix=prefix)
+        win[name] = list(ws.starts)
+        methods: list[Method] = []
+        cmap: dict[str, str] = {}
+        for col in columns:
+            if col.endswith("+RLBF"):
+                pol = col.split("+")[0]
+                card = by.get((name, pol))
+                if card is None:
+                    missing.append(f"{name} {col}")
+                    continue
+                methods.append(card_method(card, col, scales))
+                cmap[col] = f"agent {card.name}"
+                continue
+            spec = col[5:] if col.startswith("FCFS+") else col
+            try:
+                methods.append(scheduler_method(spec, label=col))
+                cmap[col] = spec
+            except MethodUnavailable as exc:
+                notes.append(f"{col}: unavailable scheduler ({str(exc).split(';')[0]})")
+        colmap[name] = cmap
+        requests.append((wl, methods, ws))
+        req_rows.append(name)
+    if missing:
+        notes.insert(
+            0,
+            "RLBF cells without a shipped agent (a model card with that trace and base policy): "
+            + ", ".join(missing),
+        )
+    results = evaluate_many(
+        requests,
+        jobs=jobs,
+        progress=progress,
+        skip_unavailable=True,
+        reference="FCFS+EASY",
+        agent_loader=agent_loader,
+        ratio_reference=reference,
+    )
+    paper = {r: dict(PAPER_TABLE4.get(r, {})) for r in rows}
+    empty = {r: {} for r in rows}
+    section = TableSection("", rows, columns, deepcopy(empty), deepcopy(empty), paper, colmap)
+    for name, (wl, _m, _w), res in zip(req_rows, requests, results, strict=True):
+        section.collect(name, res)
+        for lab, why in res.skipped.items():
+            notes.append(f"{name} {lab}: skipped ({why})")
+        if np.array_equal(wl.request, wl.runtime):
+            notes.append(
+                f"{name}: every request equals the runtime (synthetic trace), so EASY and "
+                "EASY-AR are the same schedule; the paper reports one of them"
+            )
+    return PaperTable(
+        name="table4",
+        caption="Table 4: AVEbsld of RLBackfilling and the heuristics (same trace)",
+        sections=[section],
+        notes=dedupe(notes),
+        protocol=protocol(windows, length, split, seed, train_fraction, prefix, scales),
+        windows=win,
+        results=results,
+    )

@@ -1,0 +1,188 @@
+"""THE loop that plays an agent through windows of a :class:`~hpcgym.envs.backfill_env.BackfillEnv`.
+
+Every caller that plays an agent (``hpcgym.evaluation.runner``, the training-time evaluation
+of ``train/``) goes through :func:`play_window` or :func:`play_windows`, so an agent's
+score is computed one way everywhere:
+
+* reset with ``seed`` and ``options={"start": start}``;
+* at each step ``policy.predict(obs, action_masks=env.action_masks(),
+  deterministic=deterministic)``;
+* the window's row from the env's terminal ``info`` (:func:`window_row`).
+
+:func:`play_windows` given several envs plays them in lockstep: the observations of the
+unfinished windows are stacked and the policy chooses all their actions with one
+``predict`` call (one forward pass of a network per step).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+__all__ = [
+    "AGENT_COUNTERS",
+    "WINDOW_METRICS",
+    "Policy",
+    "play_window",
+    "play_windows",
+    "window_row",
+]
+
+#: Schedule metrics of one window (the env's ``info["agent"]``, the engine's ``metrics``).
+WINDOW_METRICS: tuple[str, ...] = (
+    "avg_bsld",
+    "avg_wait",
+    "avg_pp_bsld",
+    "max_wait",
+    "avg_turnaround",
+    "utilization",
+    "makespan",
+    "backfilled",
+)
+#: Counters of an agent's episode (empty for engine schedulers).
+AGENT_COUNTERS: tuple[str, ...] = ("decisions", "violations", "overflow_decisions", "steps")
+
+
+class Policy(Protocol):
+    """SB3's ``predict``: ``MaskablePPO`` models and the heuristic agents satisfy it."""
+
+    def predict(
+        self,
+        observation: np.ndarray,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = False,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, Any]: ...
+
+
+def window_row(
+    start: int, info: dict[str, Any], reward: float = 0.0, job_start: np.ndarray | None = None
+) -> dict[str, Any]:
+    """The result of one played window from the env's terminal ``info``.
+
+    :param start: the window's first job
+    :param info: the terminal ``info`` of the episode (needs ``info["agent"]``)
+    :param reward: the episode's return
+    :param job_start: start time of every job of the window (kept as ``job_start``)
+    :return: ``start``, :data:`WINDOW_METRICS` (as the env gives them),
+        ``reference_avg_bsld`` (the env's reference scheduler on the window, ``nan``
+        without one; also as ``normalizer_avg_bsld``, its old name), ``reward``,
+        :data:`AGENT_COUNTERS` and, if given, ``job_start``
+    :raises RuntimeError: the episode did not end in the env (no ``info["agent"]``)
+    """
+    if "agent" not in info:
+        raise RuntimeError(
+            "the env's terminal info has no 'agent' metrics (was the episode truncated by a "
+            "wrapper?): cannot evaluate the window"
+        )
+    agent = info["agent"]
+    ref = info.get("reference", info.get("normalizer"))
+    row: dict[str, Any] = {"start": int(start)}
+    for k in WINDOW_METRICS:
+        row[k] = agent[k]
+    row["reference_avg_bsld"] = float(ref["avg_bsld"]) if ref else math.nan
+    row["normalizer_avg_bsld"] = row["reference_avg_bsld"]  # old name
+    row["reward"] = float(reward)
+    row["decisions"] = int(info.get("decisions", 0))
+    row["violations"] = int(info.get("violations", 0))
+    row["overflow_decisions"] = int(info.get("overflow_decisions", 0))
+    row["steps"] = int(info.get("episode_steps", 0))
+    if job_start is not None:
+        row["job_start"] = job_start
+    return row
+
+
+def _job_start(env: Any) -> np.ndarray:
+    return np.asarray(env.simulation.result().start, dtype=np.float64)
+
+
+def play_window(
+    env: Any,
+    policy: Policy,
+    start: int,
+    *,
+    seed: int | None = 0,
+    deterministic: bool = True,
+    job_start: bool = False,
+) -> dict[str, Any]:
+    """Play ``policy`` through the window of ``env`` that begins at job ``start``.
+
+    :param env: a :class:`~hpcgym.envs.backfill_env.BackfillEnv` (unwrapped)
+    :param policy: anything with SB3's ``predict`` (:class:`Policy`)
+    :param start: the window's first job (index in the env's trace)
+    :param seed: ``reset`` seed (only stochastic estimators use it)
+    :param deterministic: passed to ``predict``
+    :param job_start: also return every job's start time (``row["job_start"]``)
+    :return: the window's row (:func:`window_row`)
+    """
+    obs, info = env.reset(seed=seed, options={"start": int(start)})
+    ret = 0.0
+    while True:
+        action, _ = policy.predict(
+            obs, action_masks=env.action_masks(), deterministic=deterministic
+        )
+        obs, r, terminated, truncated, info = env.step(int(np.asarray(action).reshape(())))
+        ret += float(r)
+        if terminated or truncated:
+            break
+    return window_row(start, info, ret, _job_start(env) if job_start else None)
+
+
+def play_windows(
+    env: Any | Sequence[Any],
+    policy: Policy,
+    starts: Sequence[int],
+    *,
+    seed: int | None = 0,
+    deterministic: bool = True,
+    job_start: bool = False,
+) -> list[dict[str, Any]]:
+    """Play ``policy`` through several windows; one row per start, in order.
+
+    :param env: one env (the windows are played one after the other), or one env per
+        start (played in lockstep: one batched ``predict`` per step for all unfinished
+        windows)
+    :param policy: anything with SB3's ``predict`` (:class:`Policy`)
+    :param starts: the windows' first jobs
+    :param seed: ``reset`` seed of every window
+    :param deterministic: passed to ``predict``
+    :param job_start: also return every job's start time per row
+    :return: :func:`window_row` per window
+    """
+    if not isinstance(env, Sequence):
+        return [
+            play_window(env, policy, s, seed=seed, deterministic=deterministic, job_start=job_start)
+            for s in starts
+        ]
+    envs = list(env)
+    if len(envs) != len(starts):
+        raise ValueError(f"{len(envs)} envs for {len(starts)} window starts")
+    n = len(envs)
+    obs: list[np.ndarray] = []
+    for e, s in zip(envs, starts, strict=True):
+        o, _ = e.reset(seed=seed, options={"start": int(s)})
+        obs.append(o)
+    returns = [0.0] * n
+    rows: list[dict[str, Any] | None] = [None] * n
+    active = list(range(n))
+    while active:
+        batch = np.stack([obs[i] for i in active])
+        masks = np.stack([envs[i].action_masks() for i in active])
+        actions, _ = policy.predict(batch, action_masks=masks, deterministic=deterministic)
+        actions = np.asarray(actions).reshape(len(active))
+        still: list[int] = []
+        for i, a in zip(active, actions, strict=True):
+            o, r, terminated, truncated, info = envs[i].step(int(a))
+            obs[i] = o
+            returns[i] += float(r)
+            if terminated or truncated:
+                js = _job_start(envs[i]) if job_start else None
+                rows[i] = window_row(int(starts[i]), info, returns[i], js)
+            else:
+                still.append(i)
+        active = still
+    return [r for r in rows if r is not None]

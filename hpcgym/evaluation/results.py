@@ -1,0 +1,264 @@
+"""Results: :class:`EvalResult` (all methods on the same windows of one trace), its
+summary statistics, and the CSV / JSON forms of ``windows.csv``, ``summary.csv`` and
+``results.json``."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hpcgym.evaluation.methods import AGENT_HEURISTICS, Method
+from hpcgym.evaluation.paper.constants import LABEL_TO_T4, PAPER_LENGTH, PAPER_TABLE4
+from hpcgym.evaluation.play import AGENT_COUNTERS, WINDOW_METRICS
+from hpcgym.evaluation.windows import WindowSet
+from hpcgym.sim.metrics import bounded_slowdown
+
+__all__ = [
+    "RESULT_SCHEMA",
+    "STAT_COLUMNS",
+    "SUMMARY_COLUMNS",
+    "WINDOW_COLUMNS",
+    "EvalResult",
+    "csv_text",
+    "fmt",
+]
+
+RESULT_SCHEMA = "hpcgym-evaluation/1"
+
+#: Paired statistics against the ratio reference (:mod:`hpcgym.evaluation.statistics`).
+STAT_COLUMNS: tuple[str, ...] = ("geo_ratio", "ci_low", "ci_high", "wins")
+
+#: Columns of ``windows.csv`` (one row per method and window; agent-only columns are
+#: empty for engine schedulers).
+WINDOW_COLUMNS: tuple[str, ...] = (
+    "trace",
+    "method",
+    "kind",
+    "window",
+    "start",
+    "length",
+    *WINDOW_METRICS,
+    *AGENT_COUNTERS,
+)
+
+#: Columns of ``summary.csv`` (one row per method; statistics over the windows).
+SUMMARY_COLUMNS: tuple[str, ...] = (
+    "trace",
+    "method",
+    "kind",
+    "windows",
+    "mean_avg_bsld",
+    "median_avg_bsld",
+    "std_avg_bsld",
+    "min_avg_bsld",
+    "max_avg_bsld",
+    "mean_avg_wait",
+    "mean_utilization",
+    "vs_reference_pct",
+    "paper_table4",
+    *STAT_COLUMNS,
+)
+
+
+@dataclass
+class EvalResult:
+    """All methods on the same windows of one trace.
+
+    :param trace: the trace's label (workload name)
+    :param jobs: jobs in the trace
+    :param machine_size: processors
+    :param windows: the windows
+    :param methods: the evaluated methods (skipped ones are not here)
+    :param rows: one dict per (method, window), method-major, keys :data:`WINDOW_COLUMNS`
+    :param job_start: per method, the start time of every job, ``(windows, length)``
+    :param submit, runtime: the windows' jobs, ``(windows, length)``
+    :param skipped: method label -> why it could not be evaluated
+    :param timings: method label -> wall seconds per window (not deterministic)
+    :param reference: label of the reference method of ``vs_reference_pct`` (or ``None``)
+    :param tag: extra name of the evaluation (e.g. the Table 5 section), used for folders
+    :param ratio_reference: the scheduler of the paired statistics (``geo_ratio``...)
+    :param ratio_values: its AVEbsld per window (``None``: no statistics)
+    """
+
+    trace: str
+    jobs: int
+    machine_size: int
+    windows: WindowSet
+    methods: list[Method]
+    rows: list[dict[str, Any]]
+    job_start: dict[str, np.ndarray]
+    submit: np.ndarray
+    runtime: np.ndarray
+    skipped: dict[str, str] = field(default_factory=dict)
+    timings: dict[str, list[float]] = field(default_factory=dict)
+    reference: str | None = None
+    tag: str | None = None
+    ratio_reference: str | None = None
+    ratio_values: list[float] | None = None
+
+    @property
+    def labels(self) -> list[str]:
+        """The methods' labels, in order."""
+        return [m.label for m in self.methods]
+
+    def method(self, label: str) -> Method:
+        """The method of ``label`` (:raises KeyError: no such method)."""
+        for m in self.methods:
+            if m.label == label:
+                return m
+        raise KeyError(f"no method {label!r}; evaluated: {', '.join(self.labels)}")
+
+    def per_window(self, metric: str = "avg_bsld") -> dict[str, list[float]]:
+        """``{label: [value per window]}`` in window order."""
+        out: dict[str, list[float]] = {lab: [] for lab in self.labels}
+        for r in self.rows:
+            out[r["method"]].append(r[metric])
+        return out
+
+    def mean(self, label: str, metric: str = "avg_bsld") -> float:
+        """Mean of ``metric`` over the windows for the method ``label``."""
+        return float(np.mean(self.per_window(metric)[label]))
+
+    def job_bsld(self, label: str) -> np.ndarray:
+        """Bounded slowdown of every job, ``(windows, length)``."""
+        wait = self.job_start[label] - self.submit
+        return bounded_slowdown(wait, self.runtime)
+
+    def job_wait(self, label: str) -> np.ndarray:
+        """Wait time of every job, ``(windows, length)``."""
+        return self.job_start[label] - self.submit
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One dict per method, keys :data:`SUMMARY_COLUMNS`."""
+        bs = self.per_window("avg_bsld")
+        ws = self.per_window("avg_wait")
+        us = self.per_window("utilization")
+        ref = self.reference if self.reference in bs else None
+        ref_mean = float(np.mean(bs[ref])) if ref else None
+        paper = self.paper_values()
+        out = []
+        for m in self.methods:
+            b = np.asarray(bs[m.label], dtype=np.float64)
+            mean = float(b.mean())
+            out.append(
+                {
+                    "trace": self.trace,
+                    "method": m.label,
+                    "kind": m.kind,
+                    "windows": len(b),
+                    "mean_avg_bsld": mean,
+                    "median_avg_bsld": float(np.median(b)),
+                    "std_avg_bsld": float(b.std()),
+                    "min_avg_bsld": float(b.min()),
+                    "max_avg_bsld": float(b.max()),
+                    "mean_avg_wait": float(np.mean(ws[m.label])),
+                    "mean_utilization": float(np.mean(us[m.label])),
+                    "vs_reference_pct": None
+                    if ref_mean is None or ref_mean == 0
+                    else 100.0 * (ref_mean - mean) / ref_mean,
+                    "paper_table4": paper.get(m.label),
+                    **self.paired(m.label),
+                }
+            )
+        return out
+
+    def paired(self, label: str, metric: str = "avg_bsld") -> dict[str, Any]:
+        """``geo_ratio, ci_low, ci_high, wins`` of a method against the ratio reference on
+        the same windows (``None`` values without a reference).
+
+        :param label: the method
+        :param metric: the per-window metric (AVEbsld)
+        """
+        if self.ratio_values is None:
+            return dict.fromkeys(STAT_COLUMNS)
+        from hpcgym.evaluation.statistics import paired_comparison
+
+        pc = paired_comparison(self.per_window(metric)[label], self.ratio_values)
+        return {
+            "geo_ratio": pc.geo_ratio,
+            "ci_low": pc.ci_low,
+            "ci_high": pc.ci_high,
+            "wins": pc.wins,
+        }
+
+    def paper_values(self) -> dict[str, float]:
+        """Published Table 4 values for the methods that have one (paper protocol only:
+        sampled windows of 1024 jobs)."""
+        table = PAPER_TABLE4.get(self.trace)
+        if table is None or self.windows.length != PAPER_LENGTH or self.windows.how == "full":
+            return {}
+        out = {}
+        for m in self.methods:
+            col = LABEL_TO_T4.get(m.label) if m.kind == "scheduler" else None
+            v = table.get(col) if col else None
+            if v is not None:
+                out[m.label] = v
+        return out
+
+    def replay_command(self) -> str:
+        """The ``eval/compare.py`` command line that reproduces these rows."""
+        w = self.windows
+        parts = [f"--trace {self.trace}"]
+        if w.how == "full":
+            parts.append(f"--full-trace --split {w.split}")
+        else:
+            parts.append(f"--starts {' '.join(map(str, w.starts))} --length {w.length}")
+        scheds = [m.spec for m in self.methods if m.kind == "scheduler"]
+        ags = [m.spec for m in self.methods if m.kind == "agent"]
+        pols = {m.env.get("policy") for m in self.methods if m.spec in AGENT_HEURISTICS}
+        if pols - {"FCFS"} and len(pols) == 1:
+            parts.append(f"--policy {pols.pop()}")
+        if scheds:
+            parts.append("--schedulers " + " ".join(scheds))
+        if ags:
+            parts.append("--agents " + " ".join(ags))
+        if self.ratio_values is not None and self.ratio_reference != "EASY-SJBF":
+            parts.append(f"--reference {self.ratio_reference}")  # not the command's default
+        return "python eval/compare.py " + " ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of ``results.json``."""
+        return {
+            "schema": RESULT_SCHEMA,
+            "trace": self.trace,
+            "jobs": self.jobs,
+            "machine_size": self.machine_size,
+            "windows": self.windows.to_dict(),
+            "reference": self.reference,
+            **({"ratio_reference": self.ratio_reference} if self.ratio_values else {}),
+            "methods": [m.to_dict() for m in self.methods],
+            "skipped": dict(self.skipped),
+            "summary": self.summary(),
+            "rows": [{k: r[k] for k in WINDOW_COLUMNS} for r in self.rows],
+            "replay": self.replay_command(),
+        }
+
+
+def fmt(v: Any, digits: int = 2) -> str:
+    """A table cell: ``—`` for missing / NaN, floats with ``digits`` decimals."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}".replace(",", "")
+    return str(v)
+
+
+def csv_text(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+    """CSV with a header; floats as ``repr`` (exact), ``None`` as empty."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow(
+            [
+                "" if r.get(c) is None else (repr(r[c]) if isinstance(r[c], float) else r[c])
+                for c in columns
+            ]
+        )
+    return buf.getvalue()

@@ -1,0 +1,162 @@
+"""The statistics every claim uses: a method against a reference on the same windows.
+
+For per-window AVEbsld values ``x_i`` of a method and ``r_i`` of the reference on the
+same windows ``i = 1..n``:
+
+* the **paired geometric-mean ratio** ``exp(mean(log(x_i / r_i)))`` (< 1: the method's
+  slowdowns are lower; a ratio, so every window counts the same whatever its scale);
+* its **95% percentile bootstrap interval**: the windows are resampled with replacement
+  (``resamples`` times, at least 4,000, from a seeded :class:`numpy.random.Generator`),
+  the ratio recomputed on each resample, and the 2.5% and 97.5% percentiles taken;
+* **wins**: the number of windows where the method's AVEbsld is strictly lower.
+
+A claim "better than the reference" is made only when the whole interval lies below 1
+(:attr:`PairedComparison.verdict`); an interval that contains 1 is "on par".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "DEFAULT_RESAMPLES",
+    "DEFAULT_SEED",
+    "MIN_RESAMPLES",
+    "PairedComparison",
+    "bootstrap_interval",
+    "geo_ratio",
+    "paired_comparison",
+    "wins",
+]
+
+#: Bootstrap resamples by default; fewer than :data:`MIN_RESAMPLES` are refused.
+DEFAULT_RESAMPLES = 10_000
+MIN_RESAMPLES = 4_000
+#: Seed of the bootstrap generator by default (results are reproducible).
+DEFAULT_SEED = 0
+
+
+def _log_ratios(values: Sequence[float], reference: Sequence[float]) -> np.ndarray:
+    x = np.asarray(values, dtype=np.float64)
+    r = np.asarray(reference, dtype=np.float64)
+    if x.ndim != 1 or x.shape != r.shape:
+        raise ValueError(
+            f"paired statistics need two 1-d sequences of the same length (one value per "
+            f"window), got shapes {x.shape} and {r.shape}"
+        )
+    if len(x) == 0:
+        raise ValueError("paired statistics need at least one window")
+    if not (np.isfinite(x).all() and np.isfinite(r).all() and (x > 0).all() and (r > 0).all()):
+        raise ValueError(
+            "paired ratios need finite positive values (AVEbsld is >= 1); got "
+            f"min {x.min()} / {r.min()} for the method / the reference"
+        )
+    return np.log(x) - np.log(r)
+
+
+def geo_ratio(values: Sequence[float], reference: Sequence[float]) -> float:
+    """The paired geometric-mean ratio ``exp(mean(log(values / reference)))``.
+
+    :param values: the method's value per window
+    :param reference: the reference's value on the same windows, in the same order
+    """
+    return float(np.exp(_log_ratios(values, reference).mean()))
+
+
+def bootstrap_interval(
+    values: Sequence[float],
+    reference: Sequence[float],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator = DEFAULT_SEED,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of :func:`geo_ratio` (windows resampled in pairs).
+
+    :param values: the method's value per window
+    :param reference: the reference's value on the same windows
+    :param resamples: bootstrap resamples (at least :data:`MIN_RESAMPLES`)
+    :param confidence: coverage of the interval (0.95: the 2.5% and 97.5% percentiles)
+    :param seed: seed of the ``numpy`` Generator (or a Generator)
+    :return: ``(low, high)``
+    """
+    if resamples < MIN_RESAMPLES:
+        raise ValueError(f"use at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    logs = _log_ratios(values, reference)
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    idx = rng.integers(0, len(logs), size=(int(resamples), len(logs)))
+    means = logs[idx].mean(axis=1)
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    low, high = np.percentile(means, [tail, 100.0 - tail])
+    return float(np.exp(low)), float(np.exp(high))
+
+
+def wins(values: Sequence[float], reference: Sequence[float]) -> int:
+    """Windows where the method's value is strictly lower than the reference's."""
+    _log_ratios(values, reference)  # same checks
+    return int(np.sum(np.asarray(values, np.float64) < np.asarray(reference, np.float64)))
+
+
+@dataclass(frozen=True)
+class PairedComparison:
+    """A method against a reference on the same windows.
+
+    :param geo_ratio: paired geometric-mean ratio (< 1: lower than the reference)
+    :param ci_low: lower end of the bootstrap interval
+    :param ci_high: upper end of the bootstrap interval
+    :param wins: windows where the method is strictly lower
+    :param windows: number of windows
+    """
+
+    geo_ratio: float
+    ci_low: float
+    ci_high: float
+    wins: int
+    windows: int
+
+    @property
+    def verdict(self) -> str:
+        """``better`` (interval entirely below 1), ``worse`` (entirely above) or ``on par``."""
+        if self.ci_high < 1.0:
+            return "better"
+        if self.ci_low > 1.0:
+            return "worse"
+        return "on par"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a dict (``geo_ratio, ci_low, ci_high, wins, windows``)."""
+        return asdict(self)
+
+
+def paired_comparison(
+    values: Sequence[float],
+    reference: Sequence[float],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = 0.95,
+    seed: int | np.random.Generator = DEFAULT_SEED,
+) -> PairedComparison:
+    """Ratio, bootstrap interval and wins of ``values`` against ``reference``.
+
+    :param values: the method's value per window
+    :param reference: the reference's value on the same windows, in the same order
+    :param resamples: bootstrap resamples (at least :data:`MIN_RESAMPLES`)
+    :param confidence: coverage of the interval
+    :param seed: seed of the bootstrap generator
+    """
+    low, high = bootstrap_interval(
+        values, reference, resamples=resamples, confidence=confidence, seed=seed
+    )
+    return PairedComparison(
+        geo_ratio=geo_ratio(values, reference),
+        ci_low=low,
+        ci_high=high,
+        wins=wins(values, reference),
+        windows=len(values),
+    )

@@ -1,0 +1,103 @@
+"""Windows: the same job windows for every evaluated method (:func:`select_windows`, the
+one selector; the sampling itself is :class:`hpcgym.workload.WindowSampler`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["PAPER_LENGTH", "PAPER_WINDOWS", "WindowSet", "select_windows"]
+
+#: The paper's evaluation protocol (section 4.3): 10 random sequences of 1024 jobs.
+PAPER_WINDOWS, PAPER_LENGTH = 10, 1024
+
+
+@dataclass(frozen=True)
+class WindowSet:
+    """The windows every method runs on: ``workload.window(s, length)`` for each start.
+
+    :param starts: window start indices (cleaned, submit-ordered trace)
+    :param length: jobs per window
+    :param how: ``sampled`` (seeded uniform draws), ``evenly`` (evenly spaced),
+        ``explicit`` (given) or ``full`` (the whole split as one window)
+    :param split: ``train``, ``test`` or ``all``
+    :param seed: sampler seed (``sampled``)
+    :param train_fraction: share of the jobs in the training split
+    :param prefix: only the first ``prefix`` jobs of the trace were considered
+    """
+
+    starts: tuple[int, ...]
+    length: int
+    how: str = "explicit"
+    split: str = "all"
+    seed: int | None = None
+    train_fraction: float = 0.7
+    prefix: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The windows as the JSON of ``results.json`` (``windows``)."""
+        return {
+            "starts": list(self.starts),
+            "length": self.length,
+            "how": self.how,
+            "split": self.split,
+            "seed": self.seed,
+            "train_fraction": self.train_fraction,
+            "prefix": self.prefix,
+        }
+
+
+def select_windows(
+    n_jobs: int,
+    length: int = PAPER_LENGTH,
+    count: int = PAPER_WINDOWS,
+    split: str = "test",
+    seed: int | None = 1,
+    train_fraction: float = 0.7,
+    starts: Sequence[int] | None = None,
+    full_trace: bool = False,
+    prefix: int | None = None,
+) -> WindowSet:
+    """Choose evaluation windows.
+
+    * ``starts``: exactly these (replay), each checked against the trace;
+    * ``full_trace``: one window covering the whole ``split`` range (``all``: the trace);
+    * otherwise ``count`` starts of ``length``-job windows inside ``split``: drawn
+      uniformly with replacement by :class:`hpcgym.workload.WindowSampler` seeded with
+      ``seed`` (as ``hpcgym compare``), or evenly spaced when ``seed`` is ``None`` (as the
+      training script's evaluation).
+
+    :param n_jobs: jobs in the trace
+    :param prefix: consider only the first ``prefix`` jobs (the paper used the first
+        10,000 jobs of each trace); the split is taken inside the prefix
+    """
+    from hpcgym.workload import WindowSampler, split_range
+
+    n = int(n_jobs)
+    if prefix is not None:
+        if prefix <= 0:
+            raise ValueError(f"prefix must be positive, got {prefix}")
+        n = min(n, int(prefix))
+    if starts:
+        st = tuple(int(s) for s in starts)
+        for s in st:
+            if s < 0 or s + length > n:
+                raise ValueError(
+                    f"window start {s} with length {length} is outside the trace "
+                    f"({n} jobs): valid starts are 0..{n - length}"
+                )
+        return WindowSet(st, int(length), "explicit", "all", None, train_fraction, prefix)
+    if full_trace:
+        lo, hi = split_range(n, split, train_fraction)
+        if hi <= lo:
+            raise ValueError(f"the {split!r} split of the trace is empty")
+        return WindowSet((lo,), hi - lo, "full", split, None, train_fraction, prefix)
+    if count <= 0:
+        raise ValueError(f"the number of windows must be positive, got {count}")
+    sampler = WindowSampler(n, length, split=split, train_fraction=train_fraction, seed=seed)
+    if seed is None:
+        st = tuple(int(s) for s in sampler.evenly_spaced(count))
+        return WindowSet(st, int(length), "evenly", split, None, train_fraction, prefix)
+    st = tuple(int(s) for s in sampler.sample_many(count))
+    return WindowSet(st, int(length), "sampled", split, int(seed), train_fraction, prefix)

@@ -1,0 +1,147 @@
+"""Tests of the paired statistics (``hpcgym.evaluation.statistics``) and of their place in
+the evaluation outputs (summary.csv, table.md, paper tables)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from hpcgym import evaluation as E
+from hpcgym.evaluation.statistics import (
+    MIN_RESAMPLES,
+    bootstrap_interval,
+    geo_ratio,
+    paired_comparison,
+    wins,
+)
+from hpcgym.workload import load
+from hpcgym_agents import load_agent
+
+
+# --------------------------------------------------------------------------- known values
+def test_geo_ratio_known_values():
+    assert geo_ratio([2.0, 8.0], [1.0, 2.0]) == pytest.approx(math.sqrt(2.0 * 4.0))
+    assert geo_ratio([5.0, 5.0, 5.0], [5.0, 5.0, 5.0]) == 1.0
+    # the geometric mean of the ratios, not the ratio of the means
+    assert geo_ratio([1.0, 100.0], [10.0, 10.0]) == pytest.approx(1.0)
+    assert np.mean([1.0, 100.0]) / 10.0 == pytest.approx(5.05)
+    assert wins([1.0, 3.0, 2.0, 4.0], [2.0, 2.0, 2.0, 5.0]) == 2  # ties are no wins
+
+
+def test_identical_values_give_a_point_interval():
+    pc = paired_comparison([3.0, 4.0, 7.0], [3.0, 4.0, 7.0], resamples=MIN_RESAMPLES)
+    assert (pc.geo_ratio, pc.ci_low, pc.ci_high, pc.wins, pc.windows) == (1.0, 1.0, 1.0, 0, 3)
+    assert pc.verdict == "on par"
+
+
+def test_constant_ratio_gives_that_ratio_and_a_point_interval():
+    ref = np.array([10.0, 50.0, 200.0, 3.0])
+    pc = paired_comparison(0.8 * ref, ref)
+    assert pc.geo_ratio == pytest.approx(0.8)
+    assert pc.ci_low == pytest.approx(0.8) and pc.ci_high == pytest.approx(0.8)
+    assert pc.wins == 4 and pc.verdict == "better"
+
+
+def test_bootstrap_matches_a_direct_computation():
+    rng = np.random.default_rng(3)
+    ref = rng.uniform(10, 100, 12)
+    x = ref * rng.uniform(0.7, 1.2, 12)
+    lo, hi = bootstrap_interval(x, ref, resamples=5000, seed=11)
+    logs = np.log(x / ref)
+    gen = np.random.default_rng(11)
+    means = logs[gen.integers(0, 12, size=(5000, 12))].mean(axis=1)
+    assert (lo, hi) == (
+        pytest.approx(math.exp(np.percentile(means, 2.5)), rel=1e-12),
+        pytest.approx(math.exp(np.percentile(means, 97.5)), rel=1e-12),
+    )
+
+
+# --------------------------------------------------------------------------- properties
+def test_seeded_determinism():
+    rng = np.random.default_rng(0)
+    ref = rng.uniform(5, 50, 20)
+    x = ref * rng.lognormal(0.0, 0.2, 20)
+    a = paired_comparison(x, ref, seed=7)
+    b = paired_comparison(list(x), list(ref), seed=7)
+    assert a == b
+    c = paired_comparison(x, ref, seed=8)
+    assert (c.ci_low, c.ci_high) != (a.ci_low, a.ci_high) and c.geo_ratio == a.geo_ratio
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_interval_contains_the_point_estimate(seed):
+    rng = np.random.default_rng(100 + seed)
+    ref = rng.uniform(1, 300, 30)
+    x = ref * rng.lognormal(0.05, 0.3, 30)
+    pc = paired_comparison(x, ref, seed=seed)
+    assert pc.ci_low <= pc.geo_ratio <= pc.ci_high
+    assert pc.ci_low < pc.ci_high
+
+
+def test_interval_entirely_below_one():
+    rng = np.random.default_rng(1)
+    ref = rng.uniform(20, 200, 30)
+    x = ref * rng.uniform(0.6, 0.9, 30)  # every window clearly lower
+    pc = paired_comparison(x, ref)
+    assert pc.ci_high < 1.0 and pc.verdict == "better" and pc.wins == 30
+
+
+def test_interval_straddles_one():
+    rng = np.random.default_rng(2)
+    ref = rng.uniform(20, 200, 30)
+    x = ref * rng.lognormal(0.0, 0.3, 30)  # noise around the reference
+    pc = paired_comparison(x, ref)
+    assert pc.ci_low < 1.0 < pc.ci_high and pc.verdict == "on par"
+    assert 0 < pc.wins < 30
+
+
+def test_errors_users_can_act_on():
+    with pytest.raises(ValueError, match="same length"):
+        geo_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="finite positive"):
+        geo_ratio([0.0, 2.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="at least one window"):
+        geo_ratio([], [])
+    with pytest.raises(ValueError, match="at least 4000"):
+        bootstrap_interval([1.0, 2.0], [1.0, 2.0], resamples=100)
+
+
+# --------------------------------------------------------------------------- in the outputs
+def test_summary_and_table_carry_the_statistics(tmp_path):
+    wl = load(None)
+    ws = E.select_windows(len(wl), 128, 4, "test", seed=2)
+    methods = [E.scheduler_method("EASY"), E.agent_method("sjbf"), E.agent_method("easy")]
+    res = E.evaluate(
+        wl, methods, ws, jobs=1, progress=False, agent_loader=load_agent,
+        ratio_reference="EASY-SJBF",
+    )  # fmt: skip
+    assert res.labels == ["EASY", "SJBFAgent", "EasyAgent"]  # the reference is not a method
+    ref = [E.simulate_window(wl, "EASY-SJBF", s, 128)["avg_bsld"] for s in ws.starts]
+    assert res.ratio_values == ref
+    paths = E.write_outputs(res, tmp_path, plots=False)
+    with open(paths["summary.csv"], newline="") as fh:
+        rows = {r["method"]: r for r in csv.DictReader(fh)}
+    sjbf = rows["SJBFAgent"]  # the env-played SJBF agent is EASY-SJBF exactly
+    assert float(sjbf["geo_ratio"]) == 1.0 and float(sjbf["ci_low"]) == 1.0
+    assert sjbf["wins"] == "0"
+    easy = rows["EASY"]
+    pc = paired_comparison(res.per_window()["EASY"], ref)
+    assert float(easy["geo_ratio"]) == pc.geo_ratio and int(easy["wins"]) == pc.wins
+    assert float(easy["ci_low"]) == pc.ci_low and float(easy["ci_high"]) == pc.ci_high
+    md = paths["table.md"].read_text()
+    assert "| ratio vs EASY-SJBF | 95% interval | wins |" in md
+    assert "| SJBFAgent | agent |" in md and "| 1.000 | [1.000, 1.000] | 0/4 |" in md
+    doc = json.loads(paths["results.json"].read_text())
+    assert doc["ratio_reference"] == "EASY-SJBF"
+    # a reference that is among the methods is not run twice
+    res2 = E.evaluate(
+        wl, [E.scheduler_method("EASY-SJBF"), E.scheduler_method("EASY")], ws, jobs=1,
+        progress=False, ratio_reference="EASY-SJBF",
+    )  # fmt: skip
+    assert res2.ratio_values == ref and res2.summary()[0]["geo_ratio"] == 1.0
+    with pytest.raises(E.MethodUnavailable, match="NOPE"):
+        E.evaluate(wl, methods[:1], ws, jobs=1, progress=False, ratio_reference="NOPE")
