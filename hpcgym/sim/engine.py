@@ -37,7 +37,13 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim import _kernel as K
-from hpcgym.sim.estimators import Estimator, SystemView, make_estimator
+from hpcgym.sim.estimators import (
+    BUILTIN_ESTIMATORS,
+    Estimator,
+    SystemView,
+    canonical_name,
+    make_estimator,
+)
 from hpcgym.sim.metrics import compute_metrics
 from hpcgym.sim.view import EngineView
 from hpcgym.workload.core import Workload
@@ -88,16 +94,6 @@ CORRECTIONS: dict[str, int] = {
 }
 
 CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}
-
-# estimates the engine knows without an Estimator object
-_BUILTIN_ESTIMATES = {
-    "request": "request",
-    "requested": "request",
-    "user": "request",
-    "actual": "actual",
-    "ar": "actual",
-    "clairvoyant": "actual",
-}
 
 
 def cap_estimates(est: np.ndarray, request: np.ndarray) -> np.ndarray:
@@ -283,7 +279,7 @@ class Simulation:
             S[K.S_THETA] = float(starvation)
         self.starvation = float(S[K.S_THETA]) if S[K.S_THETA] > 0 else None
 
-        if isinstance(estimate, str) and estimate.lower() not in _BUILTIN_ESTIMATES:
+        if isinstance(estimate, str) and canonical_name(estimate) not in BUILTIN_ESTIMATORS:
             estimate = make_estimator(estimate)  # the registry the predictors fill
         self.estimator: Estimator | None = None
         self.estimate_name: str
@@ -306,7 +302,7 @@ class Simulation:
                 raise ValueError(f"estimate array has shape {estimate.shape}, expected ({n},)")
             self.estimate_name = "array"
             JF[K.F_EST] = self._cap(estimate.astype(np.float64))
-        elif _BUILTIN_ESTIMATES[estimate.lower()] == "request":
+        elif canonical_name(estimate) == "request":
             JF[K.F_EST] = workload.request
             self.estimate_name = "request"
         else:

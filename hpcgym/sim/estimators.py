@@ -46,6 +46,8 @@ __all__ = [
     "ESTIMATORS",
     "Estimator",
     "SystemView",
+    "BUILTIN_ESTIMATORS",
+    "canonical_name",
     "estimator_names",
     "make_estimator",
     "parse_spec",
@@ -144,6 +146,20 @@ _ALIASES: dict[str, str] = {
 }
 
 
+#: estimators the engine applies itself, without an :class:`Estimator` object
+BUILTIN_ESTIMATORS: tuple[str, ...] = ("request", "actual")
+
+
+def canonical_name(name: str) -> str:
+    """The registry spelling of an estimator name: case, ``_`` and aliases resolved
+    (``"User"`` -> ``"request"``, ``"AR"`` -> ``"actual"``, ``"E_Loss"`` -> ``"eloss"``);
+    options after ``:`` and unknown names are kept as given. The one alias table of
+    estimator names is :data:`_ALIASES` here."""
+    head, sep, rest = str(name).partition(":")
+    key = head.strip().lower().replace("_", "-")
+    return _ALIASES.get(key, key) + sep + rest
+
+
 def _value(text: str) -> Any:
     t = text.strip()
     low = t.lower()
@@ -186,8 +202,7 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
 
 
 def _canonical(name: str) -> str:
-    key = str(name).strip().lower().replace("_", "-")
-    key = _ALIASES.get(key, key)
+    key = canonical_name(name)
     if key not in ESTIMATORS:
         raise ValueError(
             f"unknown estimator {name!r}; valid choices: {', '.join(ESTIMATORS)} "
