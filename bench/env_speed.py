@@ -1,6 +1,7 @@
 """Env speed: steps/s of ``hpcgym/Backfill-v0`` with a random valid agent, resets included.
 
     HPCGYM_TRACE_DIR=../shared/traces python bench/env_speed.py [--steps N] [--repeat R]
+    HPCGYM_TRACE_DIR=../shared/traces python bench/env_speed.py --tables vector [--profile]
 
 Setting of the reference measurement (the RLBackfilling code's env: 1,729 steps/s on
 this 2-core machine, reset 18.5 ms): 256-job episodes, uniformly random *valid* actions
@@ -13,6 +14,12 @@ Reported per (trace, mode, normalizer): all-in steps/s (median of ``--repeat`` r
 steps per episode. Separately: the uncached normalizer simulation of one window and the
 profile share of each part of a step (``--profile``). Results are recorded in
 ``docs/env.md``.
+
+The ``vector`` table compares, per (trace, mode), the single env with the batched
+:class:`~hpcgym.envs.vector.BackfillVectorEnv` at ``N`` = ``--vector-sizes`` (default 1,
+16, 64): env-steps/s (autoreset steps, which ignore the action, are not counted), all-in
+(uniformly random valid actions drawn for the whole batch, autoresets, normalizer
+EASY-SJBF with an empty cache), default ``copy=True`` and ``copy=False``.
 """
 
 from __future__ import annotations
@@ -27,9 +34,13 @@ import time
 import numpy as np
 
 from hpcgym.envs.backfill_env import BackfillEnv, clear_normalizer_cache
+from hpcgym.envs.vector import BackfillVectorEnv
 from hpcgym.sim.engine import warmup
 
 REFERENCE_STEPS_PER_S = 1729.0
+#: the clock of every measurement: wall time (default) or, with ``--clock cpu``, this
+#: process's CPU time (robust on a machine shared with other jobs)
+CLOCK = time.perf_counter
 REFERENCE_RESET_MS = 18.5
 
 
@@ -37,9 +48,9 @@ def run(env: BackfillEnv, rng: np.random.Generator, steps: int) -> tuple[float, 
     """All-in run of ``steps`` steps; returns (seconds, seconds in reset, episodes)."""
     t_reset = 0.0
     episodes = 1
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     _, info = env.reset(seed=int(rng.integers(2**31)))
-    t_reset += time.perf_counter() - t0
+    t_reset += CLOCK() - t0
     mask = info["action_mask"]
     for _ in range(steps):
         valid = np.flatnonzero(mask)
@@ -47,12 +58,12 @@ def run(env: BackfillEnv, rng: np.random.Generator, steps: int) -> tuple[float, 
         _, _, done, _, info = env.step(action)
         mask = info["action_mask"]
         if done:
-            t1 = time.perf_counter()
+            t1 = CLOCK()
             _, info = env.reset()
-            t_reset += time.perf_counter() - t1
+            t_reset += CLOCK() - t1
             mask = info["action_mask"]
             episodes += 1
-    return time.perf_counter() - t0, t_reset, episodes
+    return CLOCK() - t0, t_reset, episodes
 
 
 def bench(trace: str, mode: str, normalizer: str | None, steps: int, repeat: int) -> dict:
@@ -74,6 +85,82 @@ def bench(trace: str, mode: str, normalizer: str | None, steps: int, repeat: int
     }
 
 
+def run_vector(venv: BackfillVectorEnv, rng: np.random.Generator, steps: int) -> tuple[float, int]:
+    """All-in run of ``steps`` batched steps; returns (seconds, env-steps taken)."""
+    n = venv.num_envs
+    t0 = CLOCK()
+    _, info = venv.reset(seed=int(rng.integers(2**31)))
+    mask = info["action_mask"]
+    resetting = np.zeros(n, dtype=bool)
+    taken = 0
+    for _ in range(steps):
+        u = rng.random(mask.shape)  # uniform among the valid actions of every row
+        actions = np.where(mask, u, -1.0).argmax(axis=1)
+        _, _, term, trunc, info = venv.step(actions)
+        taken += n - int(resetting.sum())
+        resetting = term | trunc
+        mask = info["action_mask"]
+    return CLOCK() - t0, taken
+
+
+def vector_rate(trace: str, mode: str, n: int | None, steps: int, seed: int, copy: bool) -> float:
+    """One all-in run of about ``steps`` env-steps: the single env (``n=None``) or the vector
+    env with ``n`` sub-envs; returns env-steps/s (empty normalizer cache, after a warm-up)."""
+    clear_normalizer_cache()
+    rng = np.random.default_rng(seed)
+    if n is None:
+        env = BackfillEnv(trace=trace, mode=mode, window_length=256)
+        run(env, rng, 500)  # warm-up
+        clear_normalizer_cache()
+        secs, _, _ = run(env, rng, steps)
+        return steps / secs
+    venv = BackfillVectorEnv(n, copy=copy, trace=trace, mode=mode, window_length=256)
+    run_vector(venv, rng, max(500 // n, 2))  # warm-up
+    clear_normalizer_cache()
+    secs, taken = run_vector(venv, rng, max(steps // n, 1))
+    return taken / secs
+
+
+def vector_table(args: argparse.Namespace) -> None:
+    """Single env vs vector env: the configurations interleaved within each repeat, and the
+    best of the repeats (the least disturbed run on a shared machine) reported."""
+    sizes = args.vector_sizes
+    head = " | ".join(f"N={n}" for n in sizes)
+    print(f"| trace | mode | copy | single env | {head} | N={sizes[-1]} vs single |")
+    print("|---|---|---|---:|" + "---:|" * len(sizes) + "---:|")
+    configs: list[tuple[int | None, bool]] = [(None, True)]
+    configs += [(n, copy) for copy in (True, False) for n in sizes]
+    for trace in args.traces:
+        for mode in args.modes:
+            best: dict[tuple[int | None, bool], float] = {}
+            for r in range(args.repeat):
+                for n, copy in configs:
+                    rate = vector_rate(trace, mode, n, args.steps, r, copy)
+                    best[n, copy] = max(best.get((n, copy), 0.0), rate)
+            single = best[None, True]
+            for copy in (True, False):
+                rates = [best[n, copy] for n in sizes]
+                cells = " | ".join(f"{r:,.0f}" for r in rates)
+                print(
+                    f"| {trace} | {mode} | {copy} | {single:,.0f} | {cells} | "
+                    f"{rates[-1] / single:.2f}x |",
+                    flush=True,
+                )
+
+
+def profile_vector(trace: str, mode: str, n: int, steps: int) -> str:
+    venv = BackfillVectorEnv(n, trace=trace, mode=mode, window_length=256)
+    rng = np.random.default_rng(0)
+    run_vector(venv, rng, 50)
+    prof = cProfile.Profile()
+    prof.enable()
+    run_vector(venv, rng, max(steps // n, 1))
+    prof.disable()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(14)
+    return out.getvalue()
+
+
 def normalizer_ms(trace: str, n: int = 200) -> float:
     env = BackfillEnv(trace=trace, sequence_length=256)
     lo, last = env.valid_starts
@@ -82,10 +169,10 @@ def normalizer_ms(trace: str, n: int = 200) -> float:
     spec = env.normalizer
     assert spec is not None
     spec.simulate(w.window(int(starts[0]), 256))
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for s in starts:
         spec.simulate(w.window(int(s), 256))
-    return 1e3 * (time.perf_counter() - t0) / n
+    return 1e3 * (CLOCK() - t0) / n
 
 
 def profile(trace: str, mode: str, steps: int) -> str:
@@ -108,8 +195,35 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="print a cProfile of one config")
+    ap.add_argument(
+        "--tables",
+        nargs="*",
+        choices=["single", "vector"],
+        default=["single", "vector"],
+        help="which tables to print (default both)",
+    )
+    ap.add_argument("--vector-sizes", nargs="*", type=int, default=[1, 16, 64])
+    ap.add_argument(
+        "--clock",
+        choices=["wall", "cpu"],
+        default="wall",
+        help="wall time, or this process's CPU time (for a machine shared with other jobs)",
+    )
     args = ap.parse_args()
+    global CLOCK
+    CLOCK = time.process_time if args.clock == "cpu" else time.perf_counter
     warmup()
+    if "single" in args.tables:
+        single_table(args)
+    if "vector" in args.tables:
+        print()
+        vector_table(args)
+    if args.profile:
+        print(profile(args.traces[0], args.modes[0], args.steps))
+        print(profile_vector(args.traces[0], args.modes[0], args.vector_sizes[-1], args.steps))
+
+
+def single_table(args: argparse.Namespace) -> None:
     print(
         "| trace | mode | normalizer | steps/s (all-in) | vs reference | reset ms | steps/episode |"
     )
@@ -128,8 +242,6 @@ def main() -> None:
     for trace in args.traces:
         print(f"normalizer EASY-SJBF, one uncached 256-job window of {trace}: "
               f"{normalizer_ms(trace):.3f} ms")  # fmt: skip
-    if args.profile:
-        print(profile(args.traces[0], args.modes[0], args.steps))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,12 @@ imported lazily, so registering costs no simulator import::
     import hpcgym  # or: gym.make("hpcgym:hpcgym/Backfill-v0", ...)
 
     env = gym.make("hpcgym/Backfill-v0", trace="SDSC-SP2")
+    envs = gym.make_vec("hpcgym/Backfill-v0", num_envs=16, trace="SDSC-SP2")  # batched
+
+``gym.make_vec`` uses the registered ``vector_entry_point``,
+:class:`~hpcgym.envs.vector.BackfillVectorEnv` (``N`` simulations in one process with
+batched arrays), by default or with ``vectorization_mode="vector_entry_point"``;
+``"sync"`` / ``"async"`` give Gymnasium's wrappers of ``N`` single envs.
 """
 
 from __future__ import annotations
@@ -17,8 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.envs.vector import BackfillVectorEnv
 
-__all__ = ["BACKFILL_ENV_ID", "BackfillEnv", "register_envs"]
+__all__ = ["BACKFILL_ENV_ID", "BackfillEnv", "BackfillVectorEnv", "register_envs"]
 
 #: Gymnasium id of :class:`BackfillEnv`
 BACKFILL_ENV_ID = "hpcgym/Backfill-v0"
@@ -32,6 +39,7 @@ def register_envs() -> None:
         gymnasium.register(
             id=BACKFILL_ENV_ID,
             entry_point="hpcgym.envs.backfill_env:BackfillEnv",
+            vector_entry_point="hpcgym.envs.vector:BackfillVectorEnv",
             disable_env_checker=False,
         )
 
@@ -41,6 +49,10 @@ def __getattr__(name: str) -> Any:
         from hpcgym.envs.backfill_env import BackfillEnv
 
         return BackfillEnv
+    if name == "BackfillVectorEnv":
+        from hpcgym.envs.vector import BackfillVectorEnv
+
+        return BackfillVectorEnv
     raise AttributeError(f"module 'hpcgym.envs' has no attribute {name!r}")
 
 

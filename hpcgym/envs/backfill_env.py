@@ -6,6 +6,7 @@ notes and the measured speed.
 
 from __future__ import annotations
 
+import copy
 import operator
 import os
 from typing import Any, SupportsFloat
@@ -214,16 +215,23 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     ``decisions``, ``backfills``, ``violations`` (episode counters so far), ``violation``
     (this step's start delayed the reservation), ``invalid_action`` (this step's action was
     invalid and acted as STOP; also under the old name ``invalid``), ``start`` and
-    ``window``.
+    ``window``. At the end also ``agent`` and ``reference`` (the metrics dicts of
+    :func:`hpcgym.sim.metrics.compute_metrics`; ``reference`` is ``None`` without one; also
+    under the old name ``normalizer``), ``objective``, ``overflow_decisions`` (decision
+    points with more than ``K`` candidates) and ``episode_steps``.
+
+    ## Vector env
+
+    :class:`~hpcgym.envs.vector.BackfillVectorEnv` (``gymnasium.make_vec(...,
+    num_envs=N)``) steps ``N`` of these envs in one process with batched arrays; it calls
+    the same episode core (:meth:`_reset_episode`, :meth:`_transition`) and equals
+    ``SyncVectorEnv`` of this env step for step (autoreset ``NEXT_STEP``).
 
     ## Rendering
 
     ``render_mode="ansi"``: :meth:`render` returns the decision point as text. Other
     modes (e.g. the ``"rgb_array"`` SB3's ``make_vec_env`` asks for) only log a
-    warning; :meth:`render` then returns ``None``. At the end also ``agent`` and ``reference``
-    (the metrics dicts of :func:`hpcgym.sim.metrics.compute_metrics`; ``reference`` is
-    ``None`` without one), ``objective``, ``overflow_decisions`` (decision points with
-    more than ``K`` candidates) and ``episode_steps``.
+    warning; :meth:`render` then returns ``None``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"]}
@@ -362,7 +370,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         )
         self.action_space = spaces.Discrete(self.max_queue + 1)
 
-        # ---- episode state
+        self._init_episode_state()
+
+    def _init_episode_state(self) -> None:
+        """No episode yet (own buffers; not batched)."""
         self._sim: Simulation | None = None
         self._start = -1
         self._done = True
@@ -377,6 +388,33 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._pred_next = 0
         self._steps = 0
         self._overflow = 0
+        self._final_info: dict[str, Any] = {}
+        # batched mode (BackfillVectorEnv): observation and mask are written into these
+        # slices of the vector env's buffers instead of fresh arrays
+        self._out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    def _spawn(self, obs_out: np.ndarray, mask_out: np.ndarray) -> BackfillEnv:
+        """A twin of this env for :class:`~hpcgym.envs.vector.BackfillVectorEnv`: the same
+        configuration and the same (read-only) workload, its own generator, episode state
+        and feature predictor, writing its observation and mask into the given slices.
+
+        :param obs_out: ``(K, F)`` float32 C-contiguous slice of the batched observation
+        :param mask_out: ``(K + 1,)`` bool slice of the batched mask
+        :return: the new env (no episode yet: call ``reset``)
+        """
+        twin = copy.copy(self)
+        if isinstance(self._fpred, Estimator):
+            twin._fpred = copy.deepcopy(self._fpred)  # bound to one window at a time
+        twin.observation_space = copy.deepcopy(self.observation_space)
+        twin.action_space = copy.deepcopy(self.action_space)
+        twin._np_random = None
+        twin._np_random_seed = None
+        twin._init_episode_state()
+        twin._out = (obs_out, mask_out, twin._rows)
+        twin._obs, twin._mask = obs_out, mask_out
+        obs_out.fill(0.0)
+        mask_out.fill(False)
+        return twin
 
     # ---------------------------------------------------------------- set-up
     @property
@@ -426,6 +464,16 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
+        self._reset_episode(seed, options)
+        return self._obs, self._info()
+
+    def _reset_episode(self, seed: int | None, options: dict[str, Any] | None) -> None:
+        """:meth:`reset` without its info: seed, draw the window, run the engine to the
+        first decision point and observe it (shared with the vector env).
+
+        :param seed: seed of ``self.np_random`` (``None``: keep the generator)
+        :param options: ``None`` or ``{"start": i}``
+        """
         super().reset(seed=seed)
         start = None
         if options:
@@ -454,9 +502,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._pos = np.zeros(len(window), dtype=np.int64)
         self._setup_predictions(window, sim_seed)
         self._done = False
+        self._final_info = {}
         ev = self._sim.advance()
         self._observe(ev)
-        return self._obs, self._info()
 
     def _setup_predictions(self, window: Workload, seed: int) -> None:
         fp = self._fpred
@@ -492,7 +540,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._pred_next = max(self._pred_next, nxt)
 
     def _observe(self, ev: Event) -> None:
-        """Build the observation of the engine's current stop."""
+        """Build the observation of the engine's current stop: into fresh arrays (single
+        env: every returned observation is a new array) or, batched, into this env's
+        slices of the vector env's buffers."""
+        kq = self.max_queue
         if ev == Event.DECISION:
             sim = self._sim
             assert sim is not None
@@ -504,17 +555,23 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                 self._pred,
                 self.est_scale,
                 self.wait_scale,
-                self.max_queue,
+                kq,
                 self.n_features,
+                self._out,
             )
-            if self._ncand > self.max_queue:
+            if self._ncand > kq:
                 self._overflow += 1
             self._at_decision = True
         else:  # done: terminal-ready state, only STOP is valid
-            self._obs = np.zeros((self.max_queue, self.n_features), dtype=np.float32)
-            self._mask = np.zeros(self.max_queue + 1, dtype=bool)
-            self._mask[self.max_queue] = True
-            self._rows = np.full(self.max_queue, -1, dtype=np.int64)
+            if self._out is not None:
+                self._obs.fill(0.0)
+                self._mask.fill(False)
+                self._rows.fill(-1)
+            else:
+                self._obs = np.zeros((kq, self.n_features), dtype=np.float32)
+                self._mask = np.zeros(kq + 1, dtype=bool)
+                self._rows = np.full(kq, -1, dtype=np.int64)
+            self._mask[kq] = True
             self._ncand = 0
             self._at_decision = False
 
@@ -556,6 +613,33 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         )
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        reward, terminated, violation, invalid = self._transition(action)
+        return self._obs, reward, terminated, False, self._step_info(violation, invalid)
+
+    def _step_info(self, violation: bool, invalid: bool) -> dict[str, Any]:
+        """The info of the step just taken (after :meth:`_transition`).
+
+        :param violation: the step's start delayed the reservation
+        :param invalid: the step's action was invalid (acted as STOP)
+        :return: the info dict of :meth:`step`
+        """
+        info = self._info()
+        info["violation"] = violation
+        info["invalid_action"] = invalid
+        info["invalid"] = invalid  # old name of "invalid_action"
+        if self._done:
+            info.update(self._final_info)
+        return info
+
+    def _transition(self, action: Any) -> tuple[float, bool, bool, bool]:
+        """The per-episode core of :meth:`step`, shared with the vector env: check the
+        action (invalid -> STOP), apply it, advance the engine to its next stop, observe
+        it, and compute the reward and termination (at the end also the episode-end
+        infos, ``self._final_info``). Builds no info dict.
+
+        :param action: an element of the action space
+        :return: ``(reward, terminated, violation, invalid)``
+        """
         if self._done:
             raise RuntimeError("the episode is over (or never started): call reset() first")
         kq = self.max_queue
@@ -589,15 +673,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             ev = Event.DONE
         self._steps += 1
         self._observe(ev)
-        info = self._info()
-        info["violation"] = violation
-        info["invalid_action"] = invalid
-        info["invalid"] = invalid  # old name of "invalid_action"
         terminated = ev == Event.DONE
         if terminated:
             self._done = True
-            reward += self._terminal(info)
-        return self._obs, reward, terminated, False, info
+            reward += self._terminal()
+        return reward, terminated, violation, invalid
 
     # --------------------------------------------------------------- reward
     def normalizer_metrics(self) -> dict[str, float] | None:
@@ -607,17 +687,20 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         key = (self._fingerprint, self._start, self.window_length, self._norm_key)
         return reference_metrics(self.reference, self._sim.workload, key)
 
-    def _terminal(self, info: dict[str, Any]) -> float:
+    def _terminal(self) -> float:
+        """The terminal reward; records the episode-end infos in ``self._final_info``."""
         sim = self._sim
         assert sim is not None
         agent = deterministic_metrics(sim.result().metrics)
         norm = self.normalizer_metrics()
-        info["agent"] = agent
-        info["reference"] = norm
-        info["normalizer"] = norm  # old name of "reference"
-        info["objective"] = self.objective
-        info["overflow_decisions"] = self._overflow
-        info["episode_steps"] = self._steps
+        self._final_info = {
+            "agent": agent,
+            "reference": norm,
+            "normalizer": norm,  # old name of "reference"
+            "objective": self.objective,
+            "overflow_decisions": self._overflow,
+            "episode_steps": self._steps,
+        }
         return self.terminal_reward(agent, norm)
 
     def terminal_reward(self, agent: dict[str, float], norm: dict[str, float] | None) -> float:

@@ -101,6 +101,7 @@ def build(
     wait_scale: float,
     max_rows: int,
     n_cols: int,
+    out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The observation of the decision point the simulation of ``view`` is at.
 
@@ -111,11 +112,21 @@ def build(
     :param wait_scale: seconds that map to 1 in the wait column
     :param max_rows: ``K``, rows of the observation
     :param n_cols: ``F``, columns (:func:`n_features`)
+    :param out: ``(obs, mask, rows)`` arrays of the shapes and dtypes of the return values
+        to overwrite in place (e.g. one env's slice of a batched buffer: C-contiguous
+        rows); ``None`` allocates fresh arrays
     :return: observation ``(max_rows, n_cols)`` float32, mask ``(max_rows + 1,)`` bool, the
         job index of each row (``-1`` for padding) and the total number of candidates
-        (which may exceed ``max_rows``; the first ``max_rows`` by FCFS are shown)
+        (which may exceed ``max_rows``; the first ``max_rows`` by FCFS are shown); with
+        ``out`` the arrays returned are those of ``out``
     """
-    return _build(
+    if out is None:
+        obs = np.empty((max_rows, n_cols), dtype=np.float32)
+        mask = np.empty(max_rows + 1, dtype=np.bool_)
+        rows = np.empty(max_rows, dtype=np.int64)
+    else:
+        obs, mask, rows = out
+    total = _build(
         view.submit,
         view.estimate,
         view.procs,
@@ -134,9 +145,11 @@ def build(
         pred,
         est_scale,
         wait_scale,
-        max_rows,
-        n_cols,
+        obs,
+        mask,
+        rows,
     )
+    return obs, mask, rows, total
 
 
 @njit(cache=True)
@@ -159,13 +172,16 @@ def _build(
     pred,
     est_scale,
     wait_scale,
-    max_rows,
-    n_cols,
+    obs,
+    mask,
+    rows,
 ):  # pragma: no cover - numba
-    """The row loop of :func:`build`."""
-    obs = np.zeros((max_rows, n_cols), dtype=np.float32)
-    mask = np.zeros(max_rows + 1, dtype=np.bool_)
-    rows = np.full(max_rows, -1, dtype=np.int64)
+    """The row loop of :func:`build`: overwrites ``obs``, ``mask``, ``rows`` (padding
+    zeros / ``False`` / ``-1``) and returns the number of candidates."""
+    max_rows, n_cols = obs.shape
+    obs[:] = 0.0
+    mask[:] = False
+    rows[:] = -1
     mask[max_rows] = True  # STOP
     # rank in the backfill order: ORDER[0] is the head, ORDER[1:] the backfill order
     for k in range(1, olen):
@@ -212,4 +228,4 @@ def _build(
         rows[c] = j
         mask[c] = True
         c += 1
-    return obs, mask, rows, total
+    return total
