@@ -530,3 +530,21 @@ def test_render_ansi_and_unsupported_render_modes():
         other = make(render_mode="rgb_array")  # what SB3's make_vec_env asks for
     other.reset(seed=0)
     assert other.render() is None
+
+
+def test_online_feature_predictor_eloss_predicts_at_submission():
+    """feature_predictor='eloss' used to fail at reset ("job finished but was never
+    predicted"): online feature predictors now predict each job when it is submitted."""
+    env = make(feature_predictor="eloss", window_length=128)
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        done = False
+        while not done:
+            n = int(info["action_mask"][:KQ].sum())
+            rows = env.candidate_jobs()[:n]
+            w = env.simulation.workload
+            pred = env._pred[rows]
+            assert np.isfinite(pred).all() and (pred <= w.request[rows]).all()
+            np.testing.assert_allclose(obs[:n, FT.COL_PRED], np.minimum(pred / env.est_scale, 1))
+            obs, r, done, _, info = env.step(0 if n else KQ)
+        assert np.isfinite(env._pred).all()  # every job of the window was predicted

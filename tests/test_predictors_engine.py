@@ -126,3 +126,31 @@ def test_selective_keeps_the_request_for_running_jobs() -> None:
     sel = simulate(w, "FCFS", "easy", make_estimator("tang-selective:min_jobs=5"), "incremental")
     assert comb.counters["corrections"] > 0
     assert sel.counters["corrections"] == 0  # running ends use the request: never exceeded
+
+
+def test_arrival_observer_predicts_like_the_engines_own_estimator() -> None:
+    """A second online estimator fed through ``observe_arrivals`` predicts every job at its
+    submission with the same information as the engine's own (E-Loss needs a prediction
+    before the job finishes: the RL env's feature predictor relies on this)."""
+    from hpcgym.sim.engine import EstimatorFeed, Simulation
+    from hpcgym.sim.estimators import make_estimator
+    from hpcgym.workload import load
+
+    window = load(None).window(500, 300)
+    sim = Simulation(window, backfill="external", estimate="eloss", candidates="easy")
+    engine_at_submission = np.full(len(window), np.nan)
+    observed = np.full(len(window), np.nan)
+    feed = EstimatorFeed(make_estimator("eloss"))
+    feed.estimator.bind(window, np.random.default_rng(0))
+
+    def record(s: Simulation, lo: int, hi: int) -> None:
+        engine_at_submission[lo:hi] = s.estimates[lo:hi]  # before any correction
+        feed.predict(s, lo, hi, observed)
+
+    sim.observe_arrivals(record)
+    res = sim.run(lambda s: int(s.candidates()[0][0]))
+    assert np.isfinite(observed).all()
+    np.testing.assert_array_equal(observed, engine_at_submission)
+    assert res.counters["corrections"] > 0  # estimates did change after submission
+    with pytest.raises(RuntimeError, match="before the first advance"):
+        sim.observe_arrivals(record)

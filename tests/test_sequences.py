@@ -29,26 +29,47 @@ def make_workload(n: int, name: str = "w", source: str = "") -> Workload:
 
 
 def test_split_range_defaults():
-    assert split_range(10_000, "train") == (0, 7_000)
+    # training range [0, 7000): its last 10% (700 jobs) is the validation split
+    assert split_range(10_000, "train") == (0, 6_300)
+    assert split_range(10_000, "validation") == (6_300, 7_000)
     assert split_range(10_000, "test") == (7_000, 10_000)
     assert split_range(10_000, "all") == (0, 10_000)
-    assert split_range(54_034, "train") == (0, 37_824)  # round(0.7 * 54034) = 37823.8
-    assert split_range(10, "train", train_fraction=0.5) == (0, 5)
-    lo, hi = split_range(1_001, "train", 0.25)
+    # round(0.7 * 54034) = 37824; round(0.1 * 37824) = 3782
+    assert split_range(54_034, "train") == (0, 34_042)
+    assert split_range(54_034, "validation") == (34_042, 37_824)
+    assert split_range(20, "train", train_fraction=0.5) == (0, 9)
+    assert split_range(10, "train", 0.5, validation_fraction=0.0) == (0, 5)
+    assert split_range(10, "validation", 0.5, validation_fraction=0.0) == (5, 5)
+    lo, hi = split_range(1_001, "train", 0.25, validation_fraction=0.0)
     assert (lo, hi) == (0, 250) and split_range(1_001, "test", 0.25) == (250, 1_001)
 
 
 @pytest.mark.parametrize("n", [1, 7, 99, 1000, 54_034, 295_540])
 @pytest.mark.parametrize("f", [0.1, 0.7, 0.9])
-def test_split_partitions_jobs(n, f):
-    tr = split_range(n, "train", f)
-    te = split_range(n, "test", f)
-    assert tr[0] == 0 and tr[1] == te[0] and te[1] == n
+@pytest.mark.parametrize("vf", [0.0, 0.1, 0.5])
+def test_split_partitions_jobs(n, f, vf):
+    tr = split_range(n, "train", f, vf)
+    va = split_range(n, "validation", f, vf)
+    te = split_range(n, "test", f, vf)
+    assert tr[0] == 0 and tr[1] == va[0] and va[1] == te[0] and te[1] == n
+    assert split_range(n, "all", f, vf) == (0, n)
+
+
+def test_validation_never_overlaps_training_windows():
+    n, length = 10_000, 256
+    tr = WindowSampler(n, length, "train", seed=0)
+    va = WindowSampler(n, length, "validation", seed=0)
+    assert tr.sample_many(2_000).max() + length <= va.lo
+    assert va.sample_many(2_000).max() + length <= split_range(n, "test")[0]
+    with pytest.raises(ValueError, match="validation_fraction=0.1"):
+        WindowSampler(n, 1_024, "validation")  # 700 jobs: too short for 1024-job windows
 
 
 def test_split_errors():
-    with pytest.raises(ValueError, match="valid: train, test, all"):
-        split_range(100, "validation")
+    with pytest.raises(ValueError, match="valid: train, validation, test, all"):
+        split_range(100, "dev")
+    with pytest.raises(ValueError, match="validation_fraction"):
+        split_range(100, "train", 0.7, 1.0)
     with pytest.raises(ValueError, match="train_fraction"):
         split_range(100, "train", 1.0)
     with pytest.raises(ValueError, match="train_fraction"):
@@ -61,13 +82,14 @@ def test_sampler_never_crosses_boundary():
     te = WindowSampler(n, length, "test", seed=0)
     a = tr.sample_many(5_000)
     b = te.sample_many(5_000)
-    assert a.min() >= 0 and (a + length).max() <= 700
+    # train [0, 630), validation [630, 700), test [700, 1000)
+    assert a.min() >= 0 and (a + length).max() <= 630
     assert b.min() >= 700 and (b + length).max() <= 1_000
     # the extreme starts are reachable
-    assert a.min() == 0 and a.max() == 700 - length
+    assert a.min() == 0 and a.max() == 630 - length
     assert b.min() == 700 and b.max() == 1_000 - length
-    np.testing.assert_array_equal(tr.valid_starts, np.arange(0, 700 - length + 1))
-    assert tr.n_starts == 700 - length + 1
+    np.testing.assert_array_equal(tr.valid_starts, np.arange(0, 630 - length + 1))
+    assert tr.n_starts == 630 - length + 1
 
 
 def test_sampler_is_seeded():

@@ -25,7 +25,7 @@ from hpcgym.envs.reward import (
     workload_fingerprint,
 )
 from hpcgym.sim.engine import EstimatorFeed, Event, Simulation, cap_estimates
-from hpcgym.sim.estimators import Estimator, make_estimator
+from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name, make_estimator
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import WindowSampler
@@ -37,15 +37,6 @@ MODES: dict[str, str] = {"guarded": "easy", "penalized": "fit", "free": "fit"}
 #: what an invalid action does: ``stop`` (default) and ``penalty`` act as STOP (``penalty``
 #: with ``invalid_penalty`` -1 unless given), ``raise`` raises ``ValueError`` (debugging)
 INVALID_ACTIONS: tuple[str, ...] = ("stop", "penalty", "raise")
-
-_BUILTIN_ESTIMATES = {
-    "request": "request",
-    "requested": "request",
-    "user": "request",
-    "actual": "actual",
-    "ar": "actual",
-    "clairvoyant": "actual",
-}
 
 
 def _choice(kind: str, value: str, valid: Any) -> str:
@@ -72,6 +63,19 @@ def _alias(name: str, value: Any, old: str, old_value: Any, unset: Any = None) -
     if value is not unset and value != old_value:
         raise ValueError(f"{old!r} is the old name of {name!r}: give only one of them")
     return old_value
+
+
+class _PredictAtSubmission:
+    """Arrival observer of the engine: the feature predictor predicts each job when it is
+    submitted (told before about every completion and start until then), writing into
+    the env's prediction column source ``out``."""
+
+    def __init__(self, feed: EstimatorFeed, out: np.ndarray) -> None:
+        self.feed = feed
+        self.out = out
+
+    def __call__(self, sim: Simulation, lo: int, hi: int) -> None:
+        self.feed.predict(sim, lo, hi, self.out)
 
 
 class BackfillEnv(gym.Env[np.ndarray, np.int64]):
@@ -327,7 +331,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                 f"hpcgym.predictors.make_estimator), got {type(estimator).__name__}; pass "
                 "predictor options with estimator_kwargs"
             )
-        est_name = _BUILTIN_ESTIMATES.get(estimator.lower(), estimator)
+        est_name = canonical_name(estimator)
         self._spec = SchedulerSpec(
             name="agent",
             policy=policy.upper(),
@@ -354,8 +358,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         # ---- features
         self._fpred = feature_predictor
         if isinstance(feature_predictor, str):
-            fp = _BUILTIN_ESTIMATES.get(feature_predictor.lower(), feature_predictor)
-            if fp not in ("request", "actual"):
+            fp = canonical_name(feature_predictor)
+            if fp not in BUILTIN_ESTIMATORS:
                 self._fpred = make_estimator(fp)
             else:
                 self._fpred = fp
@@ -385,7 +389,6 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._pos = np.zeros(0, dtype=np.int64)
         self._pred = np.zeros(0, dtype=np.float64)
         self._pred_feed: EstimatorFeed | None = None
-        self._pred_next = 0
         self._steps = 0
         self._overflow = 0
         self._final_info: dict[str, Any] = {}
@@ -523,21 +526,13 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             if fp.online:
                 self._pred = np.full(len(window), np.nan)
                 self._pred_feed = EstimatorFeed(fp)
-                self._pred_next = 0
+                assert self._sim is not None
+                self._sim.observe_arrivals(_PredictAtSubmission(self._pred_feed, self._pred))
             else:
                 static = fp.static_estimates()
                 if static is None:
                     raise ValueError(f"feature predictor {fp.name!r} gave no static estimates")
                 self._pred = cap_estimates(np.asarray(static, dtype=np.float64), req)
-
-    def _update_online_predictions(self) -> None:
-        """Ask the online feature predictor about the jobs submitted since the last
-        decision point (after telling it every completion and start since then)."""
-        sim = self._sim
-        assert self._pred_feed is not None and sim is not None
-        nxt = sim.view.submitted
-        self._pred_feed.predict(sim, self._pred_next, nxt, self._pred)
-        self._pred_next = max(self._pred_next, nxt)
 
     def _observe(self, ev: Event) -> None:
         """Build the observation of the engine's current stop: into fresh arrays (single
@@ -547,8 +542,6 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         if ev == Event.DECISION:
             sim = self._sim
             assert sim is not None
-            if self._pred_feed is not None:
-                self._update_online_predictions()
             self._obs, self._mask, self._rows, self._ncand = FT.build(
                 sim.view,
                 self._pos,

@@ -325,6 +325,7 @@ class Simulation:
         if decider is not None:
             self.config["decider"] = getattr(decider, "name", type(decider).__name__)
         self._view: EngineView | None = None
+        self._arrival_observers: list[Callable[[Simulation, int, int], None]] = []
 
     def _cap(self, est: np.ndarray) -> np.ndarray:
         return cap_estimates(est, self.workload.request)
@@ -345,12 +346,31 @@ class Simulation:
             ev = K.advance(self.JF, self.JI, self.S, self.C, self.PF)
             if ev == K.EV_ESTIMATE:
                 self._estimate_arrivals()
+                lo, hi = int(self.C[K.C_ARR_LO]), int(self.C[K.C_ARR_HI])
+                for observe in self._arrival_observers:
+                    observe(self, lo, hi)
                 continue
             self._sim_seconds += time.perf_counter() - t0
             return Event(ev)
 
+    def observe_arrivals(self, observer: Callable[[Simulation, int, int], None]) -> None:
+        """Call ``observer(sim, lo, hi)`` at every submission of jobs ``lo .. hi-1``, before
+        they are queued (the moment an online estimator of the engine predicts them).
+
+        Register before the first :meth:`advance`. Observers see the state of the
+        submission time through the public API (``sim.view``, :class:`EstimatorFeed`);
+        they must not change the simulation. An online feature predictor of the RL env
+        is fed this way, so that it predicts each job when it is submitted, as the
+        engine's own estimator does.
+        """
+        if int(self.C[K.C_NEXT]) > 0:
+            raise RuntimeError("observe_arrivals() must be called before the first advance()")
+        self._arrival_observers.append(observer)
+        self.C[K.C_ONLINE] = 1  # the engine core stops at every arrival batch
+
     def _estimate_arrivals(self) -> None:
-        assert self._feed is not None
+        if self._feed is None:  # arrivals stop only for observers
+            return
         self._feed.predict(self, int(self.C[K.C_ARR_LO]), int(self.C[K.C_ARR_HI]), self.JF[K.F_EST])
 
     # ---------------------------------------------------------- decision points

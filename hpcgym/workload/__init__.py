@@ -14,7 +14,13 @@ See ``docs/workloads.md``.
 from __future__ import annotations
 
 from hpcgym.workload.core import COLUMNS, CleaningReport, Workload
-from hpcgym.workload.sequences import SPLITS, Window, WindowSampler, split_range
+from hpcgym.workload.sequences import (
+    SPLITS,
+    VALIDATION_FRACTION,
+    Window,
+    WindowSampler,
+    split_range,
+)
 from hpcgym.workload.swf import (
     DROP_RULES,
     PATCH_RULES,
@@ -74,4 +80,5 @@ __all__ = [
     "WindowSampler",
     "split_range",
     "SPLITS",
+    "VALIDATION_FRACTION",
 ]

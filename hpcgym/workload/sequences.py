@@ -6,8 +6,14 @@ by ``(trace, start, length)``, so any result can be reproduced exactly with
 ``window.workload()``.
 
 Traces are split **in time** (by job order): by default the first 70 % of the jobs
-form the training range and the last 30 % the test range. A window never crosses the
-boundary, so no test job is ever seen during training.
+form the *training range* and the last 30 % the ``test`` split. The last 10 % of the
+training range is held back as the ``validation`` split (training-time evaluation,
+model selection, early stopping); training episodes come from the ``train`` split, the
+rest of the training range. A window never crosses a boundary, so no validation or test
+job is ever seen while training, and no test job while selecting a model::
+
+    |<------------------ training range (70 %) ------------------>|<-- test (30 %) -->|
+    |<------------- train (63 %) ------------>|<- validation (7 %) ->|                 |
 """
 
 from __future__ import annotations
@@ -20,11 +26,15 @@ import numpy as np
 
 from hpcgym.workload.core import Workload
 
-__all__ = ["Window", "Split", "SPLITS", "split_range", "WindowSampler"]
+__all__ = ["SPLITS", "VALIDATION_FRACTION", "Split", "Window", "WindowSampler", "split_range"]
 
-Split = Literal["train", "test", "all"]
+Split = Literal["train", "validation", "test", "all"]
+
 #: Valid split names.
-SPLITS: tuple[str, ...] = ("train", "test", "all")
+SPLITS: tuple[str, ...] = ("train", "validation", "test", "all")
+
+#: Default share of the training range held back as the validation split.
+VALIDATION_FRACTION = 0.1
 
 
 @dataclass(frozen=True)
@@ -73,23 +83,38 @@ def _check_fraction(train_fraction: float) -> float:
     return f
 
 
-def split_range(n_jobs: int, split: str = "train", train_fraction: float = 0.7) -> tuple[int, int]:
+def split_range(
+    n_jobs: int,
+    split: str = "train",
+    train_fraction: float = 0.7,
+    validation_fraction: float = VALIDATION_FRACTION,
+) -> tuple[int, int]:
     """Job index range ``[lo, hi)`` of a split.
 
-    The boundary is ``round(train_fraction * n_jobs)``: ``"train"`` is ``[0, boundary)``,
-    ``"test"`` is ``[boundary, n_jobs)`` and ``"all"`` is ``[0, n_jobs)``.
+    The test boundary is ``b = round(train_fraction * n_jobs)`` and the validation
+    boundary ``v = b - round(validation_fraction * b)``: ``"train"`` is ``[0, v)``,
+    ``"validation"`` is ``[v, b)``, ``"test"`` is ``[b, n_jobs)`` and ``"all"`` is
+    ``[0, n_jobs)``.
 
     :param n_jobs: jobs in the (cleaned) trace
-    :param split: ``"train"``, ``"test"`` or ``"all"``
+    :param split: one of :data:`SPLITS`
     :param train_fraction: share of the jobs in the training range, in (0, 1)
+    :param validation_fraction: share of the training range held back for validation,
+        in [0, 1) (0: no validation split; ``train`` is then the whole training range)
     """
     n = int(n_jobs)
     if n < 0:
         raise ValueError(f"n_jobs must be >= 0, got {n_jobs}")
     f = _check_fraction(train_fraction)
+    vf = float(validation_fraction)
+    if not 0.0 <= vf < 1.0:
+        raise ValueError(f"validation_fraction must be in [0, 1), got {validation_fraction}")
     boundary = round(f * n)
+    val = boundary - round(vf * boundary)
     if split == "train":
-        return 0, boundary
+        return 0, val
+    if split == "validation":
+        return val, boundary
     if split == "test":
         return boundary, n
     if split == "all":
@@ -102,8 +127,9 @@ class WindowSampler:
 
     :param jobs: the workload, or its number of jobs
     :param length: window length (jobs)
-    :param split: ``"train"`` (default), ``"test"`` or ``"all"``
+    :param split: ``"train"`` (default), ``"validation"``, ``"test"`` or ``"all"``
     :param train_fraction: share of the jobs in the training range
+    :param validation_fraction: share of the training range held back for validation
     :param seed: ``None``, an int or a :class:`numpy.random.Generator`
     :param trace: trace spec recorded in :meth:`window` (default: the workload's name
         if it is a registered trace, else its source file)
@@ -118,6 +144,7 @@ class WindowSampler:
         train_fraction: float = 0.7,
         seed: int | np.random.Generator | None = None,
         trace: str | None = None,
+        validation_fraction: float = VALIDATION_FRACTION,
     ) -> None:
         if isinstance(jobs, Workload):
             n_jobs = len(jobs)
@@ -129,15 +156,17 @@ class WindowSampler:
         self.length = int(length)
         self.split = split
         self.train_fraction = float(train_fraction)
+        self.validation_fraction = float(validation_fraction)
         self.trace = trace
         if self.length <= 0:
             raise ValueError(f"window length must be positive, got {length}")
-        self.lo, self.hi = split_range(n_jobs, split, train_fraction)
+        self.lo, self.hi = split_range(n_jobs, split, train_fraction, validation_fraction)
         if self.hi - self.lo < self.length:
             raise ValueError(
                 f"the {split!r} split of {trace or 'the trace'} has {self.hi - self.lo} jobs "
                 f"(indices {self.lo}..{self.hi - 1} of {n_jobs}, train_fraction="
-                f"{self.train_fraction}), fewer than the window length {self.length}; "
+                f"{self.train_fraction}, validation_fraction={self.validation_fraction}), "
+                f"fewer than the window length {self.length}; "
                 "use a shorter window, another split or a longer trace"
             )
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
