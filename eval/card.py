@@ -27,11 +27,11 @@ __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python eval/card.py",
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Ship a model; returns the exit code (2 on user errors, one line on stderr).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/card.py", (__doc__ or "").split("\n\n")[0])
     p.add_argument("run", help="train/ppo.py run folder (or a .zip inside one)")
     p.add_argument("--name", default=None, help="agent name (default: the run folder's name)")
     p.add_argument("--model", default="best", help="best (default), final, or a .zip path")
@@ -39,20 +39,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--notes", default="", help="free text appended to the .md card")
     p.add_argument("--print", action="store_true", help="print the card, write nothing")
     args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
 
+
+def _run(args: argparse.Namespace) -> int:
+    """The shipping itself (user errors raise, :func:`main` reports them).
+
+    :param args: the parsed arguments
+    """
     from hpcgym.evaluation import card_from_run, ship_model
 
     meta = {"policy_class": C.policy_class()}
-    try:
-        if args.print:
-            card = card_from_run(args.run, model=args.model, name=args.name, meta=meta)
-            print(json.dumps(card.to_dict(), indent=2))
-            return 0
-        name = args.name or Path(args.run).resolve().name
-        out = C.agents_dir(args.out)
-        paths = ship_model(args.run, name, out, args.model, args.notes, meta=meta)
-    except (FileNotFoundError, ValueError) as exc:
-        p.error(str(exc))
+    if args.print:
+        card = card_from_run(args.run, model=args.model, name=args.name, meta=meta)
+        print(json.dumps(card.to_dict(), indent=2))
+        return 0
+    name = args.name or Path(args.run).resolve().name
+    out = C.agents_dir(args.out)
+    C.check_outputs(out=str(out))
+    paths = ship_model(args.run, name, out, args.model, args.notes, meta=meta)
     for k, v in paths.items():
         print(f"wrote {k}: {v}")
     return 0

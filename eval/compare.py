@@ -2,7 +2,7 @@
 
     python eval/compare.py --trace SDSC-SP2 --agents easy agents/pretrained/X.zip \\
         --schedulers EASY EASY-AR EASY-SJBF SAF EASY++ ELOSS SJF+EASY WFP3+EASY F1+EASY \\
-        --windows 10 --length 1024 --split test --seed 1 --out results/sdsc
+        --windows 30 --length 1024 --split test --seed 1 --out results/sdsc
 
 Every method runs on the same windows (replayable with ``--starts``); AVEbsld and mean
 wait per window and on average go to ``--out`` as ``table.md``, ``summary.csv``,
@@ -18,23 +18,26 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
+from hpcgym.cli.errors import UsageError, check_schedulers, check_trace_name  # noqa: E402
 
 __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``eval/compare.py``."""
     from hpcgym.envs.backfill_env import MODES
     from hpcgym.evaluation import AGENT_HEURISTICS, DEFAULT_SCHEDULERS
     from hpcgym.sim.engine import POLICIES
 
-    p = argparse.ArgumentParser(
-        prog="python eval/compare.py",
-        description=__doc__.split("\n\n")[0],
+    p = C.make_parser(
+        "python eval/compare.py",
+        (__doc__ or "").split("\n\n")[0],
         epilog=(
             "Agents: heuristics "
             + ", ".join(AGENT_HEURISTICS)
@@ -44,11 +47,11 @@ def build_parser() -> argparse.ArgumentParser:
             "any hpcgym scheduler name (EASY, EASY-AR, EASY-SJBF, SAF, EASY++, ELOSS, "
             "CONSERVATIVE, NONE...), POLICY+NAME (SJF+EASY) or key=value specs."
         ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "--trace", default=None, help="registered name, SWF path, or 'synthetic' (default)"
     )
+    C.add_lenient_arg(p)
     p.add_argument(
         "--schedulers",
         nargs="*",
@@ -60,8 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--agents-dir", default=None, help="folder of shipped agents (agents/pretrained)"
     )
     g = p.add_argument_group("env of heuristic agents and of models without a card")
-    g.add_argument("--policy", default="FCFS", type=str.upper, choices=sorted(POLICIES))
-    g.add_argument("--mode", default="guarded", choices=sorted(MODES))
+    g.add_argument(
+        "--policy", default=None, type=str.upper, choices=sorted(POLICIES), help="(FCFS)"
+    )
+    g.add_argument("--mode", default=None, choices=sorted(MODES), help="(guarded)")
     g.add_argument("--max-queue", type=C.positive_int, default=None, help="K (128)")
     g.add_argument(
         "--scales",
@@ -73,44 +78,65 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--agent-seed", type=int, default=0, help="seed of the random agent (0)")
     C.add_window_args(p)
     C.add_run_args(p)
+    C.add_backend_args(p)
     p.add_argument("--out", default=None, help="output folder (default results/compare/<trace>)")
     C.add_reference_arg(p)
-    p.add_argument("--vs", default="EASY", help="method of the 'vs' column (EASY)")
+    p.add_argument(
+        "--vs", default=None, help="method of the 'vs' column (EASY when it is evaluated)"
+    )
     p.add_argument(
         "--skip-unavailable",
         action="store_true",
         help="skip unknown schedulers / failing methods with a warning instead of an error",
     )
     p.add_argument("--json", action="store_true", help="print results.json instead of the table")
+    p.add_argument(
+        "--tb-agent",
+        default=None,
+        metavar="METHOD",
+        help="write this method's TensorBoard scalars as 'agent' (training's label: "
+        "eval/avg_bsld/agent); default: the model whose file lies inside --tb-dir",
+    )
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the comparison; returns the exit code (2 on user errors)."""
-    from hpcgym.evaluation import (
-        DEFAULT_SCHEDULERS,
-        MethodUnavailable,
-        build_methods,
-        evaluate,
-        markdown_table,
-        select_windows,
-        write_outputs,
-        write_tensorboard,
-    )
-    from hpcgym.workload import load
+    """Run the comparison; returns the exit code (2 on user errors, one line on stderr).
 
+    :param argv: the arguments (default: the process's)
+    """
     parser = build_parser()
     args = parser.parse_args(argv)
+    return C.run(parser, lambda: _run(parser, args))
+
+
+def _methods(args: argparse.Namespace) -> list[Any]:
+    """The methods of ``--schedulers`` / ``--agents`` (unknown ones refused or skipped).
+
+    :param args: the parsed arguments
+    :raises UsageError: unknown names, options that would be ignored
+    """
+    from hpcgym.evaluation import DEFAULT_SCHEDULERS, build_methods
+
     schedulers = args.schedulers
     if schedulers is None:
         schedulers = [] if args.agents else list(DEFAULT_SCHEDULERS)
     if not schedulers and not args.agents:
-        parser.error("nothing to compare: give --schedulers and/or --agents")
+        raise UsageError("nothing to compare: give --schedulers and/or --agents")
+    env_flags = {"--policy": args.policy, "--mode": args.mode, "--max-queue": args.max_queue}
+    given = [f"{k} {v}" for k, v in env_flags.items() if v is not None]
+    if given and not args.agents:
+        raise UsageError(
+            f"{', '.join(given)} configure the env of agents, and no --agents are given "
+            "(engine schedulers take their policy from their name, e.g. SJF+EASY)"
+        )
+    if args.reference is not None:
+        check_schedulers([args.reference], "--reference")
     methods, failures = build_methods(
         schedulers,
         args.agents,
-        policy=args.policy,
-        mode=args.mode,
+        policy=args.policy or "FCFS",
+        mode=args.mode or "guarded",
         max_queue=args.max_queue,
         agents_dir=C.agents_dir(args.agents_dir),
         scales=args.scales,
@@ -119,26 +145,79 @@ def main(argv: list[str] | None = None) -> int:
     for kind, spec, exc in failures:
         if not args.skip_unavailable:
             hint = " (or pass --skip-unavailable)" if kind == "scheduler" else ""
-            parser.error(f"--{kind}s {spec}: {exc}{hint}")
+            raise UsageError(f"--{kind}s {spec}: {exc}{hint}")
         print(f"warning: {kind} {spec!r} skipped: {exc}", file=sys.stderr)
     if not methods:
-        parser.error("no method left to evaluate")
-    try:
-        wl = load(args.trace)
-        windows = select_windows(
-            len(wl),
-            args.length,
-            args.windows,
-            args.split,
-            args.seed,
-            args.train_fraction,
-            starts=args.starts,
-            full_trace=args.full_trace,
-            prefix=args.prefix,
-        )
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        parser.error(str(exc))
+        raise UsageError("no method left to evaluate")
+    labels = [m.label for m in methods]
+    if args.tb_agent is not None:
+        if args.tb_dir is None:
+            raise UsageError("--tb-agent names a method of the --tb-dir scalars: give --tb-dir")
+        if args.tb_agent not in labels:
+            raise UsageError(
+                f"--tb-agent {args.tb_agent}: not an evaluated method; methods: "
+                + ", ".join(labels)
+            )
+    if args.vs is not None and args.vs.lower() != "none" and args.vs not in labels:
+        raise UsageError(f"--vs {args.vs}: not an evaluated method; methods: {', '.join(labels)}")
+    return methods
+
+
+def _tb_rename(args: argparse.Namespace, result: Any) -> dict[str, str]:
+    """The method written as ``agent`` in the TensorBoard tags (training's label): the
+    ``--tb-agent`` method, else the one model whose file lies inside ``--tb-dir`` (the run
+    it was trained in), else none.
+
+    :param args: the parsed arguments
+    :param result: the evaluation
+    """
+    from hpcgym.evaluation.tensorboard import AGENT_LABEL
+
+    if args.tb_agent is not None:
+        return {args.tb_agent: AGENT_LABEL}
+    tb = Path(args.tb_dir).resolve()
+    own = [
+        m.label for m in result.methods if m.is_model and Path(m.spec).resolve().is_relative_to(tb)
+    ]
+    return {own[0]: AGENT_LABEL} if len(own) == 1 else {}
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """The comparison itself (user errors raise, :func:`main` reports them).
+
+    :param parser: the parser (``--backend`` errors)
+    :param args: the parsed arguments
+    """
+    from hpcgym.evaluation import (
+        MethodUnavailable,
+        evaluate,
+        markdown_table,
+        select_windows,
+        write_outputs,
+        write_tensorboard,
+    )
+    from hpcgym.workload import load
+
+    C.resolve_windows(args)
+    check_trace_name(args.trace)
+    methods = _methods(args)
+    wl = load(args.trace, lenient=args.lenient)
+    windows = select_windows(
+        len(wl),
+        args.length,
+        args.windows,
+        args.split,
+        args.seed,
+        args.train_fraction,
+        starts=args.starts,
+        full_trace=args.full_trace,
+        prefix=args.prefix,
+    )
+    out = Path(args.out) if args.out else Path("results") / "compare" / wl.name
+    C.check_outputs(out=str(out), tb_dir=args.tb_dir)
+    C.start_backend(args, parser)
     t0 = time.perf_counter()
+    vs = "EASY" if args.vs is None else (None if args.vs.lower() == "none" else args.vs)
     try:
         result = evaluate(
             wl,
@@ -147,19 +226,21 @@ def main(argv: list[str] | None = None) -> int:
             jobs=args.jobs,
             progress=args.progress,
             skip_unavailable=args.skip_unavailable,
-            reference=args.vs,
+            reference=vs,
             agent_loader=C.agent_loader(),
             ratio_reference=args.reference,
+            backend=args.backend,
         )
     except (MethodUnavailable, FileNotFoundError, ValueError) as exc:
-        parser.error(f"{type(exc).__name__}: {exc} (--skip-unavailable skips failing methods)")
+        raise UsageError(
+            f"{type(exc).__name__}: {exc} (--skip-unavailable skips failing methods)"
+        ) from None
     wall = time.perf_counter() - t0
     for lab, why in result.skipped.items():
         print(f"warning: {lab} skipped: {why}", file=sys.stderr)
-    out = Path(args.out) if args.out else Path("results") / "compare" / wl.name
     paths = write_outputs(result, out, plots=args.plots)
     if args.tb_dir:
-        write_tensorboard(result, args.tb_dir, step=args.tb_step)
+        write_tensorboard(result, args.tb_dir, step=args.tb_step, rename=_tb_rename(args, result))
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -23,6 +23,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval import _common as C  # noqa: E402
+from hpcgym.argtypes import nonneg_float, positive_int  # noqa: E402
+from hpcgym.cli.errors import UsageError, check_choice, check_trace_name  # noqa: E402
 from hpcgym.evaluation import (  # noqa: E402
     NOISE_LEVELS,
     NOISE_POLICIES,
@@ -53,29 +56,58 @@ def sweep(
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--trace", default="SDSC-SP2")
-    ap.add_argument("--policies", nargs="+", default=POLICIES)
-    ap.add_argument("--levels", nargs="+", type=float, default=LEVELS)
-    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    """Run the noise sweep; returns the exit code (2 on user errors, one line on stderr).
+
+    :param argv: the arguments (default: the process's)
+    """
+    ap = C.make_parser("python eval/noise_sweep.py", (__doc__ or "").splitlines()[0])
+    ap.add_argument("--trace", default="SDSC-SP2", help="registered name, SWF path or synthetic")
+    C.add_lenient_arg(ap)
+    ap.add_argument("--policies", nargs="+", default=POLICIES, help=" ".join(POLICIES))
+    ap.add_argument(
+        "--levels", nargs="+", type=nonneg_float, default=LEVELS, help="noise levels L >= 0"
+    )
+    ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="seeds (0 1 2)")
     ap.add_argument(
         "--first-jobs",
-        type=int,
+        type=positive_int,
         default=None,
         help="only the first N jobs of the trace",
     )
     ap.add_argument(
         "--jobs",
-        type=int,
+        type=positive_int,
         default=None,
         help=f"worker processes (default: all cores = {default_jobs()}); 1 = no pool",
     )
     ap.add_argument("--no-progress", dest="progress", action="store_false")
-    ap.add_argument("--out", default="docs/figures")
+    ap.add_argument("--out", default="docs/figures", help="output folder (docs/figures)")
     args = ap.parse_args(argv)
+    return C.run(ap, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The sweep itself (user errors raise, :func:`main` reports them).
+
+    :param args: the parsed arguments
+    """
+    from hpcgym.sim.engine import POLICIES as ALL_POLICIES
+    from hpcgym.workload import load
+
+    check_trace_name(args.trace)
+    policies = [
+        check_choice(p, list(ALL_POLICIES), "--policies", "queue policy") for p in args.policies
+    ]
+    C.check_outputs(out=args.out)
+    wl = load(args.trace, lenient=args.lenient)
+    if args.first_jobs is not None and args.first_jobs > len(wl):
+        raise UsageError(
+            f"--first-jobs {args.first_jobs}: the trace {wl.name} has only {len(wl)} jobs "
+            f"after cleaning (valid: 1..{len(wl)})"
+        )
     res = noise_sweep(
-        args.trace,
-        args.policies,
+        wl,
+        policies,
         args.levels,
         args.seeds,
         args.first_jobs,

@@ -21,15 +21,18 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval import _common as C  # noqa: E402
+from hpcgym.cli.errors import writable_file  # noqa: E402
+
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python eval/plots.py",
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Draw a figure; returns the exit code (2 on user errors, one line on stderr).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/plots.py", (__doc__ or "").split("\n\n")[0])
     sub = p.add_subparsers(dest="what", required=True)
     t = sub.add_parser("training", help="training curves of a train/ppo.py run folder")
     t.add_argument("run", help="run folder (TensorBoard events)")
@@ -45,21 +48,29 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("json", help="noise_sweep.json")
     n.add_argument("--out", default=None, help="PNG (default: next to the JSON)")
     args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
 
+
+def _run(args: argparse.Namespace) -> int:
+    """The figure itself (user errors raise, :func:`main` reports them).
+
+    :param args: the parsed arguments
+    """
     from hpcgym.evaluation import plots as P
 
-    try:
-        if args.what == "training":
-            paths = [P.plot_training(args.run, args.out, args.title)]
-        elif args.what == "compare":
-            paths = P.replot_comparison(args.folder, args.out)
-        elif args.what == "table":
-            data = json.loads(Path(args.json).read_text(encoding="utf-8"))
-            paths = [P.plot_paper_table(data, args.out or Path(args.json).with_suffix(".png"))]
-        else:
-            paths = [P.replot_noise_sweep(args.json, args.out)]
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        p.error(str(exc))
+    if args.what == "compare":
+        C.check_outputs(out=args.out)
+    elif args.out is not None:
+        writable_file(args.out, "--out")
+    if args.what == "training":
+        paths = [P.plot_training(args.run, args.out, args.title)]
+    elif args.what == "compare":
+        paths = P.replot_comparison(args.folder, args.out)
+    elif args.what == "table":
+        data = json.loads(Path(args.json).read_text(encoding="utf-8"))
+        paths = [P.plot_paper_table(data, args.out or Path(args.json).with_suffix(".png"))]
+    else:
+        paths = [P.replot_noise_sweep(args.json, args.out)]
     for path in paths:
         print(f"wrote {path}")
     return 0

@@ -21,15 +21,18 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eval import _common as C  # noqa: E402
+from hpcgym.cli.errors import writable_file  # noqa: E402
+
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python eval/results.py",
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    """Write the Markdown; returns the exit code (2 on user errors, one line on stderr).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/results.py", (__doc__ or "").split("\n\n")[0])
     p.add_argument("--table4", default=None, help="table4.json of eval/table4.py")
     p.add_argument("--table5", default=None, help="table5.json of eval/table5.py")
     p.add_argument("--compare", nargs="*", default=[], help="results.json of eval/compare.py")
@@ -48,30 +51,37 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--title", default="Results")
     p.add_argument("--out", default=None, help="Markdown file (default: print)")
     args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
 
+
+def _run(args: argparse.Namespace) -> int:
+    """The Markdown itself (user errors raise, :func:`main` reports them).
+
+    :param args: the parsed arguments
+    """
     from hpcgym.evaluation import results_markdown
     from hpcgym.evaluation.plots import plot_training
 
+    writable_file(args.out, "--out")
+    if args.training or args.copy_figures:
+        C.check_outputs(figures=args.figures)
     base = Path(args.out).parent if args.out else Path(".")
     figs = Path(args.figures)
     figures: dict[str, str] = {}
-    try:
-        for run in args.training:
-            name = Path(run).resolve().name
-            png = plot_training(run, figs / f"training_{name}.png", title=f"Training: {name}")
-            figures[f"Training curves: {name}"] = str(png)
-        text = results_markdown(
-            table4_json=args.table4,
-            table5_json=args.table5,
-            compare_json=args.compare,
-            noise_json=args.noise,
-            figures=figures,
-            title=args.title,
-            base=base,
-            copy_figures=figs if args.copy_figures else None,
-        )
-    except (FileNotFoundError, ValueError, KeyError) as exc:
-        p.error(str(exc))
+    for run in args.training:
+        name = Path(run).resolve().name
+        png = plot_training(run, figs / f"training_{name}.png", title=f"Training: {name}")
+        figures[f"Training curves: {name}"] = str(png)
+    text = results_markdown(
+        table4_json=args.table4,
+        table5_json=args.table5,
+        compare_json=args.compare,
+        noise_json=args.noise,
+        figures=figures,
+        title=args.title,
+        base=base,
+        copy_figures=figs if args.copy_figures else None,
+    )
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote {args.out}")

@@ -4,10 +4,10 @@
 
 One section per base policy (FCFS, SJF); rows: the evaluated traces Y; columns: EASY and
 EASY-AR with that base policy, then RL-X for every shipped agent trained on trace X with
-that policy (model cards), each applied to Y on Y's windows (10 x 1024 jobs of the test
-split, seed 1, by default). The paper's numbers are printed beside ours. Writes
-table5.md / .csv / .json / .png and one folder per (trace, policy) with the full
-comparison. See docs/evaluation.md.
+that policy (model cards), each applied to Y on Y's windows (30 x 1024 jobs of the test
+split, seed 1, by default; --windows 10 is the paper's protocol). The paper's numbers are
+printed beside ours. Writes table5.md / .csv / .json / .png and one folder per (trace,
+policy) with the full comparison. See docs/evaluation.md.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ workload (no real trace needed), on windows of 128-256 jobs."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -146,6 +147,7 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
         "trace", "method", "kind", "windows", "mean_avg_bsld", "median_avg_bsld",
         "std_avg_bsld", "min_avg_bsld", "max_avg_bsld", "mean_avg_wait", "mean_utilization",
         "vs_reference_pct", "paper_table4", "geo_ratio", "ci_low", "ci_high", "wins",
+        "verdict",
     ]  # fmt: skip
     assert [r["method"] for r in rows] == labels
     easy = rows[0]
@@ -183,18 +185,29 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
 
 
 def test_tensorboard_scalars(wl, windows, tmp_path):
+    """eval/compare.py's scalars use training's tag scheme (eval/avg_bsld/<method>) and
+    carry the paired ratio with its interval; several traces get a trace level."""
     pytest.importorskip("tensorboard")
     from hpcgym.evaluation.plots import read_scalars
 
-    res = _evaluate(wl, _methods()[:2], windows, jobs=1, progress=False)
-    E.write_tensorboard(res, tmp_path, step=42)
-    sc = read_scalars(tmp_path)
-    steps, vals = sc["evaluation/lublin-default/avg_bsld/EASY-SJBF"]
+    res = _evaluate(
+        wl, _methods()[:2], windows, jobs=1, progress=False, ratio_reference="EASY-SJBF"
+    )
+    E.write_tensorboard(res, tmp_path / "one", step=42, rename={"EASY": "agent"})
+    sc = read_scalars(tmp_path / "one")
+    steps, vals = sc["eval/avg_bsld/EASY-SJBF"]
     assert steps.tolist() == [42]
     assert vals[0] == pytest.approx(res.mean("EASY-SJBF"), rel=1e-6)
-    steps, vals = sc["evaluation_windows/lublin-default/avg_bsld/EASY"]
+    assert sc["eval/avg_bsld/agent"][1][0] == pytest.approx(res.mean("EASY"), rel=1e-6)
+    assert E.tag("avg_bsld", "agent") == "eval/avg_bsld/agent"  # what training writes
+    summ = {s["method"]: s for s in res.summary()}
+    for metric in ("geo_ratio", "ci_low", "ci_high", "wins"):
+        assert sc[f"eval/{metric}/agent"][1][0] == pytest.approx(summ["EASY"][metric], rel=1e-6)
+    steps, vals = sc["eval_windows/avg_bsld/agent"]
     assert steps.tolist() == [0, 1, 2]
     np.testing.assert_allclose(vals, res.per_window()["EASY"], rtol=1e-6)
+    E.write_tensorboard([res, res], tmp_path / "two", step=1, prefix="table4")
+    assert "table4/lublin-default/avg_bsld/EASY" in read_scalars(tmp_path / "two")
 
 
 def test_plot_training_from_events(tmp_path):
@@ -450,7 +463,7 @@ def test_compare_cli(tmp_path, capsys):
     rc = main(
         ["--schedulers", "EASY", "SAF", "--agents", "easy", "mine=sjbf", "--windows", "2",
          "--length", "128", "--seed", "3", "--jobs", "1", "--no-progress", "--out", str(out),
-         "--tb-dir", str(tmp_path / "tb")]
+         "--tb-dir", str(tmp_path / "tb"), "--tb-agent", "mine"]
     )  # fmt: skip
     assert rc == 0
     text = capsys.readouterr().out
@@ -460,10 +473,14 @@ def test_compare_cli(tmp_path, capsys):
     assert [m["label"] for m in doc["methods"]] == ["EASY", "SAF", "EasyAgent", "mine"]
     _png(out / "bsld_boxplot.png")
     assert list((tmp_path / "tb").glob("events.out.tfevents*"))
-    with pytest.raises(SystemExit) as exc:
-        main(["--schedulers", "EASY", "NOPE", "--windows", "1", "--length", "64"])
-    assert exc.value.code == 2
-    assert "unknown scheduler 'NOPE'" in capsys.readouterr().err
+    if importlib.util.find_spec("tensorboard"):  # training's tags: the shared charts
+        from hpcgym.evaluation.plots import read_scalars
+
+        tags = set(read_scalars(tmp_path / "tb"))
+        assert {"eval/avg_bsld/agent", "eval/geo_ratio/agent", "eval/ci_low/agent"} <= tags
+        assert {"eval/avg_bsld/EASY", "eval/ci_high/EasyAgent"} <= tags
+    assert main(["--schedulers", "EASY", "NOPE", "--windows", "1", "--length", "64"]) == 2
+    assert "unknown scheduler 'NOPE'" in capsys.readouterr().err  # tests/test_cli_errors.py
     rc = main(
         ["--schedulers", "EASY", "NOPE", "--windows", "1", "--length", "64", "--jobs", "1",
          "--no-progress", "--no-plots", "--skip-unavailable", "--out", str(tmp_path / "c2")]
@@ -541,15 +558,52 @@ def test_table_and_plot_clis(tiny_model, tmp_path):
     sec = doc["sections"][0]
     assert sec["reference"] == "EASY-SJBF"
     cell = sec["ratios"]["synthetic"]["FCFS+EASY"]
-    assert set(cell) == {"geo_ratio", "ci_low", "ci_high", "wins", "windows"}
+    assert set(cell) == {"geo_ratio", "ci_low", "ci_high", "wins", "windows", "verdict"}
+    assert cell["verdict"] == "on par"  # one window: no interval, no claim
     assert cell["ci_low"] <= cell["geo_ratio"] <= cell["ci_high"] and cell["windows"] == 1
     md = (tmp_path / "t4" / "table4.md").read_text()
     assert "Paired geometric-mean ratio of AVEbsld vs EASY-SJBF" in md
     head = (tmp_path / "t4" / "table4.csv").read_text().splitlines()[0]
-    assert head.endswith(",method,geo_ratio,ci_low,ci_high,wins")
+    assert head.endswith(",method,geo_ratio,ci_low,ci_high,wins,verdict")
     assert plots_main(["table", str(tmp_path / "t4" / "table4.json"),
                        "--out", str(tmp_path / "b.png")]) == 0  # fmt: skip
     _png(tmp_path / "b.png")
     assert plots_main(["compare", str(tmp_path / "t4" / "lublin-default"),
                        "--out", str(tmp_path / "re")]) == 0  # fmt: skip
     _png(tmp_path / "re" / "bsld_cdf.png")
+
+
+def test_plot_colours_and_groups(tmp_path):
+    from hpcgym.evaluation import plots as P
+
+    for n in (3, 12, 31):
+        cols = P.distinct_colors(n)
+        assert len({tuple(np.round(c, 6)) for c in cols}) == n  # no colour used twice
+    per = {"EASY": [3.0, 4.0], "model": [2.0, 2.5], "SJBFAgent": [3.0, 3.5]}
+    groups = {"model": P.AGENT_GROUP}
+    assert list(P.method_colors(list(per), groups))[0] == "model"  # agents first
+    _png(P.plot_window_boxplot(per, tmp_path / "b.png", groups=groups))
+    jobs = {k: np.asarray(v) for k, v in per.items()}
+    _png(P.plot_slowdown_cdf(jobs, tmp_path / "c.png", groups=groups))
+
+
+def test_compare_tb_dir_of_the_run_continues_its_charts(tiny_model, tmp_path):
+    """A model evaluated into the folder it was trained in is written as ``agent`` (the
+    label training uses), at its card's training steps: the same charts."""
+    pytest.importorskip("tensorboard")
+    from eval.compare import main
+    from hpcgym.evaluation.plots import read_scalars
+
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "tiny.zip").write_bytes(tiny_model.read_bytes())
+    _card(run / "tiny.zip")
+    rc = main(
+        ["--schedulers", "EASY-SJBF", "--agents", str(run / "tiny.zip"), "--windows", "2",
+         "--length", "128", "--jobs", "1", "--no-progress", "--no-plots",
+         "--out", str(tmp_path / "out"), "--tb-dir", str(run)]
+    )  # fmt: skip
+    assert rc == 0
+    sc = read_scalars(run)
+    assert sc["eval/avg_bsld/agent"][0].tolist() == [128]  # the card's steps
+    assert "eval/avg_bsld/EASY-SJBF" in sc and "eval/ci_high/agent" in sc

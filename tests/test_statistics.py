@@ -145,3 +145,48 @@ def test_summary_and_table_carry_the_statistics(tmp_path):
     assert res2.ratio_values == ref and res2.summary()[0]["geo_ratio"] == 1.0
     with pytest.raises(E.MethodUnavailable, match="NOPE"):
         E.evaluate(wl, methods[:1], ws, jobs=1, progress=False, ratio_reference="NOPE")
+
+
+# ------------------------------------------------------------------- the verdict words
+def test_verdict_is_the_one_source_of_words():
+    from hpcgym.evaluation.statistics import PairedComparison, verdict
+
+    assert verdict(None) is None and verdict({"geo_ratio": None}) is None
+    cell = {"geo_ratio": 0.8, "ci_low": 0.7, "ci_high": 0.95, "wins": 25, "windows": 30}
+    assert verdict(cell) == "better" == PairedComparison.from_dict(cell).verdict
+    assert verdict({**cell, "ci_high": 1.02}) == "on par"
+    assert verdict({**cell, "geo_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3}) == "worse"
+    assert verdict({**cell, "windows": 1}) == "on par"  # a point is not an interval
+
+
+def _claims(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if "better" in ln.lower() or "beats" in ln.lower()]
+
+
+def test_generated_markdown_says_better_only_below_one(tmp_path):
+    """table.md, results.md and model cards: 'better' / 'beats' appear only in rows whose
+    whole interval lies below 1 (issue 13: the words of a claim)."""
+    from hpcgym.evaluation.cards import card_markdown
+    from hpcgym.evaluation.paper.markdown import results_markdown
+
+    wl = load(None)
+    ws = E.select_windows(len(wl), 256, 10, "test", seed=2)
+    methods = [E.scheduler_method(s) for s in ("EASY", "SAF", "EASY-SJBF", "SJF+EASY")]
+    res = E.evaluate(wl, methods, ws, jobs=1, progress=False, ratio_reference="EASY-SJBF")
+    paths = E.write_outputs(res, tmp_path, plots=False)
+    summ = {s["method"]: s for s in res.summary()}
+    assert {s["verdict"] for s in summ.values()} >= {"better", "on par"}
+    for text in (
+        paths["table.md"].read_text(),
+        results_markdown(compare_json=[paths["results.json"]]),
+    ):
+        for line in _claims(text):
+            method = line.split("|")[1].strip()
+            assert summ[method]["ci_high"] < 1.0, line
+    card = {"name": "x", "trace": "synthetic", "policy": "FCFS", "mode": "guarded"}
+    on_par = {"reference": "EASY-SJBF", "geo_ratio": 0.96, "ci_low": 0.91, "ci_high": 1.02,
+              "wins": 12, "windows": 30}  # fmt: skip
+    md = card_markdown({**card, "eval": {"avg_bsld": 50.0, "paired": on_par}})
+    assert "**on par**" in md and not _claims(md)
+    md = card_markdown({**card, "eval": {"avg_bsld": 50.0, "paired": {**on_par, "ci_high": 0.99}}})
+    assert "**better**" in md

@@ -7,19 +7,20 @@ Every ``hpcgym`` command lives here, one module each, adding itself through an
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
+
+from hpcgym.cli.errors import Parser, run_command
 
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """The ``hpcgym`` parser with every sub-command."""
     from hpcgym import __version__
     from hpcgym.cli import compare, simulate, traces
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="hpcgym",
         description="HPC batch scheduling simulator, trace registry and RL backfilling env.",
     )
@@ -35,24 +36,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``hpcgym`` with ``argv`` (default: the process's arguments).
 
     :param argv: the arguments after the program name
-    :return: the exit code (2 on user errors, with one line on stderr)
+    :return: the exit code (2 on user errors, with one line on stderr: see
+        :mod:`hpcgym.cli.errors`)
     """
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    try:
-        return int(args.func(args) or 0)
-    except BrokenPipeError:  # output piped into e.g. `head`: not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except (FileNotFoundError, ValueError, KeyError) as exc:  # user errors: one clear line
-        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"hpcgym {args.command}: error: {msg}", file=sys.stderr)
-        return 2
+    return run_command(f"hpcgym {args.command}", lambda: args.func(args))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,7 +7,10 @@ import json
 import sys
 from typing import Any
 
+from hpcgym.argtypes import positive_int
+from hpcgym.cli.errors import UsageError, check_choice, refuse_window_conflicts, writable_dir
 from hpcgym.cli.simulate import add_trace_args, load_trace
+from hpcgym.workload.sequences import SPLITS
 
 __all__ = ["add_parser", "compare_windows", "run_compare"]
 
@@ -30,14 +33,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         default=[],
         help="agents: heuristic names (easy sjbf stop random first), model .zip files or cards",
     )
-    c.add_argument("--windows", type=int, default=10, help="number of windows")
-    c.add_argument("--length", type=int, default=1024, help="jobs per window")
-    c.add_argument("--split", default="test", help="train|test|all (time split)")
-    c.add_argument("--seed", type=int, default=1, help="seed of the window sampler")
-    c.add_argument("--starts", type=int, nargs="*", help="explicit window start indices")
-    c.add_argument("--full-trace", action="store_true", help="one window: the whole trace")
+    c.add_argument("--windows", type=positive_int, default=None, help="number of windows (10)")
+    c.add_argument("--length", type=positive_int, default=None, help="jobs per window (1024)")
+    c.add_argument("--split", default=None, help=f"{'|'.join(SPLITS)} (time split; test)")
+    c.add_argument("--seed", type=int, default=None, help="seed of the window sampler (1)")
+    c.add_argument("--starts", type=int, nargs="+", help="explicit window start indices")
     c.add_argument(
-        "--jobs", type=int, default=1, help="worker processes (default 1; see eval/compare.py)"
+        "--full-trace",
+        action="store_true",
+        help="one window: the whole trace (with --split: the whole split range)",
+    )
+    c.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        help="worker processes (default 1; see eval/compare.py)",
     )
     c.add_argument(
         "--out",
@@ -94,7 +104,7 @@ def _evaluate(
     methods, failures = build_methods(schedulers, agents)
     for kind, spec, exc in failures:
         if not skip:
-            raise ValueError(str(exc)) from None
+            raise UsageError(f"--{kind}s {spec}: {exc}") from None
         print(f"warning: {kind} {spec!r} skipped: {exc}", file=sys.stderr)
     loader = None
     if any(m.kind == "agent" for m in methods):
@@ -131,17 +141,45 @@ def _rows(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+def _windows(args: argparse.Namespace, n_jobs: int) -> Any:
+    """The windows of ``--windows --length --split --seed`` / ``--starts`` /
+    ``--full-trace``; options that the chosen way ignores are refused.
+
+    :param args: the parsed arguments
+    :param n_jobs: jobs of the trace
+    :raises UsageError: conflicting options, an unknown split
+    """
+    from hpcgym.evaluation import select_windows
+
+    refuse_window_conflicts(
+        starts=bool(args.starts),
+        full_trace=args.full_trace,
+        windows=args.windows is not None,
+        seed=args.seed is not None,
+        split=args.split is not None,
+        length=args.length is not None,
+    )
+    if args.full_trace:  # the whole trace, or the whole --split range
+        split = check_choice(args.split, SPLITS, "--split", "split") if args.split else "all"
+        return select_windows(n_jobs, full_trace=True, split=split)
+    split = check_choice(args.split, SPLITS, "--split", "split") if args.split else "test"
+    return select_windows(
+        n_jobs,
+        args.length or 1024,
+        args.windows or 10,
+        split,
+        1 if args.seed is None else args.seed,
+        starts=args.starts,
+    )
+
+
 def run_compare(args: argparse.Namespace) -> int:
     """Run ``hpcgym compare``; prints the table (or JSON) and returns the exit code."""
-    from hpcgym.evaluation import select_windows, write_outputs
+    from hpcgym.evaluation import write_outputs
 
+    writable_dir(args.out, "--out")
     wl = load_trace(args)
-    if args.full_trace:
-        ws = select_windows(len(wl), full_trace=True, split="all")
-    else:
-        ws = select_windows(
-            len(wl), args.length, args.windows, args.split, args.seed, starts=args.starts
-        )
+    ws = _windows(args, len(wl))
     starts, length = list(ws.starts), ws.length
     result = _evaluate(
         wl, args.schedulers, args.agents, starts, length, args.jobs, args.skip_unavailable

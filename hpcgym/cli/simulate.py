@@ -6,12 +6,43 @@ import argparse
 import json
 from typing import Any
 
+from hpcgym.argtypes import positive_int
+from hpcgym.cli.errors import TRACE_LENIENT_HELP, UsageError
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 
-__all__ = ["add_parser", "add_trace_args", "load_trace", "run_simulate"]
+__all__ = [
+    "add_parser",
+    "add_trace_args",
+    "check_window",
+    "cleaning_report",
+    "load_trace",
+    "run_simulate",
+]
 
 BACKFILL_CHOICES = [b for b in BACKFILLS if b != "external"]
+
+#: The scheduler parts and their defaults (``--scheduler`` sets them all: giving one of
+#: them with it is refused).
+PART_DEFAULTS: dict[str, str] = {
+    "policy": "FCFS",
+    "backfill": "easy",
+    "estimator": "request",
+    "correction": "incremental",
+}
+
+
+def _starvation(text: str) -> str:
+    """``--starvation``: seconds > 0 or ``auto``."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected seconds > 0 or 'auto', got {text!r}")
+    return text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -26,24 +57,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         ),
     )
     add_trace_args(p)
-    p.add_argument("--scheduler", help="named scheduler, POLICY+NAME, or key=value spec")
-    p.add_argument("--policy", default="FCFS", help=f"queue policy: {', '.join(POLICIES)}")
-    p.add_argument("--backfill", default="easy", help=f"{'|'.join(BACKFILL_CHOICES)}")
+    p.add_argument(
+        "--scheduler",
+        help="named scheduler, POLICY+NAME, or key=value spec (not with the parts below)",
+    )
+    p.add_argument("--policy", default=None, help=f"queue policy (FCFS): {', '.join(POLICIES)}")
+    p.add_argument("--backfill", default=None, help=f"{'|'.join(BACKFILL_CHOICES)} (easy)")
     p.add_argument(
         "--estimator",
-        default="request",
+        default=None,
         help="runtime estimator: request|actual|<predictor name> (default request)",
     )
     p.add_argument("--estimate", dest="estimator", help=argparse.SUPPRESS)  # old name
     p.add_argument(
-        "--correction", default="incremental", help=f"{'|'.join(CORRECTIONS)} (for predictors)"
+        "--correction",
+        default=None,
+        help=f"{'|'.join(CORRECTIONS)} (for predictors; default incremental)",
     )
     p.add_argument(
         "--starvation",
         default=None,
+        type=_starvation,
         help="starvation threshold in seconds, or 'auto' (3 x largest request); default off",
     )
-    p.add_argument("--start", type=int, default=0, help="index of the first job (cleaned order)")
+    p.add_argument("--start", type=int, default=0, help="index of the first job (cleaned order; 0)")
     p.add_argument(
         "--length", type=int, default=None, help="jobs in the window (default: to the end)"
     )
@@ -56,30 +93,98 @@ def add_trace_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--trace", default=None, help="registered name, SWF path, or 'synthetic' (default)"
     )
-    p.add_argument("--machine-size", type=int, default=None, help="override the machine size")
+    p.add_argument(
+        "--machine-size", type=positive_int, default=None, help="override the machine size"
+    )
+    p.add_argument("--lenient", action="store_true", help=TRACE_LENIENT_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def load_trace(args: argparse.Namespace) -> Any:
-    """The workload of ``--trace`` / ``--machine-size``."""
+    """The workload of ``--trace`` / ``--machine-size`` / ``--lenient``."""
     from hpcgym.workload import load
 
-    return load(args.trace, machine_size=args.machine_size)
+    return load(args.trace, machine_size=args.machine_size, lenient=args.lenient)
 
 
 def _spec_from_args(args: argparse.Namespace) -> SchedulerSpec:
+    given = [k for k in (*PART_DEFAULTS, "starvation") if getattr(args, k) is not None]
     if args.scheduler:
+        if given:
+            flags = ", ".join(f"--{k} {getattr(args, k)}" for k in given)
+            raise UsageError(
+                f"--scheduler {args.scheduler} already sets the policy, backfill, estimator, "
+                f"correction and starvation; it cannot be combined with {flags} (give "
+                "either --scheduler or the parts, or a key=value spec to --scheduler)"
+            )
         return get_scheduler(args.scheduler)
-    parts = [
-        f"policy={args.policy}",
-        f"backfill={args.backfill}",
-        f"estimate={args.estimator}",
-        f"correction={args.correction}",
-    ]
-    if args.starvation is not None:
-        parts.append(f"starvation={args.starvation}")
-    spec = get_scheduler(",".join(parts))
-    return spec
+    parts = {k: getattr(args, k) or d for k, d in PART_DEFAULTS.items()}
+    text = ",".join(
+        [
+            f"policy={parts['policy']}",
+            f"backfill={parts['backfill']}",
+            f"estimate={parts['estimator']}",
+            f"correction={parts['correction']}",
+        ]
+        + ([f"starvation={args.starvation}"] if args.starvation is not None else [])
+    )
+    return get_scheduler(text)
+
+
+def check_window(n_jobs: int, start: int, length: int | None, trace: str) -> int:
+    """Check ``--start`` / ``--length`` against a trace of ``n_jobs`` jobs.
+
+    :param n_jobs: jobs of the (cleaned) trace
+    :param start: index of the first job
+    :param length: jobs in the window (``None``: to the end of the trace)
+    :param trace: the trace's name, for the message
+    :return: the length (resolved when ``None``)
+    :raises UsageError: stating the valid bounds
+    """
+    if not 0 <= start < n_jobs:
+        raise UsageError(
+            f"--start {start} is outside the trace {trace} ({n_jobs} jobs after cleaning): "
+            f"valid starts are 0..{n_jobs - 1}"
+        )
+    room = n_jobs - start
+    if length is None:
+        return room
+    if not 1 <= length <= room:
+        raise UsageError(
+            f"--length {length} does not fit: the trace {trace} has {n_jobs} jobs after "
+            f"cleaning, so from --start {start} the window length must be 1..{room}"
+        )
+    return length
+
+
+def cleaning_report(workload: Any) -> dict[str, Any]:
+    """What the SWF cleaning did: records read, jobs kept, dropped and patched per rule,
+    malformed lines skipped (``--lenient``).
+
+    :param workload: the loaded trace
+    """
+    rep = workload.report
+    dropped = {k: int(v) for k, v in dict(rep.dropped).items()}
+    return {
+        "records": int(rep.records),
+        "kept": len(workload),
+        "dropped": dropped,
+        "dropped_total": int(sum(dropped.values())),
+        "patched": {k: int(v) for k, v in dict(rep.patched).items()},
+        "skipped_malformed": int(rep.skipped_malformed),
+    }
+
+
+def _cleaning_line(c: dict[str, Any]) -> str:
+    rules = ", ".join(f"{k}: {v}" for k, v in c["dropped"].items() if v) or "no rule applied"
+    line = f"cleaning: kept {c['kept']} of {c['records']} records; dropped {c['dropped_total']}"
+    line += f" ({rules})"
+    patched = ", ".join(f"{k}: {v}" for k, v in c["patched"].items() if v)
+    if patched:
+        line += f"; patched ({patched})"
+    if c["skipped_malformed"]:
+        line += f"; skipped {c['skipped_malformed']} malformed lines (--lenient)"
+    return line
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -88,8 +193,9 @@ def run_simulate(args: argparse.Namespace) -> int:
 
     spec = _spec_from_args(args)
     wl = load_trace(args)
+    length = check_window(len(wl), args.start, args.length, wl.name)
     warmup()
-    window = wl.window(args.start, args.length)
+    window = wl.window(args.start, length)
     res = spec.simulate(window)
     out: dict[str, Any] = {
         "trace": wl.name,
@@ -99,10 +205,13 @@ def run_simulate(args: argparse.Namespace) -> int:
         **res.counters,
     }
     out["scheduler"] = spec.name
+    cleaning = cleaning_report(wl)
+    out["cleaning"] = cleaning
     if args.json:
         print(json.dumps(out, indent=2, default=float))
     else:
         print(f"{spec.name} on {wl.name} jobs {args.start}..{args.start + len(window) - 1}")
+        print(f"  {_cleaning_line(cleaning)}")
         for k in (
             "avg_bsld",
             "avg_pp_bsld",

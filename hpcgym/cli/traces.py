@@ -205,11 +205,7 @@ def _fmt(x: float) -> str:
 
 def cmd_info(args: argparse.Namespace) -> int:
     """``hpcgym traces info``."""
-    spec = args.trace
-    if spec.strip().lower() == "synthetic":
-        w = load(spec, machine_size=args.machine_size)
-    else:
-        w = load(spec, machine_size=args.machine_size, lenient=args.lenient)
+    w = load(args.trace, machine_size=args.machine_size, lenient=args.lenient)
     info = workload_info(w)
     if args.json:
         print(json.dumps(_json_safe(info), indent=2))
@@ -256,8 +252,10 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     """``hpcgym traces generate``."""
+    from hpcgym.cli.errors import writable_file
     from hpcgym.workload import lublin
 
+    writable_file(args.output, "--output")
     w = lublin.generate(
         n_jobs=args.jobs,
         machine_size=args.machine_size,

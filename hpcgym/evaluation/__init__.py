@@ -105,6 +105,7 @@ from hpcgym.evaluation.statistics import (
     bootstrap_interval,
     geo_ratio,
     paired_comparison,
+    verdict,
     wins,
 )
 from hpcgym.evaluation.tensorboard import sanitize, tag, write_tensorboard
@@ -159,6 +160,7 @@ __all__ = [
     "noise_markdown",
     "noise_sweep",
     "paired_comparison",
+    "verdict",
     "parallel_map",
     "play_window",
     "play_windows",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.evaluation.loaders import default_agents_dir
+from hpcgym.evaluation.statistics import verdict
 
 __all__ = [
     "CARD_ENV_KEYS",
@@ -250,6 +251,10 @@ def card_from_run(
     if summary:
         data.setdefault("eval", {})
         ev = summary.get("eval", {})
+        paired = (ev.get("best") or {}).get("paired") if zpath.name == "best_model.zip" else None
+        paired = paired or (ev.get("final") or {}).get("paired") or ev.get("paired")
+        if paired:  # the paired statistics of training's evaluation, when it recorded them
+            data["eval"]["paired"] = dict(paired)
         data["eval"].update(
             {
                 "split": ev.get("split"),
@@ -383,6 +388,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
             )
             + ".",
         ]
+    lines += _paired_lines(ev.get("paired"))
     lines += [
         "",
         "Evaluate: `python eval/compare.py --trace "
@@ -391,6 +397,24 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     if notes:
         lines += ["", notes]
     return "\n".join(lines) + "\n"
+
+
+def _paired_lines(paired: dict[str, Any] | None) -> list[str]:
+    """The card's sentence on the paired statistics of its training-time evaluation
+    (``reference, geo_ratio, ci_low, ci_high, wins, windows``); the verdict word comes from
+    :func:`hpcgym.evaluation.statistics.verdict` only."""
+    word = verdict(paired)
+    if not paired or word is None:
+        return []
+    ref = paired.get("reference", "the reference")
+    return [
+        "",
+        f"Against {ref} on the same windows: paired geometric-mean ratio of AVEbsld "
+        f"{float(paired['geo_ratio']):.3f}, 95% bootstrap interval "
+        f"[{float(paired['ci_low']):.3f}, {float(paired['ci_high']):.3f}], "
+        f"{paired.get('wins', '?')}/{paired.get('windows', '?')} windows won: **{word}** "
+        "(the verdict of the interval alone).",
+    ]
 
 
 def find_model_cards(agents_dir: str | os.PathLike[str] | None = None) -> list[ModelCard]:

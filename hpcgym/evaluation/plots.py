@@ -18,7 +18,11 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "AGENT_GROUP",
+    "HEURISTIC_GROUP",
     "TRAINING_PANELS",
+    "distinct_colors",
+    "method_colors",
     "plot_noise_sweep",
     "plot_paper_table",
     "plot_slowdown_cdf",
@@ -57,28 +61,106 @@ def _log_scale_wanted(values: Sequence[float]) -> bool:
     return len(v) > 1 and float(v.max() / v.min()) > 20.0
 
 
+#: Groups of methods in the figures: learned agents (models) and heuristics (engine
+#: schedulers and heuristic agents such as EasyAgent).
+AGENT_GROUP, HEURISTIC_GROUP = "learned agents", "heuristics"
+_GROUP_FACE = {AGENT_GROUP: "#fdd0a2", HEURISTIC_GROUP: "#c6dbef"}
+_GROUP_EDGE = {AGENT_GROUP: "#d94801", HEURISTIC_GROUP: "#2171b5"}
+
+
+def distinct_colors(n: int) -> list[Any]:
+    """``n`` colours, no two the same: tab10 up to 10, tab20 up to 20, else evenly spaced
+    on the ``turbo`` colour map.
+
+    :param n: how many
+    """
+    plt = _plt()
+    if n <= 10:
+        return [plt.get_cmap("tab10")(i) for i in range(n)]
+    if n <= 20:
+        cmap = plt.get_cmap("tab20")
+        return [cmap(i) for i in (*range(0, 20, 2), *range(1, 20, 2))][:n]
+    cmap = plt.get_cmap("turbo")
+    return [cmap(x) for x in np.linspace(0.05, 0.95, n)]
+
+
+def _ordered(labels: Sequence[str], groups: Mapping[str, str] | None) -> list[str]:
+    """Learned agents first, then heuristics, each in the given order."""
+    g = groups or {}
+    agents = [lab for lab in labels if g.get(lab) == AGENT_GROUP]
+    return agents + [lab for lab in labels if lab not in agents]
+
+
+def method_colors(labels: Sequence[str], groups: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """One distinct colour per method, the same in every figure of a comparison (learned
+    agents get the first colours).
+
+    :param labels: the methods
+    :param groups: label -> :data:`AGENT_GROUP` / :data:`HEURISTIC_GROUP`
+    """
+    order = _ordered(labels, groups)
+    return dict(zip(order, distinct_colors(len(order)), strict=True))
+
+
 def plot_window_boxplot(
     per_window: Mapping[str, Sequence[float]],
     path: str | os.PathLike[str],
     title: str = "",
     metric: str = "AVEbsld",
+    groups: Mapping[str, str] | None = None,
 ) -> Path:
-    """Box plot of ``metric`` over the windows, one box per method (points overlaid, the
-    mean as a diamond). Log scale when the values span more than a factor 20."""
+    """Box plot of ``metric`` over the windows, one box per method (points overlaid in the
+    method's colour, the mean as a diamond). Learned agents come first, in orange boxes,
+    then a dashed divider and the heuristics (schedulers, heuristic agents) in blue
+    boxes, each group named above its boxes. Log scale when the values span more than a
+    factor 20.
+
+    :param per_window: method -> value per window
+    :param path: the PNG
+    :param title: the figure's title
+    :param metric: the name of the values (y label)
+    :param groups: method -> :data:`AGENT_GROUP` / :data:`HEURISTIC_GROUP` (default: all
+        heuristics)
+    """
     plt = _plt()
-    labels = list(per_window)
+    g = {lab: (groups or {}).get(lab, HEURISTIC_GROUP) for lab in per_window}
+    labels = _ordered(list(per_window), g)
+    colors = method_colors(labels, g)
     data = [np.asarray(per_window[k], dtype=np.float64) for k in labels]
-    fig, ax = plt.subplots(figsize=(max(5.0, 0.75 * len(labels) + 2.0), 4.2))
-    ax.boxplot(data, showfliers=False, widths=0.6)
+    fig, ax = plt.subplots(figsize=(max(5.0, 0.75 * len(labels) + 2.0), 4.6))
+    box = ax.boxplot(data, showfliers=False, widths=0.6, patch_artist=True)
+    for patch, med, lab in zip(box["boxes"], box["medians"], labels, strict=True):
+        patch.set_facecolor(_GROUP_FACE[g[lab]])
+        patch.set_edgecolor(_GROUP_EDGE[g[lab]])
+        med.set_color(_GROUP_EDGE[g[lab]])
     ax.set_xticks(range(1, len(labels) + 1), labels)
-    for i, d in enumerate(data, start=1):
+    for i, (d, lab) in enumerate(zip(data, labels, strict=True), start=1):
         x = np.full(len(d), float(i)) + np.linspace(-0.12, 0.12, len(d)) if len(d) > 1 else [i]
-        ax.plot(x, d, "o", ms=3, alpha=0.6, color="tab:blue")
-        ax.plot([i], [d.mean()], "D", ms=6, color="tab:red", label="mean" if i == 1 else None)
+        ax.plot(x, d, "o", ms=3, alpha=0.75, color=colors[lab])
+        ax.plot([i], [d.mean()], "D", ms=6, color="black", label="mean" if i == 1 else None)
     if _log_scale_wanted([float(x) for d in data for x in d]):
         ax.set_yscale("log")
+    n_agents = sum(1 for lab in labels if g[lab] == AGENT_GROUP)
+    spans = [(AGENT_GROUP, 1, n_agents), (HEURISTIC_GROUP, n_agents + 1, len(labels))]
+    if 0 < n_agents < len(labels):
+        ax.axvline(n_agents + 0.5, color="0.3", ls="--", lw=1.2)
+    for name, lo, hi in spans:
+        if hi >= lo:
+            ax.text(
+                (lo + hi) / 2,
+                1.01,
+                name,
+                transform=ax.get_xaxis_transform(),
+                ha="center",
+                va="bottom",
+                fontsize=9,
+                fontweight="bold",
+                color=_GROUP_EDGE[name],
+            )
+    for tick, lab in zip(ax.get_xticklabels(), labels, strict=True):
+        tick.set_color(_GROUP_EDGE[g[lab]])
     ax.set_ylabel(f"{metric} per window")
-    ax.set_title(title or f"{metric} over windows", fontsize=10)
+    ax.set_title(title or f"{metric} over windows", fontsize=10, pad=18)
     ax.grid(axis="y", alpha=0.3)
     ax.legend(loc="best", fontsize=8)
     plt.setp(ax.get_xticklabels(), rotation=30, ha="right", fontsize=8)
@@ -90,18 +172,34 @@ def plot_slowdown_cdf(
     per_job: Mapping[str, np.ndarray],
     path: str | os.PathLike[str],
     title: str = "",
+    groups: Mapping[str, str] | None = None,
 ) -> Path:
     """Empirical CDF of the per-job bounded slowdown (all jobs of all windows pooled), one
-    curve per method; log x axis (bsld >= 1)."""
+    curve per method, each in its own colour (no colour is used twice); learned agents
+    solid and thick, heuristics thinner with dash patterns (identical schedules stay
+    visible on top of each other); log x axis (bsld >= 1).
+
+    :param per_job: method -> per-job bounded slowdowns
+    :param path: the PNG
+    :param title: the figure's title
+    :param groups: method -> :data:`AGENT_GROUP` / :data:`HEURISTIC_GROUP`
+    """
     plt = _plt()
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    # line styles cycle too, so that identical schedules (e.g. EASY and the EASY agent)
-    # stay visible on top of each other
-    styles = ["-", "--", "-.", ":"]
-    for i, (lab, arr) in enumerate(per_job.items()):
-        v = np.sort(np.asarray(arr, dtype=np.float64).ravel())
+    g = {lab: (groups or {}).get(lab, HEURISTIC_GROUP) for lab in per_job}
+    labels = _ordered(list(per_job), g)
+    colors = method_colors(labels, g)
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    styles = ["--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
+    k = 0
+    for lab in labels:
+        v = np.sort(np.asarray(per_job[lab], dtype=np.float64).ravel())
         y = np.arange(1, len(v) + 1) / len(v)
-        ax.step(v, y, where="post", ls=styles[i % 4], lw=1.8 if i % 4 == 0 else 1.4, label=lab)
+        if g[lab] == AGENT_GROUP:
+            ls, lw, name = "-", 2.4, f"{lab} (agent)"
+        else:
+            ls, lw, name = styles[k % len(styles)], 1.5, lab
+            k += 1
+        ax.step(v, y, where="post", ls=ls, lw=lw, color=colors[lab], label=name)
     ax.set_xscale("log")
     ax.set_xlabel("bounded slowdown of a job (tau = 10 s)")
     ax.set_ylabel("fraction of jobs with bsld <= x")
@@ -321,12 +419,20 @@ def replot_comparison(
     w = data["windows"]
     title = f"{data['trace']}: {len(w['starts'])} windows of {w['length']} jobs"
     dest = Path(out) if out else src
-    paths = [plot_window_boxplot(per_window, dest / "bsld_boxplot.png", title=title)]
+    from hpcgym.evaluation.methods import AGENT_HEURISTICS
+
+    groups = {
+        m["label"]: AGENT_GROUP
+        if m.get("kind") == "agent" and m.get("spec") not in AGENT_HEURISTICS
+        else HEURISTIC_GROUP
+        for m in data.get("methods", [])
+    }
+    paths = [plot_window_boxplot(per_window, dest / "bsld_boxplot.png", title=title, groups=groups)]
     npz = src / "per_job.npz"
     if npz.is_file():
         z = np.load(npz)
         per_job = {str(lab): z[f"bsld_{i}"] for i, lab in enumerate(z["labels"])}
-        paths.append(plot_slowdown_cdf(per_job, dest / "bsld_cdf.png", title=title))
+        paths.append(plot_slowdown_cdf(per_job, dest / "bsld_cdf.png", title=title, groups=groups))
     return paths
 
 

@@ -17,7 +17,7 @@ from hpcgym.evaluation.results import (
     csv_text,
     fmt,
 )
-from hpcgym.evaluation.statistics import DEFAULT_RESAMPLES, DEFAULT_SEED
+from hpcgym.evaluation.statistics import DEFAULT_RESAMPLES, DEFAULT_SEED, VERDICT_CAPTION
 from hpcgym.evaluation.windows import WindowSet
 
 __all__ = ["markdown_table", "ratio_caption", "windows_caption", "write_outputs"]
@@ -29,9 +29,8 @@ def ratio_caption(reference: str, windows: int) -> str:
         f"`ratio vs {reference}`: paired geometric-mean ratio of AVEbsld over the same "
         f"{windows} windows (< 1 = lower slowdowns than {reference}); `95% interval`: "
         f"percentile bootstrap over the windows ({DEFAULT_RESAMPLES} resamples, seed "
-        f"{DEFAULT_SEED}): only an interval "
-        f"entirely below 1 means better than {reference}, one that contains 1 means on par; "
-        f"`wins`: windows with a lower AVEbsld than {reference}."
+        f"{DEFAULT_SEED}); `wins`: windows with a lower AVEbsld than {reference}. "
+        + VERDICT_CAPTION
     )
 
 
@@ -73,7 +72,7 @@ def markdown_table(result: EvalResult) -> str:
         head.append("paper (Table 4)")
     stats = result.ratio_values is not None
     if stats:
-        head += [f"ratio vs {result.ratio_reference}", "95% interval", "wins"]
+        head += [f"ratio vs {result.ratio_reference}", "95% interval", "wins", "verdict"]
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|---|" + "---:|" * (len(head) - 2))
     for s in summ:
@@ -96,10 +95,15 @@ def markdown_table(result: EvalResult) -> str:
                 fmt(s["geo_ratio"], 3),
                 f"[{fmt(s['ci_low'], 3)}, {fmt(s['ci_high'], 3)}]",
                 f"{s['wins']}/{s['windows']}",
+                s["verdict"] or "—",
             ]
         lines.append("| " + " | ".join(cells) + " |")
     if ref:
-        lines += ["", f"`vs {ref}`: relative AVEbsld improvement over {ref} (positive = better)."]
+        lines += [
+            "",
+            f"`vs {ref}`: relative change of the mean AVEbsld against {ref} (positive = lower "
+            "mean AVEbsld; no interval: the verdict is in the ratio columns).",
+        ]
     if stats:
         lines += ["", ratio_caption(result.ratio_reference or "", len(w.starts))]
     if has_paper:
@@ -202,10 +206,16 @@ def write_outputs(
         from hpcgym.evaluation import plots as P
 
         title = f"{result.trace}: {windows_caption(result.windows)}"
+        groups = {
+            m.label: P.AGENT_GROUP if m.is_model else P.HEURISTIC_GROUP for m in result.methods
+        }
         paths["bsld_boxplot.png"] = P.plot_window_boxplot(
-            result.per_window("avg_bsld"), out / "bsld_boxplot.png", title=title
+            result.per_window("avg_bsld"), out / "bsld_boxplot.png", title=title, groups=groups
         )
         paths["bsld_cdf.png"] = P.plot_slowdown_cdf(
-            {lab: result.job_bsld(lab) for lab in result.labels}, out / "bsld_cdf.png", title=title
+            {lab: result.job_bsld(lab) for lab in result.labels},
+            out / "bsld_cdf.png",
+            title=title,
+            groups=groups,
         )
     return paths

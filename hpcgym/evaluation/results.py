@@ -31,8 +31,9 @@ __all__ = [
 
 RESULT_SCHEMA = "hpcgym-evaluation/1"
 
-#: Paired statistics against the ratio reference (:mod:`hpcgym.evaluation.statistics`).
-STAT_COLUMNS: tuple[str, ...] = ("geo_ratio", "ci_low", "ci_high", "wins")
+#: Paired statistics against the ratio reference (:mod:`hpcgym.evaluation.statistics`);
+#: ``verdict`` is :attr:`~hpcgym.evaluation.statistics.PairedComparison.verdict`.
+STAT_COLUMNS: tuple[str, ...] = ("geo_ratio", "ci_low", "ci_high", "wins", "verdict")
 
 #: Columns of ``windows.csv`` (one row per method and window; agent-only columns are
 #: empty for engine schedulers).
@@ -169,8 +170,8 @@ class EvalResult:
         return out
 
     def paired(self, label: str, metric: str = "avg_bsld") -> dict[str, Any]:
-        """``geo_ratio, ci_low, ci_high, wins`` of a method against the ratio reference on
-        the same windows (``None`` values without a reference).
+        """``geo_ratio, ci_low, ci_high, wins, verdict`` of a method against the ratio
+        reference on the same windows (``None`` values without a reference).
 
         :param label: the method
         :param metric: the per-window metric (AVEbsld)
@@ -185,6 +186,7 @@ class EvalResult:
             "ci_low": pc.ci_low,
             "ci_high": pc.ci_high,
             "wins": pc.wins,
+            "verdict": pc.verdict,
         }
 
     def paper_values(self) -> dict[str, float]:

@@ -103,8 +103,9 @@ def parallel_map(
     desc: str = "",
     context: dict[str, Any] | None = None,
     preload: Sequence[str] = (),
+    backend: str = "local",
 ) -> list[Any]:
-    """``[fn(t) for t in tasks]`` in a process pool, in task order.
+    """``[fn(t) for t in tasks]`` in a process pool (or on Ray), in task order.
 
     :param fn: a module-level (picklable) function of one task
     :param jobs: worker processes (``None``: :func:`default_jobs`); ``<= 1`` runs inline
@@ -113,9 +114,20 @@ def parallel_map(
         ``fn`` reads it from :data:`_CTX`
     :param preload: modules the workers import once (Linux: in the ``forkserver`` the
         workers are forked from, e.g. torch for models: ~4 s saved per worker)
+    :param backend: ``local`` (this machine's process pool) or ``ray`` (Ray tasks on an
+        embedded local Ray or the cluster joined by
+        :func:`~hpcgym.evaluation.ray_backend.init_ray`; same results)
     """
     from tqdm.auto import tqdm
 
+    # -- backend="ray" (the ray-backend helper's edit; see hpcgym/evaluation/ray_backend.py)
+    if backend == "ray":
+        from hpcgym.evaluation.ray_backend import ray_map
+
+        return ray_map(fn, tasks, jobs=jobs, progress=progress, desc=desc, context=context)
+    if backend != "local":
+        raise ValueError(f"unknown backend {backend!r}; valid: local, ray")
+    # -- end of the ray-backend edit
     n = len(tasks)
     jobs = default_jobs() if jobs is None else int(jobs)
     context = context or {}
@@ -430,6 +442,7 @@ def evaluate(
     reference: str | None = "EASY",
     agent_loader: AgentLoader | None = None,
     ratio_reference: str | None = None,
+    backend: str = "local",
 ) -> EvalResult:
     """Every method on every window of one trace (see :func:`evaluate_many`).
 
@@ -445,6 +458,7 @@ def evaluate(
         reference=reference,
         agent_loader=agent_loader,
         ratio_reference=ratio_reference,
+        backend=backend,
     )[0]
 
 
@@ -459,6 +473,7 @@ def evaluate_many(
     reference: str | None = "EASY",
     agent_loader: AgentLoader | None = None,
     ratio_reference: str | None = None,
+    backend: str = "local",
 ) -> list[EvalResult]:
     """Evaluate several ``(trace, methods, windows)`` requests in one process pool.
 
@@ -481,6 +496,7 @@ def evaluate_many(
         (:mod:`hpcgym.evaluation.statistics`: ``geo_ratio, ci_low, ci_high, wins``), e.g.
         ``EASY-SJBF``; a scheduler method of that spec is used, else it runs on the same windows
         without being shown as a method. ``None``: no statistics
+    :param backend: ``local`` (process pool) or ``ray`` (:func:`parallel_map`)
     :raises MethodUnavailable: agents without ``agent_loader``, unknown ``ratio_reference``
     """
     reqs: list[_Request] = []
@@ -530,6 +546,7 @@ def evaluate_many(
         desc="evaluating",
         context={"traces": traces, "agent_loader": agent_loader},
         preload=_loader_preload(agent_loader) + (_MODEL_PRELOAD if models else ()),
+        backend=backend,
     )
     grid: dict[tuple[int, int, int], dict[str, Any]] = dict(zip(index, outs, strict=True))
     results: list[EvalResult] = []

@@ -10,13 +10,14 @@ same windows ``i = 1..n``:
   the ratio recomputed on each resample, and the 2.5% and 97.5% percentiles taken;
 * **wins**: the number of windows where the method's AVEbsld is strictly lower.
 
-A claim "better than the reference" is made only when the whole interval lies below 1
-(:attr:`PairedComparison.verdict`); an interval that contains 1 is "on par".
+The verdict (:attr:`PairedComparison.verdict`, :func:`verdict`) is the only place
+generated text takes its words from: ``better`` only when the whole interval lies below
+1, ``worse`` when it lies above 1, ``on par`` when it contains 1.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,9 +28,11 @@ __all__ = [
     "DEFAULT_SEED",
     "MIN_RESAMPLES",
     "PairedComparison",
+    "VERDICT_CAPTION",
     "bootstrap_interval",
     "geo_ratio",
     "paired_comparison",
+    "verdict",
     "wins",
 ]
 
@@ -122,7 +125,11 @@ class PairedComparison:
 
     @property
     def verdict(self) -> str:
-        """``better`` (interval entirely below 1), ``worse`` (entirely above) or ``on par``."""
+        """``better`` (interval entirely below 1), ``worse`` (entirely above) or ``on par``
+        (it contains 1, or there is a single window: its "interval" is a point, not an
+        interval)."""
+        if self.windows == 1:
+            return "on par"
         if self.ci_high < 1.0:
             return "better"
         if self.ci_low > 1.0:
@@ -132,6 +139,39 @@ class PairedComparison:
     def to_dict(self) -> dict[str, Any]:
         """The fields as a dict (``geo_ratio, ci_low, ci_high, wins, windows``)."""
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PairedComparison:
+        """The comparison of a dict with ``geo_ratio, ci_low, ci_high`` (``wins`` and
+        ``windows`` default to 0), e.g. a row of ``summary.csv`` or a table cell.
+
+        :param data: the values
+        """
+        return cls(
+            geo_ratio=float(data["geo_ratio"]),
+            ci_low=float(data["ci_low"]),
+            ci_high=float(data["ci_high"]),
+            wins=int(data.get("wins") or 0),
+            windows=int(data.get("windows") or 0),
+        )
+
+
+#: The sentence explaining the verdict words (every generated table that shows them).
+VERDICT_CAPTION = (
+    "`verdict`: read from the 95% interval alone — an interval entirely below 1 is the only "
+    "case that claims lower slowdowns than the reference, one entirely above 1 says *worse*, "
+    "one that contains 1 says *on par*."
+)
+
+
+def verdict(cell: Mapping[str, Any] | None) -> str | None:
+    """The verdict word of a dict of paired statistics (``None`` without statistics).
+
+    :param cell: ``geo_ratio, ci_low, ci_high`` (e.g. a summary row), or ``None``
+    """
+    if not cell or any(cell.get(k) is None for k in ("geo_ratio", "ci_low", "ci_high")):
+        return None
+    return PairedComparison.from_dict(cell).verdict
 
 
 def paired_comparison(

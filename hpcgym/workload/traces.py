@@ -599,14 +599,17 @@ def load(
 
     :param spec: what to load
     :param machine_size: override the machine size
-    :param kw: for files and traces, ``lenient`` (see ``read_swf``), ``download`` and
-        ``url`` (see ``resolve_trace``); for synthetic workloads, ``generate``'s arguments
+    :param kw: for files and traces, ``lenient`` (see ``read_swf``; accepted and
+        meaningless for synthetic workloads, so that every command can pass ``--lenient``),
+        ``download`` and ``url`` (see ``resolve_trace``); for synthetic workloads,
+        ``generate``'s arguments
     """
     if isinstance(spec, Workload):
         if machine_size is not None and machine_size != spec.machine_size:
             return spec.with_machine_size(machine_size)
         return spec
     if spec is None or (isinstance(spec, str) and spec.strip().lower() == "synthetic"):
+        kw.pop("lenient", None)  # generated, not parsed: nothing to be lenient about
         items = tuple(sorted(kw.items()))
         try:
             hash(items)

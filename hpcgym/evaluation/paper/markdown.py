@@ -11,7 +11,9 @@ from pathlib import Path
 
 from hpcgym.evaluation.paper.noise import noise_markdown
 from hpcgym.evaluation.paper.tables import table_from_dict
+from hpcgym.evaluation.report import ratio_caption
 from hpcgym.evaluation.results import fmt
+from hpcgym.evaluation.statistics import verdict
 from hpcgym.evaluation.tensorboard import sanitize
 
 __all__ = ["results_markdown"]
@@ -74,16 +76,16 @@ def results_markdown(
             f"{w['split']!r}, seed {w['seed']}). Replay: `{data['replay']}`"
         )
         ref = data.get("ratio_reference")
-        stats = f" ratio vs {ref} [95% interval] | wins |" if ref else ""
+        stats = f" ratio vs {ref} [95% interval] | wins | verdict |" if ref else ""
         out += [
             "",
             "| method | kind | mean AVEbsld | median | mean wait (s) |" + stats,
-            "|---|---|---:|---:|---:|" + ("---:|---:|" if ref else ""),
+            "|---|---|---:|---:|---:|" + ("---:|---:|---|" if ref else ""),
         ]
         for s in data["summary"]:
             cells = (
                 f" {fmt(s['geo_ratio'], 3)} [{fmt(s['ci_low'], 3)}, {fmt(s['ci_high'], 3)}] | "
-                f"{s['wins']}/{s['windows']} |"
+                f"{s['wins']}/{s['windows']} | {verdict(s) or '—'} |"
                 if ref
                 else ""
             )
@@ -91,6 +93,8 @@ def results_markdown(
                 f"| {s['method']} | {s['kind']} | {fmt(s['mean_avg_bsld'])} | "
                 f"{fmt(s['median_avg_bsld'])} | {fmt(s['mean_avg_wait'], 0)} |" + cells
             )
+        if ref:
+            out += ["", ratio_caption(ref, len(w["starts"]))]
         for png in ("bsld_boxplot.png", "bsld_cdf.png"):
             p = Path(cj).parent / png
             if p.is_file():

@@ -47,6 +47,7 @@ def table4(
     progress: bool = True,
     agent_loader: AgentLoader | None = None,
     reference: str | None = None,
+    lenient: bool = False,
 ) -> PaperTable:
     """RLBackfilling Table 4: rows = traces, columns = :data:`TABLE4_COLUMNS` + ``extra``.
 
@@ -54,6 +55,8 @@ def table4(
     base policy, if any (else ``—`` and a note). Unknown or failing schedulers (e.g.
     ``EASY-HMM`` before it is wired) and unavailable traces give ``—`` and a note. All
     columns of a trace run on the same windows (:func:`select_windows`).
+
+    :param lenient: skip (and count) malformed SWF lines of the traces
     """
     notes: list[str] = []
     by = cards_by(cards, notes)
@@ -67,7 +70,7 @@ def table4(
     for t in traces:
         name = canonical_trace(t)
         rows.append(name)
-        wl, err = trace_available(t)
+        wl, err = trace_available(t, lenient=lenient)
         if wl is None:
             notes.append(f"{name}: trace not available ({err}); its row is empty")
             continue

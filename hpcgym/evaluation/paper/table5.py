@@ -46,6 +46,7 @@ def table5(
     progress: bool = True,
     agent_loader: AgentLoader | None = None,
     reference: str | None = None,
+    lenient: bool = False,
 ) -> PaperTable:
     """RLBackfilling Table 5 (generality): for every base policy, rows = evaluated traces
     Y, columns = ``EASY``, ``EASY-AR`` (with that base policy) and ``RL-X`` for every
@@ -53,6 +54,7 @@ def table5(
 
     :param agent_traces: also add the agents' training traces that are not in ``traces``
         as rows (every agent on every trace)
+    :param lenient: skip (and count) malformed SWF lines of the traces
     """
     notes: list[str] = []
     by = cards_by(cards, notes)
@@ -67,7 +69,7 @@ def table5(
     win: dict[str, list[int]] = {}
     wsets: dict[str, WindowSet] = {}
     for t, name in zip(traces, rows, strict=True):
-        wl, err = trace_available(t)
+        wl, err = trace_available(t, lenient=lenient)
         if wl is None:
             notes.append(f"{name}: trace not available ({err}); its rows are empty")
             continue

@@ -14,6 +14,7 @@ from typing import Any
 from hpcgym.evaluation.cards import ModelCard
 from hpcgym.evaluation.report import ratio_caption, write_outputs
 from hpcgym.evaluation.results import STAT_COLUMNS, EvalResult, csv_text, fmt
+from hpcgym.evaluation.statistics import verdict
 from hpcgym.evaluation.tensorboard import sanitize
 from hpcgym.workload.core import Workload
 
@@ -170,7 +171,7 @@ def _ratio_lines(s: TableSection) -> list[str]:
     lines = [
         "",
         f"Paired geometric-mean ratio of AVEbsld vs {s.reference} [95% bootstrap interval], "
-        "wins / windows, hpcgym:",
+        "wins / windows, verdict, hpcgym:",
         "",
         "| trace | " + " | ".join(s.columns) + " |",
         "|---|" + "---:|" * len(s.columns),
@@ -183,7 +184,7 @@ def _ratio_lines(s: TableSection) -> list[str]:
                 "—"
                 if not v
                 else f"{fmt(v['geo_ratio'], 3)} [{fmt(v['ci_low'], 3)}, "
-                f"{fmt(v['ci_high'], 3)}] {v['wins']}/{v['windows']}"
+                f"{fmt(v['ci_high'], 3)}] {v['wins']}/{v['windows']} {verdict(v) or ''}".rstrip()
             )
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     lines += ["", ratio_caption(s.reference or "", n)]
@@ -217,7 +218,9 @@ def write_table(
             sub = out / sanitize(name)
             for k, v in write_outputs(r, sub, plots=plots).items():
                 paths[f"{sub.name}/{k}"] = v
-    if plots:
+    if plots and any(
+        v is not None for s in table.sections for row in s.ours.values() for v in row.values()
+    ):  # a table without any value (every trace unavailable, see its notes) has no figure
         from hpcgym.evaluation import plots as P
 
         p = P.plot_paper_table(table.to_dict(), out / f"{table.name}.png")
@@ -225,12 +228,16 @@ def write_table(
     return paths
 
 
-def trace_available(name: str) -> tuple[Workload | None, str | None]:
-    """``(workload, None)``, or ``(None, why)`` when the trace cannot be loaded."""
+def trace_available(name: str, lenient: bool = False) -> tuple[Workload | None, str | None]:
+    """``(workload, None)``, or ``(None, why)`` when the trace cannot be loaded.
+
+    :param name: registered name, SWF path or ``synthetic``
+    :param lenient: skip (and count) malformed SWF lines (``read_swf``)
+    """
     from hpcgym.workload import load
 
     try:
-        return load(name), None
+        return load(name, lenient=lenient), None
     except Exception as exc:  # missing trace: a note, not a crash
         return None, f"{type(exc).__name__}: {exc}"
 
