@@ -1,0 +1,128 @@
+"""How much can a guarded backfiller gain by *ordering* the candidates alone?
+
+A guarded agent (``mode="guarded"``, request-based reservations) chooses, at each decision
+point, one of the jobs EASY allows — or STOP. This benchmark measures simple online
+orderings of those candidates, and a clairvoyant one, against EASY-SJBF (which orders by
+the request) on the same windows, always starting the first candidate in the order (never
+STOP):
+
+* ``order-<predictor>``: shortest predicted runtime first, the prediction made at the
+  job's submission by an online predictor (``ave2``, ``eloss``);
+* ``area-<predictor>``: smallest predicted ``runtime x procs`` first;
+* ``order-actual``: shortest *actual* runtime first (clairvoyant: an upper bound of what
+  runtime knowledge alone can give an ordering).
+
+and, for comparison, ``ELOSS`` (E-Loss predictions as the engine's estimates: a different,
+non-guarded-by-request scheduler) and ``LOOKAHEAD-ORACLE`` if requested. It answers a
+design question of issue #14: if even the clairvoyant ordering stays far from the target
+ratio, the rest of the headroom must come from *when to stop* (future arrivals) or from
+the guard itself, not from ranking candidates better.
+
+Windows are drawn from the ``validation`` split (never ``test``)::
+
+    HPCGYM_TRACE_DIR=../shared/traces python bench/ordering_headroom.py --trace SDSC-SP2 \\
+        --windows 30 --length 1024
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+
+import numpy as np
+
+from hpcgym.evaluation.statistics import paired_comparison
+from hpcgym.sim import get_scheduler
+from hpcgym.sim.engine import EstimatorFeed, Event, Simulation
+from hpcgym.sim.estimators import make_estimator
+from hpcgym.workload import WindowSampler, load
+from hpcgym.workload.core import Workload
+
+Key = Callable[[np.ndarray, np.ndarray, Workload], np.ndarray]
+
+
+def ordered_backfill(window: Workload, predictor: str, key: Key) -> float:
+    """AVEbsld of guarded backfilling that starts the candidate minimising ``key``.
+
+    :param window: the jobs
+    :param predictor: ``actual`` or an online predictor name, predicting at submission
+    :param key: ``key(jobs, predictions, window)`` -> scores (lowest starts first)
+    """
+    sim = Simulation(window, backfill="external", candidates="easy", estimate="request")
+    if predictor == "actual":
+        pred = np.minimum(window.runtime, window.request).astype(np.float64)
+    else:
+        est = make_estimator(predictor)
+        est.bind(window, np.random.default_rng(0))
+        feed = EstimatorFeed(est)
+        pred = np.array(window.request, dtype=np.float64)
+        sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
+    while sim.advance() == Event.DECISION:
+        jobs, easy = sim.candidates()
+        jobs = jobs[easy]
+        if len(jobs) == 0:
+            sim.stop()
+            continue
+        sim.backfill(int(jobs[np.argmin(key(jobs, pred, window))]))
+    return float(sim.result().metrics["avg_bsld"])
+
+
+def by_runtime(jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:
+    return pred[jobs]
+
+
+def by_area(jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:
+    return pred[jobs] * w.procs[jobs]
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trace", default="SDSC-SP2")
+    p.add_argument("--windows", type=int, default=30)
+    p.add_argument("--length", type=int, default=1024)
+    p.add_argument("--split", default="validation", choices=["train", "validation"])
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--oracle", action="store_true", help="also run LOOKAHEAD-ORACLE (slow)")
+    args = p.parse_args()
+    wl = load(args.trace)
+    starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
+    methods: dict[str, Callable[[Workload], float]] = {
+        "EASY": lambda w: get_scheduler("EASY").simulate(w).metrics["avg_bsld"],
+        "EASY-SJBF": lambda w: get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"],
+        "ELOSS": lambda w: get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"],
+        "order-ave2": lambda w: ordered_backfill(w, "ave2", by_runtime),
+        "area-ave2": lambda w: ordered_backfill(w, "ave2", by_area),
+        "order-eloss": lambda w: ordered_backfill(w, "eloss", by_runtime),
+        "order-actual": lambda w: ordered_backfill(w, "actual", by_runtime),
+        "area-actual": lambda w: ordered_backfill(w, "actual", by_area),
+    }
+    if args.oracle:
+        methods["LOOKAHEAD-ORACLE"] = lambda w: (
+            get_scheduler("LOOKAHEAD-ORACLE").simulate(w).metrics["avg_bsld"]
+        )
+    values: dict[str, list[float]] = {m: [] for m in methods}
+    seconds: dict[str, float] = dict.fromkeys(methods, 0.0)
+    for s in starts:
+        w = wl.window(int(s), args.length)
+        for name, fn in methods.items():
+            t0 = time.perf_counter()
+            values[name].append(float(fn(w)))
+            seconds[name] += time.perf_counter() - t0
+    ref = values["EASY-SJBF"]
+    print(
+        f"{args.trace}: {args.windows} {args.split} windows of {args.length} jobs "
+        f"(seed {args.seed}); paired geo-mean ratio of AVEbsld vs EASY-SJBF, 95% bootstrap"
+    )
+    print("| method | mean AVEbsld | ratio vs EASY-SJBF [95% CI] | wins | s/window |")
+    print("|---|---|---|---|---|")
+    for name, v in values.items():
+        c = paired_comparison(v, ref)
+        print(
+            f"| {name} | {np.mean(v):.1f} | {c.geo_ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
+            f" | {c.wins}/{len(v)} | {seconds[name] / len(v):.3f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
