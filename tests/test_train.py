@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import math
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +24,7 @@ if str(REPO) not in sys.path:
 from train import callbacks as train_callbacks  # noqa: E402
 from train.cli import build_parser, parse_args  # noqa: E402
 from train.config import DEFAULT_EPOCHS, PRESETS, ConfigError, TrainConfig  # noqa: E402
-from train.evaluator import Evaluator, eval_window_starts  # noqa: E402
+from train.evaluator import Evaluator, eval_length, eval_window_starts  # noqa: E402
 from train.ppo import main  # noqa: E402
 from train.rundir import (  # noqa: E402
     RunDir,
@@ -31,6 +33,13 @@ from train.rundir import (  # noqa: E402
     checkpoint_steps,
     resolve_resume,
 )
+
+
+def _has_cuda() -> bool:
+    import torch
+
+    return bool(torch.cuda.is_available())
+
 
 SMALL = [
     "--seq-len",
@@ -99,7 +108,7 @@ def test_cli_smoke_subprocess(tmp_path: Path) -> None:
     assert summary["paths"]["best_model"] == str(Path("runs") / "cli" / "best_model.zip")
     # the final table: one row per window and the mean
     assert "mean" in proc.stdout and "EASY-SJBF" in proc.stdout
-    assert "[7000:7064]" in proc.stdout
+    assert "[6300:6364]" in proc.stdout  # the validation split: jobs 6300..6999
 
 
 # --------------------------------------------------------------------------- main(argv)
@@ -114,7 +123,8 @@ def test_smoke_outputs_and_tensorboard(tmp_path: Path) -> None:
     # evaluations: before training and after each update
     hist = summary["eval"]["history"]
     assert [h["timesteps"] for h in hist] == [0, 128, 256, 384]
-    assert summary["eval"]["starts"] == [7000, 9936]
+    assert summary["eval"]["starts"] == [6300, 6936]
+    assert summary["eval"]["split"] == "validation"
     assert summary["eval"]["best"]["avg_bsld"] == min(h["avg_bsld"] for h in hist)
     sc = _scalars(run)
     for tag in (
@@ -156,9 +166,12 @@ def test_resume_continues_step_counter(tmp_path: Path) -> None:
     assert json.loads((run / "config.json").read_text())["total_steps"] == 512
 
 
-def test_resume_after_interrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A run dies after its checkpoint at 256 steps (nothing else written); --resume
-    continues from that checkpoint and the step counter goes on."""
+def test_interrupt_checkpoints_and_summary_lists_every_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C after the checkpoint at 256 steps: exit 130, summary.json written with the
+    session (stop reason SIGINT); --resume continues from that checkpoint, and the
+    resumed run's summary lists both sessions."""
     original = train_callbacks.EvalCheckpointCallback.checkpoint
 
     def dying_checkpoint(self: train_callbacks.EvalCheckpointCallback) -> Path:
@@ -172,13 +185,96 @@ def test_resume_after_interrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
         _run(tmp_path, "--total-steps", "1024", "--checkpoint-every", "1", "--eval-every", "1")
     assert exc.value.code == 130
     run = tmp_path / "r"
-    assert not (run / "summary.json").exists()
+    first = json.loads((run / "summary.json").read_text())
+    assert [s["stop_reason"] for s in first["sessions"]] == ["SIGINT"]
+    assert first["timesteps"] == 256 and first["paths"]["final_model"] is None
+    assert not (run / "final_model.zip").exists()
     monkeypatch.setattr(train_callbacks.EvalCheckpointCallback, "checkpoint", original)
     summary = main(["--resume", str(run), "--total-steps", "512", "--no-progress"])
     assert summary["timesteps"] == 512
-    assert summary["sessions"][0]["resumed_from"].endswith("model_256_steps.zip")
+    sessions = summary["sessions"]
+    assert [s["stop_reason"] for s in sessions] == ["SIGINT", "target reached"]
+    assert [(s["timesteps_start"], s["timesteps_end"]) for s in sessions] == [(0, 256), (256, 512)]
+    assert sessions[1]["resumed_from"].endswith("model_256_steps.zip")
+    for s in sessions:
+        assert s["started"] <= s["ended"] and s["wall_time_s"] > 0 and s["steps"] > 0
+    assert summary["wall_time_s"] == pytest.approx(sum(s["wall_time_s"] for s in sessions))
     hist = [h["timesteps"] for h in summary["eval"]["history"]]
     assert hist == sorted(hist) and hist[-1] == 512 and len(hist) == len(set(hist))
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    t0 = time.monotonic()
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1][-3000:]
+        assert time.monotonic() - t0 < timeout, f"{path} did not appear"
+        time.sleep(0.2)
+
+
+def test_sigterm_checkpoints_writes_summary_and_resumes(tmp_path: Path) -> None:
+    """SIGTERM (how clusters stop jobs) mid-training: a checkpoint and summary.json are
+    written, exit status 143; --resume then continues the run."""
+    cmd = [
+        sys.executable,
+        str(REPO / "train" / "ppo.py"),
+        *SMALL,
+        "--total-steps",
+        "1000000",
+        "--checkpoint-every",
+        "1",
+        "--logdir",
+        str(tmp_path),
+        "--run-name",
+        "t",
+    ]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        run = tmp_path / "t"
+        _wait_for(run / "checkpoints" / "model_256_steps.zip", proc)
+        proc.send_signal(signal.SIGTERM)
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    assert "SIGTERM" in err and f"--resume {run}" in err
+    first = json.loads((run / "summary.json").read_text())
+    (session,) = first["sessions"]
+    assert session["stop_reason"] == "SIGTERM"
+    steps = first["timesteps"]
+    assert steps >= 256 and steps % 128 == 0  # the unfinished rollout is discarded
+    assert (run / "checkpoints" / f"model_{steps}_steps.zip").is_file()
+    summary = main(["--resume", str(run), "--total-steps", str(steps + 128), "--no-progress"])
+    assert summary["timesteps"] == steps + 128
+    assert [s["stop_reason"] for s in summary["sessions"]] == ["SIGTERM", "target reached"]
+
+
+def test_keep_checkpoints_and_step_progress_bar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the newest --keep-checkpoints checkpoints stay (the best model is
+    best_model.zip); the progress bar counts steps of the target."""
+    argv = [a for a in SMALL if a != "--no-progress"]
+    main(
+        [
+            *argv,
+            *("--total-steps", "640", "--checkpoint-every", "1", "--keep-checkpoints", "2"),
+            *("--logdir", str(tmp_path), "--run-name", "k"),
+        ]
+    )
+    run = RunDir(tmp_path / "k")
+    assert [checkpoint_steps(p) for p in run.checkpoints()] == [512, 640]
+    assert run.best_model.is_file()
+    assert "640/640" in capsys.readouterr().err
+
+
+def test_bar_options() -> None:
+    steps = train_callbacks.bar_options(1000, 200, None)
+    assert (steps["total"], steps["initial"], steps["unit"]) == (1000, 200, "step")
+    timed = train_callbacks.bar_options(10**9, 0, 1800.0)
+    assert timed["total"] == 1800.0 and timed["unit"] == "s"
+    assert "of 30:00" in timed["bar_format"]
 
 
 def test_deterministic_given_seed_and_auto_n_steps(tmp_path: Path) -> None:
@@ -206,14 +302,12 @@ def test_evaluation_matches_engine_baselines() -> None:
     from hpcgym.envs.backfill_env import BackfillEnv
     from hpcgym_agents.easy import EasyAgent, SJBFAgent
 
-    cfg = TrainConfig.create(
-        eval_length=256, eval_windows=3, baselines=("EASY", "EASY-SJBF", "no-such-scheduler")
-    )
-    workload = BackfillEnv(split="test", window_length=256).workload
+    cfg = TrainConfig.create(eval_length=256, eval_windows=3, baselines=("EASY", "EASY-SJBF"))
+    workload = BackfillEnv(split="train", window_length=256).workload
     evaluator = Evaluator.for_config(cfg, workload)
     base, starts = evaluator.baselines, evaluator.starts
     assert starts == eval_window_starts(len(workload), 256, 3)
-    assert list(evaluator.skipped) == ["no-such-scheduler"]
+    assert evaluator.skipped == {}
     for agent, name in ((EasyAgent(), "EASY"), (SJBFAgent(), "EASY-SJBF")):
         res = evaluator.evaluate(agent)["per_window"]
         assert [r["start"] for r in res] == starts
@@ -226,13 +320,32 @@ def test_evaluation_matches_engine_baselines() -> None:
         )
 
 
+def test_eval_length_default_fits_a_short_split() -> None:
+    """The default evaluation length shrinks (with a warning) to half a split too short
+    for 10 windows of 1024 jobs; an explicit length that does not fit is an error naming
+    the numbers and the longest length that fits."""
+    from hpcgym.workload import split_range
+
+    cfg = TrainConfig.create(train_fraction=0.95)
+    lo, hi = split_range(10_000, cfg.eval_split, 0.95)
+    size = hi - lo
+    assert size - 9 < 1024  # the premise: the split is short
+    warned: list[str] = []
+    assert eval_length(cfg, 10_000, warned.append) == size // 2
+    assert len(warned) == 1 and f"has {size} jobs" in warned[0]
+    assert eval_length(cfg.replace(eval_length=64), 10_000) == 64
+    with pytest.raises(ConfigError, match=rf"has {size} jobs .*at most {size - 9}\)"):
+        eval_length(cfg.replace(eval_length=size), 10_000)
+
+
 def test_eval_window_starts() -> None:
-    even = eval_window_starts(10_000, 1024, 10)
-    assert even[0] == 7000 and even[-1] == 10_000 - 1024 and even == sorted(even)
-    assert eval_window_starts(10_000, 1024, 10) == even
-    r1 = eval_window_starts(10_000, 1024, 10, seed=3)
-    assert r1 == eval_window_starts(10_000, 1024, 10, seed=3)
-    assert all(7000 <= s <= 10_000 - 1024 for s in r1)
+    # the validation split of 100,000 jobs: jobs 63,000..69,999
+    even = eval_window_starts(100_000, 1024, 10)
+    assert even[0] == 63_000 and even[-1] == 70_000 - 1024 and even == sorted(even)
+    assert eval_window_starts(100_000, 1024, 10) == even
+    r1 = eval_window_starts(100_000, 1024, 10, seed=3)
+    assert r1 == eval_window_starts(100_000, 1024, 10, seed=3)
+    assert all(63_000 <= s <= 70_000 - 1024 for s in r1)
 
 
 @pytest.mark.parametrize(
@@ -249,6 +362,16 @@ def test_eval_window_starts() -> None:
         (["--eval-length", "5000"], "evaluation windows"),
         (["--batch-size", "4096"], "exceeds the rollout size 128"),
         (["--resume", "/nonexistent/run"], "not a run folder or a checkpoint"),
+        (["--baselines", "EASY,NOPE"], "unknown scheduler 'NOPE'; valid names: EASY, EASY-AR"),
+        (["--device", "tpu"], "--device: expected a torch device"),
+        pytest.param(
+            ["--device", "cuda"],
+            "--device cuda: CUDA is not available",
+            marks=pytest.mark.skipif(_has_cuda(), reason="CUDA is available"),
+        ),
+        (["--keep-checkpoints", "-1"], "expected an integer >= 0"),
+        (["--time-limit", "0"], "--time-limit: expected a positive number"),
+        (["--logdir", "/dev/null/x"], "cannot create the run folder /dev/null/x"),
     ],
 )
 def test_argument_errors(
@@ -257,7 +380,9 @@ def test_argument_errors(
     with pytest.raises(SystemExit) as exc:
         main([*SMALL, "--logdir", str(tmp_path), "--run-name", "e", *argv])
     assert exc.value.code == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1, err  # one line, no usage block, no traceback
 
 
 def test_resume_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -268,19 +393,49 @@ def test_resume_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         (["--resume", run, "--seed", "3"], "--seed (3; the run has 0)"),
         (["--resume", run], "already at 128 steps"),
     ]
+    # a damaged run: a checkpoint that is not a zip file, a config.json that is not JSON
+    import shutil
+
+    broken = tmp_path / "broken"
+    shutil.copytree(run, broken)
+    (broken / "checkpoints" / "model_128_steps.zip").write_text("garbage")
+    cases.append((["--resume", str(broken), "--total-steps", "256"], "cannot load the checkpoint"))
+    old = tmp_path / "old"
+    shutil.copytree(run, old)
+    config = json.loads((old / "config.json").read_text())
+    (old / "config.json").write_text(json.dumps({**config, "eval_split": "test"}))
+    cases.append((["--resume", str(old)], "it predates the validation split"))
+    unreadable = tmp_path / "unreadable"
+    shutil.copytree(run, unreadable)
+    (unreadable / "config.json").write_text("{bad")
+    cases.append((["--resume", str(unreadable)], f"cannot read {unreadable / 'config.json'}"))
     for argv, message in cases:
         with pytest.raises(SystemExit) as exc:
             main(argv)
         assert exc.value.code == 2
-        assert message in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_time_limit_stops_training_and_finishes_the_run(tmp_path: Path) -> None:
-    """--time-limit ends learn() early; the run still evaluates, saves and summarises."""
-    out = _run(tmp_path, "--total-steps", "1000000", "--time-limit", "0.001")
-    assert out["timesteps"] < 1000000
+def test_time_limit_cuts_the_update_and_finishes_the_run(tmp_path: Path) -> None:
+    """--time-limit is honoured within seconds, between minibatches: one update of 512
+    steps x 1,000 epochs of 8 minibatches would take minutes; the run stops a few seconds
+    after the limit (6 s) and still evaluates, saves and summarises."""
+    out = _run(
+        tmp_path,
+        *("--total-steps", "1000000", "--time-limit", "0.1"),  # 6 s
+        *("--n-steps", "512", "--n-epochs", "1000", "--batch-size", "64"),
+    )
+    (session,) = out["sessions"]
+    assert session["stop_reason"] == "time limit"
+    assert 6.0 <= session["learn_time_s"] < 6.0 + 4.0, session
+    assert out["timesteps"] % 512 == 0 and 512 <= out["timesteps"] < 1000000
     run = tmp_path / "r"
     assert (run / "final_model.zip").is_file() and (run / "summary.json").is_file()
+    assert out["eval"]["final"]["timesteps"] == out["timesteps"]
+    sc = _scalars(run)  # the update in progress was cut after some of its minibatches
+    assert sc["train/update_cut"][-1][1] == 1.0
+    assert 1 <= sc["train/minibatches"][-1][1] < 1000 * 8
 
 
 def test_stop_init_sets_the_initial_stop_logit(tmp_path: Path) -> None:
@@ -293,7 +448,9 @@ def test_stop_init_sets_the_initial_stop_logit(tmp_path: Path) -> None:
     assert bias is not None and abs(float(bias.detach()) + 3.0) < 0.5  # started at -3, few updates
 
 
-def test_fast_preset_applies_unless_overridden(tmp_path: Path) -> None:
+def test_fast_preset_applies_unless_overridden(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out = main(
         [
             "--preset",
@@ -312,13 +469,15 @@ def test_fast_preset_applies_unless_overridden(tmp_path: Path) -> None:
             "0.001",
             "--baselines",
             "EASY",
-            "--no-progress",
             "--logdir",
             str(tmp_path),
             "--run-name",
             "p",
         ]
     )
+    # a time-limited run's progress bar shows the elapsed time of the limit, not 1e9 steps
+    err = capsys.readouterr().err
+    assert "time " in err and "of 00:00 [" in err and "1000000000" not in err
     cfg = json.loads((tmp_path / "p" / "config.json").read_text())
     assert cfg["preset"] == "fast"
     assert (cfg["n_epochs"], cfg["batch_size"], cfg["target_kl"], cfg["stop_init"]) == (
@@ -469,3 +628,46 @@ def test_rundir_evaluations_until_drops_the_lost_part(tmp_path: Path) -> None:
     kept = run.evaluations_until(256)
     assert [r["timesteps"] for r in kept] == [0, 128, 256]
     assert len(run.evaluations.read_text().splitlines()) == 3
+
+
+def test_training_never_reads_the_test_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 13: training episodes use the train split, evaluation, best model and the
+    summary the validation split; any request of the test split fails the run."""
+    import hpcgym.workload as workload
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.workload import sequences
+
+    def refuse(split: str) -> None:
+        if split == "test":
+            raise AssertionError("training read the test split")
+
+    real_range = sequences.split_range
+
+    def split_range(n_jobs: int, split: str = "train", *args: object, **kw: object) -> object:
+        refuse(split)
+        return real_range(n_jobs, split, *args, **kw)
+
+    real_sampler = sequences.WindowSampler.__init__
+
+    def sampler_init(self: object, n_jobs: int, length: int, split: str = "train", *a, **kw):  # type: ignore[no-untyped-def]
+        refuse(split)
+        real_sampler(self, n_jobs, length, split, *a, **kw)
+
+    real_env = BackfillEnv.__init__
+
+    def env_init(self: object, *args: object, **kw: object) -> None:
+        refuse(str(kw.get("split", "train")))
+        real_env(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sequences, "split_range", split_range)
+    monkeypatch.setattr(workload, "split_range", split_range)
+    monkeypatch.setattr(sequences.WindowSampler, "__init__", sampler_init)
+    monkeypatch.setattr(BackfillEnv, "__init__", env_init)
+    out = _run(tmp_path, "--total-steps", "256", "--eval-every", "1")
+    assert out["eval"]["split"] == "validation" and out["timesteps"] == 256
+    lo, hi = real_range(10_000, "validation", 0.7)
+    assert all(lo <= s and s + 64 <= hi for s in out["eval"]["starts"])
+    with pytest.raises(ConfigError, match="never evaluates on the test split"):
+        TrainConfig.create(eval_split="test")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +42,10 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
     :param split: ``train``, ``test``...
     :param length: jobs per window
     """
-    trace = cfg.trace
+    trace = None if str(cfg.trace).lower() in ("synthetic", "none") else cfg.trace
     reference = cfg.reference
     return {
-        "trace": None if str(trace).lower() in ("synthetic", "none") else trace,
+        "trace": trace,
         "policy": cfg.policy,
         "estimator": cfg.estimator,
         "window_length": int(length),
@@ -53,6 +54,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "mode": cfg.mode,
         "reference": None if str(reference).lower() == "none" else reference,
         "max_queue": int(cfg.max_queue),
+        **({"trace_kwargs": {"lenient": True}} if cfg.lenient and trace is not None else {}),
     }
 
 
@@ -155,7 +157,8 @@ def plan_rollout(cfg: TrainConfig, saved: Mapping[str, Any] | None = None) -> Ro
 
 
 def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
-    """The ``cfg.n_envs`` training envs as an SB3 vector env (``--vec-env``).
+    """The ``cfg.n_envs`` training envs as an SB3 vector env (``--vec-env``; ``native``:
+    :class:`train.vecenv.NativeVecEnv`, same episodes as ``dummy``, one batched step).
 
     :param cfg: the run's options
     :param seed: seed of the first env (SB3 adds the env index)
@@ -165,6 +168,14 @@ def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
 
     from hpcgym.envs.backfill_env import BackfillEnv
 
+    # -- speed helper (issue 13): --vec-env native, N sims stepped as one batch
+    if cfg.vec_env == "native":
+        from train.vecenv import NativeVecEnv
+
+        native = NativeVecEnv(cfg.n_envs, **env_kwargs(cfg, "train", cfg.length))
+        native.seed(seed)
+        return native
+    # -- end speed helper
     subproc = cfg.vec_env == "subproc" or (cfg.vec_env == "auto" and cfg.n_envs > 1)
     return make_vec_env(
         BackfillEnv,
@@ -177,7 +188,8 @@ def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
 
 def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
     """A fresh ``MaskablePPO`` with :class:`~hpcgym_agents.kernel_policy.KernelPolicy` on
-    new training envs (seeded with ``cfg.seed``).
+    new training envs (seeded with ``cfg.seed``), with the rollout buffer of
+    :mod:`train.stopping` (its minibatches stop at the time limit).
 
     :param cfg: the run's options (hyperparameters, kernel network)
     :param plan: the rollout size
@@ -185,10 +197,12 @@ def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
     from sb3_contrib import MaskablePPO
 
     from hpcgym_agents.kernel_policy import KernelPolicy
+    from train.stopping import buffer_class_for
 
+    env = make_training_envs(cfg, cfg.seed)
     return MaskablePPO(
         KernelPolicy,
-        make_training_envs(cfg, cfg.seed),
+        env,
         learning_rate=cfg.learning_rate,
         n_steps=plan.n_steps,
         batch_size=plan.batch_size,
@@ -210,6 +224,7 @@ def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
         seed=cfg.seed,
         device=cfg.device,
         verbose=0,
+        rollout_buffer_class=buffer_class_for(env.observation_space),
     )
 
 
@@ -229,10 +244,20 @@ def load_checkpoint(cfg: TrainConfig, plan: RolloutPlan, checkpoint: Path) -> An
     from sb3_contrib import MaskablePPO
 
     from train.rundir import checkpoint_steps
+    from train.stopping import buffer_class_for
 
     updates_done = (checkpoint_steps(checkpoint) or 0) // plan.rollout_size
     vec = make_training_envs(cfg, cfg.seed + _RESEED_STRIDE * (updates_done + 1))
-    model = MaskablePPO.load(checkpoint, env=vec, device=cfg.device)
+    try:
+        model = MaskablePPO.load(
+            checkpoint,
+            env=vec,
+            device=cfg.device,
+            rollout_buffer_class=buffer_class_for(vec.observation_space),
+        )
+    except (OSError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile) as exc:
+        vec.close()
+        raise ConfigError(f"--resume: cannot load the checkpoint {checkpoint}: {exc}") from None
     start = int(model.num_timesteps)
     try:
         if model.n_steps * model.n_envs != plan.rollout_size:

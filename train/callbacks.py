@@ -3,9 +3,10 @@
 * :class:`EpisodeMetricsCallback` -- per update, the mean metrics of the training episodes
   that finished during the rollout (from the env's terminal ``info``);
 * :class:`PhaseCallback` -- torch threads per phase, rollout vs update time;
-* :class:`TimeLimitCallback` -- stops ``learn()`` after a wall-time budget;
-* :class:`TqdmProgressCallback` -- a ``tqdm`` progress bar with ETA (SB3's own bar needs
-  ``rich``, which hpcgym does not depend on);
+* :class:`StopCallback` -- stops ``learn()`` at the time limit or on SIGTERM
+  (:mod:`train.stopping`);
+* :class:`TqdmProgressCallback` -- a ``tqdm`` progress bar with ETA, of steps or of the
+  time limit (SB3's own bar needs ``rich``, which hpcgym does not depend on);
 * :class:`EvalCheckpointCallback` -- after every N-th update: evaluation
   (:class:`train.evaluator.Evaluator`), best model, checkpoints, and the update's logs.
 """
@@ -26,13 +27,15 @@ from stable_baselines3.common.callbacks import BaseCallback
 from train.evaluator import Evaluator
 from train.logs import record_evaluation
 from train.rundir import RunDir
+from train.stopping import StopControl
 
 __all__ = [
     "EpisodeMetricsCallback",
     "EvalCheckpointCallback",
     "PhaseCallback",
-    "TimeLimitCallback",
+    "StopCallback",
     "TqdmProgressCallback",
+    "bar_options",
 ]
 
 _EPISODE_KEYS: tuple[str, ...] = ("avg_bsld", "norm", "reward", "steps", "backfilled", "violations")
@@ -105,9 +108,11 @@ class PhaseCallback(BaseCallback):
 
     Uses ``rollout_threads`` torch threads while collecting rollouts (small batches: more
     threads only add overhead) and ``train_threads`` during the PPO update. Records
-    ``time/rollout_s``, ``time/update_s``, ``time/rollout_steps_per_s`` and
+    ``time/rollout_s``, ``time/update_s``, ``time/rollout_steps_per_s``,
     ``train/epochs_run`` (passes over the rollout the previous update started, at most
-    ``n_epochs``; one stopped by the KL limit counts but made no gradient step). Put it
+    ``n_epochs``; one stopped by the KL limit counts but made no gradient step) and, with
+    the rollout buffer of :mod:`train.stopping`, ``train/minibatches`` (minibatches the
+    update ran) and ``train/update_cut`` (1: the time limit or SIGTERM cut it). Put it
     first in the callback list; the time ``overhead`` spends in the rollout-start hook is
     excluded.
 
@@ -125,6 +130,7 @@ class PhaseCallback(BaseCallback):
         self.rollout_seconds = 0.0
         self.update_seconds = 0.0
         self.rollout_steps = 0
+        self.discarded_steps = 0
         self._t_start: float | None = None
         self._t_end: float | None = None
         self._steps0 = 0
@@ -141,6 +147,10 @@ class PhaseCallback(BaseCallback):
             self.update_seconds += dt
             self.logger.record("time/update_s", dt)
             self.logger.record("train/epochs_run", int(self.model._n_updates) - self._n_upd0)
+            previous = getattr(self.model.rollout_buffer, "previous", None)
+            if previous is not None:  # the deadline buffer of train.stopping
+                self.logger.record("train/minibatches", previous[0])
+                self.logger.record("train/update_cut", int(previous[1]))
             self._t_end = None
         th.set_num_threads(self.rollout_threads)
         self._t_start = now
@@ -158,9 +168,24 @@ class PhaseCallback(BaseCallback):
             self.logger.record("time/rollout_steps_per_s", steps / dt)
         th.set_num_threads(self.train_threads)
         self._n_upd0 = int(self.model._n_updates)
+        self._t_start = None
         self._t_end = time.perf_counter()
 
+    def discard_partial_rollout(self) -> int:
+        """When training stopped during a rollout, set the step counter back to the
+        rollout's start: its steps are lost with the rollout buffer, and checkpoints stay
+        on the grid of whole updates. Returns the discarded steps.
+        """
+        if self._t_start is None:
+            return 0
+        n = int(self.model.num_timesteps) - self._steps0
+        self.model.num_timesteps = self._steps0
+        self._t_start = None
+        self.discarded_steps += n
+        return n
+
     def _on_training_end(self) -> None:
+        self.discard_partial_rollout()
         # the last update is over; the final evaluation runs on small batches
         self._on_rollout_start()
 
@@ -168,61 +193,103 @@ class PhaseCallback(BaseCallback):
         return True
 
 
-class TimeLimitCallback(BaseCallback):
-    """Stop ``learn()`` once ``seconds`` of wall time have passed since training started
-    (SB3 ends the current rollout without an update and returns).
+class StopCallback(BaseCallback):
+    """Stop ``learn()`` when ``stop`` is due (``--time-limit`` or SIGTERM), within seconds.
 
-    :param seconds: the budget
+    Starts ``stop``'s clock when training starts (put it first in the callback list, so the
+    evaluations during training count towards the budget), hands it to the rollout buffer
+    (:class:`train.stopping.DeadlineRolloutBuffer`: an update in progress ends after its
+    current minibatch) and checks it at every environment step (SB3 then abandons the
+    rollout and returns).
+
+    :param stop: the session's stop control
     """
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self, stop: StopControl) -> None:
         super().__init__()
-        self.seconds = seconds
-        self.t0 = 0.0
-        self.stopped = False
+        self.stop = stop
 
     def _on_training_start(self) -> None:
-        self.t0 = time.perf_counter()
+        self.stop.start()
+        buffer = getattr(self.model, "rollout_buffer", None)
+        if buffer is not None and hasattr(buffer, "stop"):
+            buffer.stop = self.stop
 
     def _on_step(self) -> bool:
-        if time.perf_counter() - self.t0 >= self.seconds:
-            self.stopped = True
-            return False
-        return True
+        return not self.stop.due()
+
+
+def bar_options(
+    total_timesteps: int, start_timesteps: int, seconds: float | None
+) -> dict[str, Any]:
+    """The ``tqdm`` arguments of the progress bar: steps done of the target, or, with a
+    time limit (``seconds``), the elapsed time of the limit (the time-limited fast preset
+    has a target of 1e9 steps: its ETA would be meaningless).
+
+    :param total_timesteps: the step count at which training ends
+    :param start_timesteps: the step count at the start of the session
+    :param seconds: the session's time limit (``None``: none)
+    """
+    # redirected to a file: a line every 30 s instead of 10 per second
+    common = {"dynamic_ncols": True, "mininterval": 0.5 if sys.stderr.isatty() else 30.0}
+    if seconds is None:
+        return {
+            **common,
+            "total": int(total_timesteps),
+            "initial": int(start_timesteps),
+            "unit": "step",
+            "smoothing": 0.05,
+        }
+    from tqdm import tqdm
+
+    limit = tqdm.format_interval(seconds)
+    return {
+        **common,
+        "total": float(seconds),
+        "unit": "s",
+        "bar_format": "time {percentage:3.0f}%|{bar}| {elapsed} of "
+        + limit
+        + " [{remaining} left{postfix}]",
+    }
 
 
 class TqdmProgressCallback(BaseCallback):
-    """A ``tqdm`` bar over the environment steps (with ETA), continuing across resumes.
+    """A ``tqdm`` bar with ETA, continuing across resumes: environment steps of the
+    target, or the elapsed time of the time limit (:func:`bar_options`).
 
     :param total_timesteps: the step count at which training ends
     :param postfix: called at each rollout start for the bar's postfix dict
+    :param stop: the session's stop control; with a time limit, the bar shows time
     """
 
     def __init__(
-        self, total_timesteps: int, postfix: Callable[[], dict[str, Any]] | None = None
+        self,
+        total_timesteps: int,
+        postfix: Callable[[], dict[str, Any]] | None = None,
+        stop: StopControl | None = None,
     ) -> None:
         super().__init__()
         self.total_timesteps = int(total_timesteps)
         self.postfix = postfix
+        self.stop = stop
+        self.seconds = stop.seconds if stop is not None else None
         self.bar: Any = None
-        self._shown = 0
+        self._shown: float = 0
 
     def _on_training_start(self) -> None:
         from tqdm.auto import tqdm
 
-        self._shown = int(self.model.num_timesteps)
-        self.bar = tqdm(
-            total=self.total_timesteps,
-            initial=self._shown,
-            unit="step",
-            dynamic_ncols=True,
-            smoothing=0.05,
-            # redirected to a file: a line every 30 s instead of 10 per second
-            mininterval=0.5 if sys.stderr.isatty() else 30.0,
-        )
+        steps = int(self.model.num_timesteps)
+        self.bar = tqdm(**bar_options(self.total_timesteps, steps, self.seconds))
+        self._shown = self.bar.n
+
+    def _progress(self) -> float:
+        if self.seconds is not None and self.stop is not None:
+            return min(self.stop.elapsed(), self.seconds)
+        return int(self.model.num_timesteps)
 
     def _on_step(self) -> bool:
-        now = int(self.model.num_timesteps)
+        now = self._progress()
         if self.bar is not None and now > self._shown:
             self.bar.update(now - self._shown)
             self._shown = now
@@ -230,10 +297,14 @@ class TqdmProgressCallback(BaseCallback):
 
     def _on_rollout_start(self) -> None:
         if self.bar is not None and self.postfix is not None:
-            self.bar.set_postfix(self.postfix(), refresh=True)
+            extra = self.postfix()
+            if self.seconds is not None:
+                extra = {"steps": int(self.model.num_timesteps), **extra}
+            self.bar.set_postfix(extra, refresh=True)
 
     def _on_training_end(self) -> None:
         if self.bar is not None:
+            self._on_rollout_start()
             self.bar.close()
             self.bar = None
 
@@ -249,7 +320,10 @@ class EvalCheckpointCallback(BaseCallback):
       :func:`train.logs.record_evaluation` and appended to ``evaluations.jsonl``; a better
       mean AVEbsld saves the best model;
     - every ``checkpoint_every`` updates (and at the end): a checkpoint
-      (:meth:`train.rundir.RunDir.checkpoint`);
+      (:meth:`train.rundir.RunDir.checkpoint`); only the newest ``keep_checkpoints`` are
+      kept (0: all; the best model is ``best_model.zip``, never pruned);
+    - when ``stop`` is due, nothing until the end; after a signal, the end saves a
+      checkpoint without the final evaluation (a cluster's grace period is short);
     - after every update: writes the pending log values (the update's ``train/*``) at the
       current step.
 
@@ -260,6 +334,8 @@ class EvalCheckpointCallback(BaseCallback):
     :param checkpoint_every: updates between checkpoints (0: only at the end)
     :param history: previous evaluation records (resumed run)
     :param best: best mean AVEbsld so far (a resumed run passes the old best)
+    :param keep_checkpoints: checkpoints kept (the newest; 0: all)
+    :param stop: the session's stop control
     """
 
     def __init__(
@@ -271,9 +347,13 @@ class EvalCheckpointCallback(BaseCallback):
         checkpoint_every: int,
         history: list[dict[str, Any]] | None = None,
         best: float = math.inf,
+        keep_checkpoints: int = 0,
+        stop: StopControl | None = None,
     ) -> None:
         super().__init__()
         self.run = run
+        self.keep_checkpoints = int(keep_checkpoints)
+        self.stop = stop
         self.rollout_size = int(rollout_size)
         self.evaluator = evaluator
         self.eval_every = int(eval_every)
@@ -315,11 +395,12 @@ class EvalCheckpointCallback(BaseCallback):
         return rec
 
     def checkpoint(self) -> Path:
-        """Save a checkpoint of the current model; returns its path."""
-        path = self.run.checkpoint(int(self.model.num_timesteps))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.model.save(path)
+        """Save a checkpoint of the current model and prune the old ones; returns its path."""
+        steps = int(self.model.num_timesteps)
+        path = self.run.save_model(self.model, self.run.checkpoint(steps))
         self.last_checkpoint = path
+        if self.keep_checkpoints > 0:
+            self.run.prune_checkpoints(self.keep_checkpoints, upto=steps)
         return path
 
     def flush(self) -> None:
@@ -335,7 +416,8 @@ class EvalCheckpointCallback(BaseCallback):
         last = self.last_eval
         return last is not None and last["timesteps"] == self.model.num_timesteps
 
-    def _checkpointed_now(self) -> bool:
+    def checkpointed_now(self) -> bool:
+        """Whether a checkpoint at the current step count was saved."""
         return self.last_checkpoint == self.run.checkpoint(int(self.model.num_timesteps))
 
     def _on_training_start(self) -> None:
@@ -347,20 +429,21 @@ class EvalCheckpointCallback(BaseCallback):
         # Right after an update (SB3 has no post-update hook): its train/* values are still
         # pending in the logger and are written here, at the step count of the rollout the
         # update was computed from.
-        if self.updates == 0:
+        if self.updates == 0 or (self.stop is not None and self.stop.due()):
             return
         t0 = time.perf_counter()
         if self._due(self.eval_every) and not self._evaluated_now():
             self.evaluate()
-        if self._due(self.checkpoint_every) and not self._checkpointed_now():
+        if self._due(self.checkpoint_every) and not self.checkpointed_now():
             self.checkpoint()
         self.flush()
         self.overhead_seconds += time.perf_counter() - t0
 
     def _on_training_end(self) -> None:
-        if not self._evaluated_now():
+        signalled = self.stop is not None and self.stop.signal is not None
+        if not signalled and not self._evaluated_now():
             self.evaluate()
-        if not self._checkpointed_now():
+        if not self.checkpointed_now():
             self.checkpoint()
         self.flush()
 

@@ -12,16 +12,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 from train.config import Option, TrainConfig
 
-__all__ = ["ParsedArgs", "build_parser", "parse_args"]
+__all__ = ["OneLineParser", "ParsedArgs", "build_parser", "parse_args"]
 
 DESCRIPTION = """\
 Train the RLBackfilling kernel policy (hpcgym_agents.KernelPolicy) with sb3-contrib's
 MaskablePPO on the hpcgym backfilling env (hpcgym/Backfill-v0), evaluating it on fixed
-windows of the trace's test split next to the classic schedulers. Logs to TensorBoard
+windows of the trace's validation split (the last 10% of the training range; the test
+split is never read) next to the classic schedulers. Logs to TensorBoard
 (tensorboard --logdir runs/); one folder per run: <logdir>/<run-name>/.
 """
 
@@ -67,6 +68,17 @@ class ParsedArgs:
     resume: str | None
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose errors are one line (no usage block) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``prog: error: message`` on stderr and exit with status 2.
+
+        :param message: what is wrong
+        """
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
 def _default_text(value: Any) -> str:
     if isinstance(value, tuple):
         return ",".join(str(v) for v in value)
@@ -75,7 +87,7 @@ def _default_text(value: Any) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of ``train/ppo.py`` (no defaults: only given options are set)."""
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="python train/ppo.py",
         description=DESCRIPTION,
         epilog=EPILOG,

@@ -27,6 +27,7 @@ from hpcgym.argtypes import nonneg_float, nonneg_int, positive_float, positive_i
 
 __all__ = [
     "DEFAULT_BASELINES",
+    "DEFAULT_EVAL_LENGTH",
     "PAPER_HYPERPARAMETERS",
     "PRESETS",
     "RESUME_OVERRIDABLE",
@@ -80,6 +81,8 @@ RESUME_OVERRIDABLE: frozenset[str] = frozenset(
         "time_limit",
         "eval_every",
         "checkpoint_every",
+        "keep_checkpoints",
+        "device",
         "progress",
         "verbose",
         "torch_threads",
@@ -89,6 +92,10 @@ RESUME_OVERRIDABLE: frozenset[str] = frozenset(
         "run_name",
     }
 )
+
+#: Jobs per evaluation window when ``--eval-length`` is not given and the split is long
+#: enough (the paper evaluates on 1024-job sequences).
+DEFAULT_EVAL_LENGTH = 1024
 
 #: Default length of a run when neither ``total_steps`` nor ``epochs`` is given.
 DEFAULT_EPOCHS = 100
@@ -108,7 +115,7 @@ NON_OPTION_KEYS: frozenset[str] = frozenset(
     }
 )
 
-VEC_ENVS: tuple[str, ...] = ("auto", "dummy", "subproc")
+VEC_ENVS: tuple[str, ...] = ("auto", "dummy", "subproc", "native")
 VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
 STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
 
@@ -297,7 +304,15 @@ class TrainConfig:
     train_fraction: float = _opt(
         0.7, "workload", "share of the jobs in the training split (time split)", parse=fraction
     )
-    eval_split: str = field(default="test")  # issue 13: "validation" once it exists
+    lenient: bool = _opt(
+        False,
+        "workload",
+        "skip (and count) malformed lines of an SWF trace instead of stopping at the first",
+        show_default=False,
+    )
+    #: the split of the training-time evaluation, best-model selection and early stopping
+    #: (issue 13): never ``test`` -- test windows are for ``eval/`` only
+    eval_split: str = field(default="validation")
 
     # -- training length and parallelism
     total_steps: int | None = _opt(
@@ -328,7 +343,8 @@ class TrainConfig:
     time_limit: float | None = _opt(
         None,
         "length",
-        "stop training after this many minutes of wall time (a CPU budget); the run then "
+        "stop training within seconds after this many minutes of wall time (a CPU budget; "
+        "checked at every env step and between the minibatches of an update); the run then "
         "finishes normally: final evaluation, final model, summary",
         parse=positive_float,
         metavar="MINUTES",
@@ -337,7 +353,8 @@ class TrainConfig:
     vec_env: str = _opt(
         "auto",
         "length",
-        "auto: SubprocVecEnv for n-envs > 1, DummyVecEnv for 1",
+        "auto: SubprocVecEnv for n-envs > 1, DummyVecEnv for 1; native: all envs in one "
+        "batched BackfillVectorEnv (train/vecenv.py, the fastest on few cores)",
         choices=VEC_ENVS,
     )
     torch_threads: int = _opt(
@@ -354,7 +371,7 @@ class TrainConfig:
         show_default=False,
     )
     seed: int = _opt(0, "length", "seed of everything", parse=int)
-    device: str = _opt("cpu", "length", "torch device")
+    device: str = _opt("cpu", "length", "torch device (cpu, cuda, cuda:1, mps, auto)")
 
     # -- hyperparameters
     trajectories: int = _opt(
@@ -422,7 +439,14 @@ class TrainConfig:
         parse=nonneg_int,
     )
     eval_windows: int = _opt(10, "eval", "evaluation windows", parse=positive_int)
-    eval_length: int = _opt(1024, "eval", "jobs per evaluation window", parse=positive_int)
+    eval_length: int | None = _opt(
+        None,
+        "eval",
+        f"jobs per evaluation window (default {DEFAULT_EVAL_LENGTH}, the paper's; half the "
+        "evaluation split when that is too short for it)",
+        parse=positive_int,
+        show_default=False,
+    )
     eval_seed: int | None = _opt(
         None,
         "eval",
@@ -439,6 +463,13 @@ class TrainConfig:
     )
     checkpoint_every: int = _opt(
         5, "eval", "updates between checkpoints (0 = only at the end)", parse=nonneg_int
+    )
+    keep_checkpoints: int = _opt(
+        3,
+        "eval",
+        "checkpoints kept: the newest N (0 = all); the best model is best_model.zip",
+        parse=nonneg_int,
+        metavar="N",
     )
     logdir: str = _opt("runs", "eval", "parent folder of the runs")
     run_name: str | None = _opt(
@@ -484,9 +515,17 @@ class TrainConfig:
             out.append("--batch-size must be > 1 (advantage normalization needs 2 samples)")
         if self.total_steps is not None and self.epochs is not None:
             out.append("--total-steps and --epochs exclude each other: give one")
+        out.extend(_device_problems(self.device))
+        out.extend(_baseline_problems(self.baselines))
         from hpcgym.workload import SPLITS
 
-        if self.eval_split not in SPLITS:
+        if self.eval_split in ("test", "all"):
+            out.append(
+                f"eval_split {self.eval_split!r}: training never evaluates on the test split "
+                "(choosing the best model on it makes every test figure optimistic); use "
+                "'validation' and evaluate test windows with eval/ after training"
+            )
+        elif self.eval_split not in SPLITS:
             out.append(f"eval_split: expected one of {', '.join(SPLITS)}, got {self.eval_split!r}")
         if self.run_name is not None and (
             not self.run_name or "/" in self.run_name or self.run_name in (".", "..")
@@ -582,6 +621,12 @@ class TrainConfig:
         unknown = sorted(set(values) - set(_fields()))
         if unknown:
             raise ConfigError(f"unknown keys in the run's config: {', '.join(unknown)}")
+        if values.get("eval_split") == "test":
+            raise ConfigError(
+                "the run's config has eval_split 'test': it predates the validation split "
+                "(its evaluations and best model used test windows) and cannot be continued; "
+                "start a new run"
+            )
         return cls(**values)
 
     def to_json(self, path: str | os.PathLike[str], extra: Mapping[str, Any] | None = None) -> None:
@@ -638,6 +683,51 @@ def _parse_problem(parse: Callable[[str], Any], value: Any) -> str | None:
         if not (isinstance(parsed, float) and type(value) is int and parsed == value):
             return f"expected a value like {parsed!r}, got {value!r}"
     return None
+
+
+def _device_problems(device: str) -> list[str]:
+    """Why ``device`` cannot train here (``[]``: it can). ``cpu`` needs no torch import."""
+    if device in ("cpu", "auto"):
+        return []
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        return [f"--device: expected a torch device such as cpu, cuda, cuda:1, mps, got {device!r}"]
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            return [
+                f"--device {device}: CUDA is not available on this machine (torch "
+                f"{torch.__version__}); use --device cpu"
+            ]
+        if dev.index is not None and dev.index >= torch.cuda.device_count():
+            return [f"--device {device}: this machine has {torch.cuda.device_count()} CUDA devices"]
+    elif dev.type == "mps" and not torch.backends.mps.is_available():
+        return [f"--device {device}: MPS is not available on this machine; use --device cpu"]
+    elif dev.type not in ("cuda", "mps", "cpu"):
+        return [f"--device: expected cpu, cuda[:N], mps or auto, got {device!r}"]
+    return []
+
+
+def _baseline_problems(baselines: Sequence[str]) -> list[str]:
+    """Unknown scheduler names in ``baselines``, with the valid names (``[]``: all known)."""
+    if not baselines:
+        return []
+    from hpcgym.sim.schedulers import get_scheduler, list_schedulers
+
+    unknown = []
+    for name in baselines:
+        try:
+            get_scheduler(name)
+        except (ValueError, KeyError):
+            unknown.append(name)
+    if not unknown:
+        return []
+    return [
+        f"--baselines: unknown scheduler {', '.join(map(repr, unknown))}; valid names: "
+        f"{', '.join(list_schedulers())}"
+    ]
 
 
 def _normalized(name: str, value: Any) -> Any:

@@ -20,9 +20,9 @@ from hpcgym.evaluation.play import Policy, play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.windows import select_windows
 from train.build import env_kwargs
-from train.config import ConfigError, TrainConfig
+from train.config import DEFAULT_EVAL_LENGTH, ConfigError, TrainConfig
 
-__all__ = ["Evaluator", "eval_window_starts"]
+__all__ = ["Evaluator", "eval_length", "eval_window_starts"]
 
 
 def eval_window_starts(
@@ -31,7 +31,7 @@ def eval_window_starts(
     k: int,
     train_fraction: float = 0.7,
     seed: int | None = None,
-    split: str = "test",
+    split: str = "validation",
 ) -> list[int]:
     """Starts of the ``k`` evaluation windows of ``length`` jobs in ``split``: evenly
     spaced (``seed=None``) or drawn with ``seed``. Deterministic.
@@ -46,6 +46,44 @@ def eval_window_starts(
     """
     ws = select_windows(n_jobs, length, k, split=split, seed=seed, train_fraction=train_fraction)
     return [int(s) for s in ws.starts]
+
+
+def eval_length(cfg: TrainConfig, n_jobs: int, warn: Callable[[str], None] | None = None) -> int:
+    """Jobs per evaluation window: ``--eval-length``, or by default
+    :data:`~train.config.DEFAULT_EVAL_LENGTH` -- half the evaluation split when that is
+    too short to hold ``--eval-windows`` distinct windows of it (with a warning).
+
+    :param cfg: the run's options
+    :param n_jobs: jobs in the trace
+    :param warn: called with the message when the default is shortened
+    :raises ConfigError: the split cannot hold ``--eval-windows`` distinct windows of the
+        length, with the numbers and what to change
+    """
+    from hpcgym.workload import split_range
+
+    lo, hi = split_range(n_jobs, cfg.eval_split, cfg.train_fraction)
+    size, k = hi - lo, cfg.eval_windows
+    longest = size - k + 1  # the longest length with k distinct starts
+    where = (
+        f"the {cfg.eval_split!r} split of {cfg.trace} has {size} jobs (jobs {lo}..{hi - 1} "
+        f"of {n_jobs}, --train-fraction {cfg.train_fraction})"
+    )
+    if cfg.eval_length is not None:
+        length = int(cfg.eval_length)
+    else:
+        length = DEFAULT_EVAL_LENGTH if DEFAULT_EVAL_LENGTH <= longest else max(1, size // 2)
+        if length != DEFAULT_EVAL_LENGTH and length <= longest and warn is not None:
+            warn(
+                f"{where}: too few for {k} windows of {DEFAULT_EVAL_LENGTH} jobs; evaluating "
+                f"on {k} windows of {length} jobs (set --eval-length to choose)"
+            )
+    if length > longest:
+        raise ConfigError(
+            f"evaluation windows: {where}, too few for {k} distinct windows of {length} jobs; "
+            f"pick a shorter --eval-length (at most {max(longest, 0)}) or fewer --eval-windows, "
+            "a larger --train-fraction or a longer trace"
+        )
+    return length
 
 
 @dataclass
@@ -85,10 +123,11 @@ class Evaluator:
         """
         from hpcgym.envs.backfill_env import BackfillEnv
 
+        length = eval_length(cfg, len(workload), warn)
         try:
             starts = eval_window_starts(
                 len(workload),
-                cfg.eval_length,
+                length,
                 cfg.eval_windows,
                 cfg.train_fraction,
                 cfg.eval_seed,
@@ -96,12 +135,12 @@ class Evaluator:
             )
         except ValueError as exc:
             raise ConfigError(f"evaluation windows (--eval-windows/--eval-length): {exc}") from None
-        kw = env_kwargs(cfg, cfg.eval_split, cfg.eval_length)
+        kw = env_kwargs(cfg, cfg.eval_split, length)
         envs = [BackfillEnv(**kw) for _ in starts]
         baselines, skipped = run_baselines(
-            workload, starts, cfg.eval_length, cfg.baselines, cfg.policy, warn
+            workload, starts, length, cfg.baselines, cfg.policy, warn
         )
-        return cls(envs, starts, cfg.eval_length, cfg.eval_split, baselines, skipped)
+        return cls(envs, starts, length, cfg.eval_split, baselines, skipped)
 
     def describe(self) -> dict[str, Any]:
         """``split``, ``length``, ``starts`` (for the summary)."""

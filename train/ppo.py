@@ -32,8 +32,9 @@ __all__ = ["PAPER_HYPERPARAMETERS", "PRESETS", "TrainConfig", "build_parser", "m
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the training script; returns the summary written to ``summary.json``.
 
-    Bad input ends like an argparse error (a one-line message, exit status 2); Ctrl-C
-    during training exits with status 130 after saying how to resume.
+    Bad input ends like an argparse error (a one-line message, exit status 2); Ctrl-C or
+    SIGTERM during training saves a checkpoint and ``summary.json``, says how to resume
+    and exits with status 130 / 143.
 
     :param argv: command-line arguments (default ``sys.argv[1:]``)
     """
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         parser.error(str(exc))
     except session.Interrupted as exc:
         session.report_interrupt(exc)
+        raise SystemExit(exc.exit_status) from None
+    except KeyboardInterrupt:  # during the set-up: nothing to save yet
+        print("\ninterrupted during the set-up; nothing was trained", file=sys.stderr)
         raise SystemExit(130) from None
 
 

@@ -36,6 +36,10 @@ __all__ = [
 ]
 
 CHECKPOINT_DIR = "checkpoints"
+
+#: Model attributes left out of saved ``.zip`` files: the session's rollout buffer class
+#: (:mod:`train.stopping`) is not needed to load a model, and loading falls back to SB3's.
+SAVE_EXCLUDE: tuple[str, ...] = ("rollout_buffer_class", "rollout_buffer_kwargs")
 _CKPT_RE = re.compile(r"^model_(\d+)_steps\.zip$")
 
 
@@ -177,17 +181,32 @@ class RunDir:
         found = self.checkpoints()
         return found[-1] if found else None
 
-    def prune_checkpoints(self, keep: int) -> list[Path]:
+    def prune_checkpoints(self, keep: int, upto: int | None = None) -> list[Path]:
         """Delete all but the ``keep`` newest checkpoints; returns the deleted paths.
 
         :param keep: checkpoints to keep (>= 1: resuming needs one)
+        :param upto: only consider checkpoints at or before this step count (a session
+            resumed from an older checkpoint leaves the later ones of the lost session alone)
         """
         if keep < 1:
             raise ValueError(f"keep must be >= 1, got {keep}")
-        old = self.checkpoints()[:-keep]
+        found = [
+            p for p in self.checkpoints() if upto is None or (checkpoint_steps(p) or 0) <= upto
+        ]
+        old = found[:-keep]
         for p in old:
             p.unlink(missing_ok=True)
         return old
+
+    def save_model(self, model: Any, path: Path) -> Path:
+        """Save ``model`` (SB3's ``save``, without :data:`SAVE_EXCLUDE`); returns ``path``.
+
+        :param model: the model
+        :param path: the ``.zip`` (its folder is created)
+        """
+        path.parent.mkdir(parents=True, exist_ok=True)
+        model.save(path, exclude=list(SAVE_EXCLUDE))
+        return path
 
     def read_json(self, path: Path) -> dict[str, Any] | None:
         """A JSON file of the run (``None`` when missing).
@@ -228,7 +247,7 @@ class RunDir:
         :param model: the model (anything with SB3's ``save``)
         :param record: its evaluation record
         """
-        model.save(self.best_model)
+        self.save_model(model, self.best_model)
         write_json(self.best_record, record, indent=1)
 
     def best(self) -> dict[str, Any] | None:

@@ -12,13 +12,17 @@ import logging
 import math
 import sys
 import time
-from collections.abc import Mapping
+import warnings as warnings_module
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from train.build import RolloutPlan, env_kwargs, load_checkpoint, new_model, plan_rollout
 from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, resolve_resume, write_json
+from train.stopping import TARGET, StopControl
+from train.summary import Session, build_summary
 
 __all__ = ["Interrupted", "resume", "run_session", "start"]
 
@@ -26,19 +30,33 @@ log = logging.getLogger("hpcgym.train")
 
 
 class Interrupted(Exception):
-    """Training was interrupted (Ctrl-C); the run continues with ``--resume``.
+    """Training was interrupted (Ctrl-C or SIGTERM) after saving a checkpoint and
+    ``summary.json``; the run continues with ``--resume``.
 
     :param run: the run folder
-    :param timesteps: the step counter when it was interrupted
+    :param timesteps: the step counter of the checkpoint
+    :param signal: ``SIGINT`` (Ctrl-C) or ``SIGTERM``
+    :param checkpoint: the checkpoint saved
     """
 
-    def __init__(self, run: RunDir, timesteps: int) -> None:
+    def __init__(
+        self, run: RunDir, timesteps: int, signal: str = "SIGINT", checkpoint: Path | None = None
+    ) -> None:
+        saved = f"checkpoint {checkpoint}" if checkpoint else "the last checkpoint"
         super().__init__(
-            f"interrupted at {timesteps} steps; continue with --resume {run.path} "
-            "(from the last checkpoint)"
+            f"{signal}: stopped at {timesteps} steps, saved {saved} and {run.summary}; "
+            f"continue with --resume {run.path}"
         )
         self.run = run
         self.timesteps = timesteps
+        self.signal = signal
+
+    @property
+    def exit_status(self) -> int:
+        """The shell's convention: 128 + the signal number (130 Ctrl-C, 143 SIGTERM)."""
+        import signal as signal_module
+
+        return 128 + int(signal_module.Signals[self.signal])
 
 
 def start(cfg: TrainConfig) -> dict[str, Any]:
@@ -72,7 +90,10 @@ def resume(path: str, options: Mapping[str, Any]) -> dict[str, Any]:
         run, checkpoint = resolve_resume(path)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    saved = run.read_json(run.config) or {}
+    try:
+        saved = run.read_json(run.config) or {}
+    except (OSError, ValueError) as exc:  # unreadable or not JSON
+        raise ConfigError(f"--resume {path}: cannot read {run.config}: {exc}") from None
     cfg = TrainConfig.from_dict(saved).for_resume(options)
     cfg = cfg.replace(run_name=run.path.name, logdir=str(run.path.parent))
     return run_session(cfg, run, checkpoint=checkpoint, saved=saved)
@@ -100,12 +121,16 @@ def run_session(
 ) -> dict[str, Any]:
     """Set up, learn, save the final model and write the summary.
 
+    Training stops at the target, at ``--time-limit`` (the run then finishes normally)
+    or on Ctrl-C / SIGTERM: then a checkpoint and ``summary.json`` are written (no final
+    evaluation, no final model) and :class:`Interrupted` is raised.
+
     :param cfg: the run's options
     :param run: the run folder
     :param checkpoint: the checkpoint to continue from (``None``: a fresh run)
     :param saved: the resumed run's ``config.json`` (its resolved rollout is kept)
     :raises ConfigError: a user error found during set-up
-    :raises Interrupted: Ctrl-C during training
+    :raises Interrupted: Ctrl-C or SIGTERM during training
     """
     import torch as th
 
@@ -113,12 +138,12 @@ def run_session(
         EpisodeMetricsCallback,
         EvalCheckpointCallback,
         PhaseCallback,
-        TimeLimitCallback,
+        StopCallback,
         TqdmProgressCallback,
     )
     from train.evaluator import Evaluator
     from train.logs import add_custom_scalars_layout, close_logger, make_logger, write_hparams
-    from train.summary import Session, build_summary, final_table
+    from train.summary import final_table
 
     t_start = time.time()
     warnings: list[str] = []
@@ -129,10 +154,12 @@ def run_session(
 
     th.set_num_threads(cfg.rollout_threads)
     probe = _load_workload(cfg)
-    workload = probe.workload
-    evaluator = Evaluator.for_config(cfg, workload, warn)
+    evaluator = Evaluator.for_config(cfg, probe.workload, warn)
     plan = plan_rollout(cfg, saved if checkpoint is not None else None)
-    run.path.mkdir(parents=True, exist_ok=True)
+    try:
+        run.path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the run folder {run.path}: {exc.strerror}") from None
     if checkpoint is None:
         model = new_model(cfg, plan)
     else:
@@ -146,7 +173,7 @@ def run_session(
     if checkpoint is None:
         write_hparams(logger, config)
 
-    history = run.evaluations_until(start_steps) if checkpoint is not None else []
+    stop = StopControl(None if cfg.time_limit is None else 60.0 * cfg.time_limit)
     best = run.best() if checkpoint is not None else None
     episode_cb = EpisodeMetricsCallback()
     eval_cb = EvalCheckpointCallback(
@@ -155,65 +182,118 @@ def run_session(
         evaluator,
         cfg.eval_every,
         cfg.checkpoint_every,
-        history=history,
+        history=run.evaluations_until(start_steps) if checkpoint is not None else [],
         best=float(best["avg_bsld"]) if best else math.inf,
+        keep_checkpoints=cfg.keep_checkpoints,
+        stop=stop,
     )
     phase_cb = PhaseCallback(cfg.rollout_threads, cfg.update_threads, overhead=eval_cb)
-    callbacks: list[Any] = [phase_cb, episode_cb, eval_cb]
-    if cfg.time_limit:
-        callbacks.append(TimeLimitCallback(60.0 * cfg.time_limit))
+    callbacks: list[Any] = [StopCallback(stop), phase_cb, episode_cb, eval_cb]
     if cfg.progress:
-        callbacks.append(
-            TqdmProgressCallback(plan.target_timesteps, _postfix(model, plan, episode_cb, eval_cb))
-        )
+        postfix = _postfix(model, plan, episode_cb, eval_cb)
+        callbacks.append(TqdmProgressCallback(plan.target_timesteps, postfix, stop))
 
     print(_banner(run, probe, cfg, plan, start_steps, checkpoint is not None), flush=True)
     # written once the set-up succeeded; on resume it keeps the new target and the other
     # overridable options for the next resume
     cfg.to_json(run.config, extra=plan.to_config())
     t_learn = time.perf_counter()
-    try:
-        model.learn(
-            total_timesteps=plan.target_timesteps - start_steps,
-            callback=callbacks,
-            reset_num_timesteps=checkpoint is None,
-            progress_bar=False,
-        )
-    except KeyboardInterrupt:
-        close_logger(logger)
-        raise Interrupted(run, int(model.num_timesteps)) from None
-    finally:
-        learn_seconds = time.perf_counter() - t_learn
+    interrupted = False
+    with stop.catching(), _quiet_cut_updates():
         try:
-            model.get_env().close()
-        except (BrokenPipeError, EOFError, ConnectionResetError):  # workers died (Ctrl-C)
-            pass
-
-    model.save(run.final_model)
+            model.learn(
+                total_timesteps=plan.target_timesteps - start_steps,
+                callback=callbacks,
+                reset_num_timesteps=checkpoint is None,
+                progress_bar=False,
+            )
+        except KeyboardInterrupt:
+            stop.request("SIGINT")
+            interrupted = True
+        except (BrokenPipeError, EOFError, ConnectionResetError):
+            if stop.signal is None:  # subprocess envs died without a signal to us
+                raise
+            interrupted = True  # the signal reached the env workers too
+        finally:
+            learn_seconds = time.perf_counter() - t_learn
+            try:
+                model.get_env().close()
+            except (BrokenPipeError, EOFError, ConnectionResetError):  # workers died
+                pass
+    if interrupted:  # stopped by an exception: the callbacks' end hooks did not run
+        phase_cb.discard_partial_rollout()
+        if getattr(eval_cb, "model", None) is None:  # before learn() set the callbacks up
+            eval_cb.init_callback(model)
+        if not eval_cb.checkpointed_now():
+            eval_cb.checkpoint()
+        eval_cb.flush()
+    if stop.signal is None:
+        run.save_model(model, run.final_model)
     close_logger(logger)
 
+    steps = int(model.num_timesteps)
+    reason = stop.reason() if steps < plan.target_timesteps else TARGET
     session = Session(
         started=t_start,
+        ended=time.time(),
         resumed_from=str(checkpoint) if checkpoint else None,
         timesteps_start=start_steps,
-        timesteps_end=int(model.num_timesteps),
-        wall_time_s=time.time() - t_start,
+        timesteps_end=steps,
+        stop_reason=reason or "stopped",
         learn_time_s=learn_seconds,
         eval_time_s=eval_cb.eval_seconds,
         rollout_time_s=phase_cb.rollout_seconds,
         update_time_s=phase_cb.update_seconds,
         rollout_steps=phase_cb.rollout_steps,
+        discarded_steps=phase_cb.discarded_steps,
     )
+    summary = _write_summary(
+        run, cfg, plan, probe, session, checkpoint, evaluator, eval_cb.history, warnings
+    )
+    if stop.signal is not None:
+        raise Interrupted(run, steps, stop.signal, eval_cb.last_checkpoint)
+    print(final_table(summary, cfg.policy, cfg.mode))
+    return summary
+
+
+@contextmanager
+def _quiet_cut_updates() -> Iterator[None]:
+    """Silence numpy's warnings about the empty epochs of an update cut at the deadline
+    (SB3 logs the mean of the last epoch's empty lists as NaN)."""
+    with warnings_module.catch_warnings():
+        for message in (
+            "Mean of empty slice",
+            "invalid value encountered in scalar divide",
+            "invalid value encountered in double_scalars",
+        ):
+            warnings_module.filterwarnings("ignore", message, RuntimeWarning)
+        yield
+
+
+def _write_summary(
+    run: RunDir,
+    cfg: TrainConfig,
+    plan: RolloutPlan,
+    probe: Any,
+    session: Session,
+    checkpoint: Path | None,
+    evaluator: Any,
+    history: list[dict[str, Any]],
+    warnings: list[str],
+) -> dict[str, Any]:
+    """Build the run's summary with every session (a resume keeps the earlier ones),
+    write ``summary.json`` and return it."""
     previous = (run.read_json(run.summary) or {}).get("sessions", []) if checkpoint else []
+    previous = [s for s in previous if s.get("timesteps_end", 0) <= session.timesteps_start]
     summary = build_summary(
         run=run,
-        config=config,
+        config={**cfg.to_dict(), **plan.to_config()},
         workload={
             "trace": probe.trace_label,
-            "jobs": len(workload),
-            "machine_size": int(workload.machine_size),
+            "jobs": len(probe.workload),
+            "machine_size": int(probe.workload.machine_size),
         },
-        timesteps=int(model.num_timesteps),
+        timesteps=session.timesteps_end,
         rollout={
             "n_steps": plan.n_steps,
             "n_envs": cfg.n_envs,
@@ -223,14 +303,12 @@ def run_session(
         },
         sessions=[*previous, session.to_dict()],
         evaluation=evaluator.describe(),
-        history=eval_cb.history,
+        history=history,
         baselines=evaluator.baselines,
         skipped=evaluator.skipped,
         warnings=warnings,
-        last_checkpoint=eval_cb.last_checkpoint,
     )
     write_json(run.summary, summary)
-    print(final_table(summary, cfg.policy, cfg.mode))
     return summary
 
 

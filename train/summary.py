@@ -7,7 +7,6 @@ import platform
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,46 +21,60 @@ class Session:
     """One invocation of the training script on a run (a fresh start or a resume).
 
     :param started: wall-clock time it started (``time.time()``)
+    :param ended: wall-clock time it ended
     :param resumed_from: the checkpoint it resumed from (``None``: a fresh run)
     :param timesteps_start: the step counter at its start
     :param timesteps_end: the step counter at its end
-    :param wall_time_s: its wall time
+    :param stop_reason: why it stopped: ``target reached``, ``time limit``, ``SIGINT``
+        (Ctrl-C), ``SIGTERM``
     :param learn_time_s: time in ``model.learn``
     :param eval_time_s: time spent evaluating
     :param rollout_time_s: time collecting rollouts
     :param update_time_s: time in PPO updates
-    :param rollout_steps: environment steps collected in rollouts
+    :param rollout_steps: environment steps collected in complete rollouts
+    :param discarded_steps: steps of the rollout in progress when it stopped (not learned
+        from, not counted)
     """
 
     started: float
+    ended: float
     resumed_from: str | None
     timesteps_start: int
     timesteps_end: int
-    wall_time_s: float
+    stop_reason: str
     learn_time_s: float
     eval_time_s: float
     rollout_time_s: float
     update_time_s: float
     rollout_steps: int
+    discarded_steps: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """The session's entry of ``summary.json["sessions"]``."""
         steps = self.timesteps_end - self.timesteps_start
         return {
-            "started": datetime.fromtimestamp(self.started).isoformat(timespec="seconds"),
+            "started": _iso(self.started),
+            "ended": _iso(self.ended),
             "resumed_from": self.resumed_from,
             "timesteps_start": self.timesteps_start,
             "timesteps_end": self.timesteps_end,
-            "wall_time_s": self.wall_time_s,
+            "steps": steps,
+            "stop_reason": self.stop_reason,
+            "wall_time_s": self.ended - self.started,
             "learn_time_s": self.learn_time_s,
             "eval_time_s": self.eval_time_s,
             "rollout_time_s": self.rollout_time_s,
             "update_time_s": self.update_time_s,
+            "discarded_steps": self.discarded_steps,
             "steps_per_s": steps / self.learn_time_s if self.learn_time_s > 0 else math.nan,
             "rollout_steps_per_s": self.rollout_steps / self.rollout_time_s
             if self.rollout_time_s > 0
             else math.nan,
         }
+
+
+def _iso(t: float) -> str:
+    return datetime.fromtimestamp(t).astimezone().isoformat(timespec="seconds")
 
 
 def versions() -> dict[str, str]:
@@ -100,7 +113,6 @@ def build_summary(
     baselines: Mapping[str, Mapping[str, Any]],
     skipped: Mapping[str, str],
     warnings: Sequence[str],
-    last_checkpoint: Path | None,
 ) -> dict[str, Any]:
     """The contents of ``summary.json``.
 
@@ -116,9 +128,9 @@ def build_summary(
     :param baselines: results of the baselines by name
     :param skipped: baselines that could not run: name -> reason
     :param warnings: warnings of the session
-    :param last_checkpoint: the newest checkpoint
     """
     best = run.best()
+    last_checkpoint = run.latest_checkpoint()
     return {
         "run_dir": str(run.path),
         "args": config,
@@ -136,7 +148,7 @@ def build_summary(
         "sessions": list(sessions),
         "eval": {
             **evaluation,
-            "final": _eval_brief(history[-1]),
+            "final": _eval_brief(history[-1] if history else None),
             "best": _eval_brief(best),
             "history": [
                 {k: r[k] for k in ("timesteps", "updates", "avg_bsld", "reward")} for r in history
@@ -149,7 +161,7 @@ def build_summary(
             "run_dir": str(run.path),
             "tensorboard": str(run.path),
             "config": str(run.config),
-            "final_model": str(run.final_model),
+            "final_model": str(run.final_model) if run.final_model.exists() else None,
             "best_model": str(run.best_model) if run.best_model.exists() else None,
             "last_checkpoint": str(last_checkpoint) if last_checkpoint else None,
             "checkpoints": sorted(str(p) for p in run.checkpoints()),

@@ -1,0 +1,146 @@
+"""Stopping a session on time: the wall-time limit and SIGTERM, honoured within seconds.
+
+* :class:`StopControl` -- when training must stop: the ``--time-limit`` deadline, or a
+  signal (SIGTERM, how clusters stop jobs) caught while training (:meth:`StopControl.catching`);
+* :class:`DeadlineRolloutBuffer` (and :class:`DeadlineDictRolloutBuffer`) -- sb3-contrib's
+  masked rollout buffers whose ``get()`` stops yielding minibatches once the stop is due,
+  so a PPO update in progress ends after its current minibatch instead of running all its
+  epochs. ``MaskablePPO.train`` iterates ``for epoch: for batch in rollout_buffer.get()``;
+  a cut update still makes at least one gradient step (SB3 logs its last loss).
+
+The rollout side is checked at every environment step by
+:class:`train.callbacks.StopCallback`. The buffer class is not saved with the model
+(:data:`train.rundir.SAVE_EXCLUDE`), so saved models load without ``train/`` on the path.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+from sb3_contrib.common.maskable.buffers import MaskableDictRolloutBuffer, MaskableRolloutBuffer
+
+__all__ = [
+    "DeadlineDictRolloutBuffer",
+    "DeadlineRolloutBuffer",
+    "StopControl",
+    "buffer_class_for",
+]
+
+#: Stop reasons written to ``summary.json`` (``sessions[i]["stop_reason"]``).
+TARGET, TIME_LIMIT = "target reached", "time limit"
+
+
+class StopControl:
+    """When the training of a session must stop: a deadline, or a caught signal.
+
+    :param seconds: the wall-time budget from :meth:`start` (``None``: no limit)
+    """
+
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+        self.t0: float | None = None
+        self.deadline: float | None = None
+        self.signal: str | None = None
+
+    def start(self) -> None:
+        """Start the clock (the deadline is ``seconds`` from now)."""
+        self.t0 = time.perf_counter()
+        self.deadline = None if self.seconds is None else self.t0 + self.seconds
+
+    def elapsed(self) -> float:
+        """Seconds since :meth:`start` (0 before)."""
+        return 0.0 if self.t0 is None else time.perf_counter() - self.t0
+
+    def request(self, name: str) -> None:
+        """Ask training to stop as soon as possible.
+
+        :param name: why (a signal name such as ``SIGTERM``)
+        """
+        self.signal = self.signal or name
+
+    def due(self) -> bool:
+        """Whether training must stop now."""
+        if self.signal is not None:
+            return True
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def reason(self) -> str | None:
+        """Why training must stop (the signal, ``time limit``), or ``None``."""
+        if self.signal is not None:
+            return self.signal
+        return TIME_LIMIT if self.due() else None
+
+    @contextmanager
+    def catching(self, signals: Sequence[int] = (signal.SIGTERM,)) -> Iterator[StopControl]:
+        """While in the block, ``signals`` request a graceful stop (a second one raises
+        ``KeyboardInterrupt``). Only in the main thread; previous handlers are restored.
+
+        :param signals: the signals to catch
+        """
+        if threading.current_thread() is not threading.main_thread():
+            yield self
+            return
+
+        def handler(signum: int, _frame: FrameType | None) -> None:
+            if self.signal is not None:
+                raise KeyboardInterrupt
+            self.request(signal.Signals(signum).name)
+
+        old = {s: signal.signal(s, handler) for s in signals}
+        try:
+            yield self
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+class _DeadlineMixin:
+    """``get()`` that stops yielding minibatches once ``stop`` is due (after at least one
+    minibatch of the update: the rollout buffer is refilled, and ``reset``, per update)."""
+
+    stop: StopControl | None = None
+    #: minibatches yielded since the buffer was last filled, and whether the stop cut them
+    batches: int = 0
+    cut: bool = False
+    #: ``(batches, cut)`` of the previous update (read after ``reset``)
+    previous: tuple[int, bool] = (0, False)
+
+    def reset(self) -> None:
+        super().reset()  # type: ignore[misc]
+        self.previous = (self.batches, self.cut)
+        self.batches = 0
+        self.cut = False
+
+    def get(self, batch_size: int | None = None) -> Generator[Any, None, None]:
+        for samples in super().get(batch_size):  # type: ignore[misc]
+            if self.batches and self.stop is not None and self.stop.due():
+                self.cut = True
+                return
+            self.batches += 1
+            yield samples
+
+
+class DeadlineRolloutBuffer(_DeadlineMixin, MaskableRolloutBuffer):
+    """:class:`MaskableRolloutBuffer` whose minibatches stop when ``stop`` is due."""
+
+
+class DeadlineDictRolloutBuffer(_DeadlineMixin, MaskableDictRolloutBuffer):
+    """:class:`MaskableDictRolloutBuffer` whose minibatches stop when ``stop`` is due."""
+
+
+def buffer_class_for(observation_space: Any) -> type[MaskableRolloutBuffer]:
+    """The deadline buffer class for an observation space (``Dict`` or not).
+
+    :param observation_space: the env's observation space
+    """
+    from gymnasium import spaces
+
+    if isinstance(observation_space, spaces.Dict):
+        return DeadlineDictRolloutBuffer
+    return DeadlineRolloutBuffer
