@@ -16,7 +16,7 @@ from hpcgym.sim.lookahead import (
     Lookahead,
     LookaheadOracle,
     RuntimeSampler,
-    UserRatioSampler,
+    UserHistorySampler,
     bsld,
     parse_horizon,
 )
@@ -297,11 +297,11 @@ def test_lookahead_never_looks_at_the_future():
     assert any(not np.array_equal(va, vb) for (_, va), (_, vb) in zip(a, b, strict=False))
 
 
-def test_user_ratio_sampler_conditions_on_elapsed():
+def test_user_history_sampler_conditions_on_elapsed():
     w = synthetic(200, seed=6)
     sim = Simulation(w, backfill="easy")
     sim.run()
-    s = UserRatioSampler()
+    s = UserHistorySampler()
     assert isinstance(s, RuntimeSampler)
     s.bind(sim, None)
     s.observe(sim)
@@ -334,7 +334,7 @@ def test_cli_simulate_lookahead_oracle(capsys):
             "--trace",
             "synthetic",
             "--start",
-            "100",
+            "500",
             "--jobs",
             "120",
             "--json",

@@ -154,6 +154,13 @@ class EstimatorFeed:
             out[j] = min(max(v, min(1.0, req[j])), req[j])
 
 
+def _copy_generator(g: np.random.Generator) -> np.random.Generator:
+    """An independent generator in the same state as ``g`` (cheaper than deepcopy)."""
+    bg = type(g.bit_generator)()
+    bg.state = g.bit_generator.state
+    return np.random.Generator(bg)
+
+
 class Event(enum.IntEnum):
     """Why :meth:`Simulation.advance` returned."""
 
@@ -576,9 +583,15 @@ class Simulation:
         new.S, new.C, new.PF = self.S.copy(), self.C.copy(), self.PF.copy()
         new._buf_jobs = np.empty_like(self._buf_jobs)
         new._buf_flags = np.empty_like(self._buf_flags)
-        py = {k: getattr(self, k) for k in self._PY_STATE if decider or k != "decider"}
-        for k, v in self._py_state(new, py, self).items():
-            setattr(new, k, v)
+        new.config = dict(self.config)  # str/float/None values
+        if self.estimator is None and (self.decider is None or not decider):
+            # fast path (rollouts): nothing else refers to the generator
+            new.rng = _copy_generator(self.rng)
+        else:
+            keys = ("estimator", "_feed", "rng") + (("decider",) if decider else ())
+            py = {k: getattr(self, k) for k in keys}
+            for k, v in self._py_state(new, py, self).items():
+                setattr(new, k, v)
         if not decider:
             new.decider = None
             new.config.pop("decider", None)
