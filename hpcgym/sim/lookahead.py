@@ -594,7 +594,7 @@ class Lookahead(_Counted):
 
     :param k: candidates examined per decision (default 16)
     :param samples: futures per decision (default 4)
-    :param horizon: seconds of future arrivals to sample (default ``"12h"``; ``3600s``,
+    :param horizon: seconds of future arrivals to sample (default ``"6h"``; ``3600s``,
         ``2d``...; see :func:`parse_horizon`; a job count is not accepted: the number of
         future arrivals is unknown online)
     :param seed: seed of the decider's random generator (every random choice)
@@ -624,7 +624,7 @@ class Lookahead(_Counted):
         self,
         k: int | str = 16,
         samples: int | str = 4,
-        horizon: str | float = "12h",
+        horizon: str | float = "6h",
         seed: int | str | None = 0,
         past: int | str | Workload = 20000,
         future: str = "replay",

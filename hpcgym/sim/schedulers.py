@@ -215,7 +215,7 @@ NAMED: dict[str, SchedulerSpec] = {
         _s(
             "LOOKAHEAD",
             "FCFS + guarded online one-step lookahead over EASY-SJBF rollouts of Monte Carlo "
-            "futures sampled from the past (options k=16, samples=4, horizon=12h, seed=0)",
+            "futures sampled from the past (options k=16, samples=4, horizon=6h, seed=0, z=1)",
             backfill="sjbf",
             decider="lookahead",
         ),
