@@ -520,7 +520,7 @@ def _trace_past(wl: Workload, jobs: int) -> Workload | None:
     from hpcgym.workload.traces import load
 
     try:
-        full = load(wl.source or wl.name)
+        full = load(wl.source or wl.name, download=False)
     except Exception:  # noqa: BLE001 - any failure: no past
         return None
     off = wl.offset
