@@ -4,7 +4,10 @@
   points when the backfiller is external (the RL env drives it this way).
 * :func:`simulate` -- run a built-in scheduler to the end.
 * :func:`get_scheduler` -- named schedulers (``EASY``, ``EASY-AR``, ``EASY-SJBF``,
-  ``SAF``, ``EASY++``, ``ELOSS``...), ``POLICY+NAME`` and ``key=value`` specs.
+  ``SAF``, ``EASY++``, ``ELOSS``, ``LOOKAHEAD-ORACLE``, ``LOOKAHEAD``...),
+  ``POLICY+NAME``, ``key=value`` and ``NAME,key=value`` specs.
+* :meth:`Simulation.snapshot` / :meth:`Simulation.restore` / :meth:`Simulation.clone`
+  -- cheap copies of a simulation's state (rollouts, :mod:`hpcgym.sim.lookahead`).
 
 See ``docs/engine.md`` for the exact semantics.
 """
@@ -15,6 +18,7 @@ from hpcgym.sim.engine import (
     POLICIES,
     Event,
     SimResult,
+    SimSnapshot,
     Simulation,
     simulate,
 )
@@ -29,6 +33,7 @@ __all__ = [
     "NAMED",
     "SchedulerSpec",
     "SimResult",
+    "SimSnapshot",
     "Simulation",
     "compute_metrics",
     "get_scheduler",

@@ -12,9 +12,10 @@ state of one simulation (see :class:`hpcgym.sim.engine.Simulation`):
 The entry point is :func:`advance`: it runs the event loop until the simulation is
 done (``EV_DONE``), an online estimator must estimate newly arrived jobs
 (``EV_ESTIMATE``), or -- with ``backfill = external`` -- a backfill decision is due
-(``EV_DECISION``). The caller answers and calls :func:`advance` again; there is only
-one loop. Built-in backfillers (EASY, SJBF, conservative) decide inside the same
-pass, at the same decision point, without leaving compiled code.
+(``EV_DECISION``), or the next event lies after ``S_UNTIL`` (``EV_PAUSE``). The
+caller answers and calls :func:`advance` again; there is only one loop. Built-in
+backfillers (EASY, SJBF, conservative) decide inside the same pass, at the same
+decision point, without leaving compiled code.
 
 Semantics are documented in ``docs/engine.md``; keep the two in sync.
 """
@@ -67,7 +68,8 @@ S_T = 0
 S_SHADOW = 1
 S_THETA = 2  # starvation threshold (<= 0: off)
 S_PENDING_T = 3  # time of the pending event batch
-NS = 4
+S_UNTIL = 4  # advance() pauses before handling events later than this (inf: never)
+NS = 5
 
 # C
 C_PHASE = 0
@@ -109,6 +111,7 @@ P_DONE = 3
 EV_DONE = 0
 EV_ESTIMATE = 1
 EV_DECISION = 2
+EV_PAUSE = 3
 
 # backfill modes
 BF_NONE = 0
@@ -641,8 +644,9 @@ def _enqueue(JF, JI, C, lo, hi):
 
 @njit(cache=True)
 def advance(JF, JI, S, C, PF):
-    """Run the event loop to the next stop. Returns ``EV_DONE``, ``EV_ESTIMATE`` or
-    ``EV_DECISION`` (see module doc)."""
+    """Run the event loop to the next stop. Returns ``EV_DONE``, ``EV_ESTIMATE``,
+    ``EV_DECISION`` (see module doc) or ``EV_PAUSE`` (the next event lies after
+    ``S_UNTIL``; nothing of it was handled)."""
     n = C[C_N]
     while True:
         phase = C[C_PHASE]
@@ -672,6 +676,8 @@ def advance(JF, JI, S, C, PF):
         if t == INF:
             C[C_PHASE] = P_DONE
             return EV_DONE
+        if t > S[S_UNTIL]:
+            return EV_PAUSE
         S[S_T] = t
         # completions
         while C[C_HLEN] > 0 and JF[F_HEAPT, 0] == t:
@@ -734,3 +740,55 @@ def candidates(JF, JI, S, C, out_jobs, out_flags):
 def stop_backfilling(C):
     """The decision maker declines further backfilling at this time."""
     C[C_PHASE] = P_EVENTS
+
+
+# ------------------------------------------------------ rollouts (lookahead)
+@njit(cache=True)
+def rerun_pass(JF, JI, S, C, PF):
+    """Leave a decision point and run one scheduling pass at the current time with the
+    configured (built-in) backfiller: it finishes the interrupted pass. Returns what
+    :func:`_schedule` returns (``EV_DECISION`` only for external backfilling)."""
+    C[C_PHASE] = P_EVENTS
+    return _schedule(JF, JI, S, C, PF)
+
+
+@njit(cache=True)
+def set_estimates(JF, JI, S, C, est):
+    """Replace the estimates of every job not yet done by ``est[j]``.
+
+    Waiting jobs get new policy keys; running jobs (unless ``C_RUN_REQUEST``) get
+    ``est`` as their running estimate when it still lies in the future, and the
+    running list and the expiry heap are rebuilt. The caller recomputes any pending
+    reservation.
+    """
+    n = JF.shape[1]
+    t = S[S_T]
+    policy = C[C_POLICY]
+    for j in range(n):
+        st = JI[I_STATUS, j]
+        if st == ST_DONE:
+            continue
+        JF[F_EST, j] = est[j]
+        if st == ST_WAITING:
+            JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], est[j], 0.0)
+        elif st == ST_RUNNING and C[C_RUN_REQUEST] == 0 and JF[F_START, j] + est[j] > t:
+            JF[F_REST, j] = est[j]
+    rebuild_running(JF, JI, C)
+
+
+@njit(cache=True)
+def rebuild_running(JF, JI, C):
+    """Re-sort the running list and rebuild the completion and expiry heaps from the
+    running jobs' start, runtime and running estimate (after either was changed)."""
+    rlen = C[C_RLEN]
+    run = JI[I_RUN, :rlen].copy()
+    C[C_RLEN] = 0
+    C[C_HLEN] = 0
+    C[C_XLEN] = 0
+    for k in range(rlen):
+        j = run[k]
+        _run_insert(JF, JI, C, j)
+        s = JF[F_START, j]
+        C[C_HLEN] = _heap_push(JF[F_HEAPT], JI[I_HEAPJ], C[C_HLEN], s + JF[F_RUNTIME, j], j)
+        if JF[F_REST, j] < JF[F_RUNTIME, j]:
+            C[C_XLEN] = _heap_push(JF[F_XHEAPT], JI[I_XHEAPJ], C[C_XLEN], s + JF[F_REST, j], j)

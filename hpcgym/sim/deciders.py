@@ -18,6 +18,11 @@ name               candidates   rule
                                 of postponing the head is below ``tau`` (EASY-HMM)
 ``easy``           ``easy``     the first EASY-allowed candidate in backfill order
                                 (the compiled EASY/SJBF passes, in Python)
+``lookahead-``     ``easy``     clairvoyant one-step lookahead over EASY-SJBF rollouts
+``oracle``                      (an upper bound, LOOKAHEAD-ORACLE;
+                                :class:`hpcgym.sim.lookahead.LookaheadOracle`)
+``lookahead``      ``easy``     online lookahead over Monte Carlo futures (LOOKAHEAD;
+                                :class:`hpcgym.sim.lookahead.Lookahead`)
 =================  ===========  =====================================================
 
 Each decider has ``name``, ``candidates`` (the candidate mode it needs) and
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from hpcgym.sim.lookahead import Lookahead, LookaheadOracle
 from hpcgym.sim.probabilistic import _scan_kernel
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -296,6 +302,8 @@ class ProbabilisticBackfiller:
 DECIDERS: dict[str, type] = {
     "probabilistic": ProbabilisticBackfiller,
     "easy": EasyDecider,
+    "lookahead-oracle": LookaheadOracle,
+    "lookahead": Lookahead,
 }
 
 
@@ -304,4 +312,7 @@ def make_decider(name: str, **kwargs: Any) -> Any:
     key = str(name).strip().lower()
     if key not in DECIDERS:
         raise ValueError(f"unknown decider {name!r}; valid choices: {', '.join(DECIDERS)}")
-    return DECIDERS[key](**kwargs)
+    try:
+        return DECIDERS[key](**kwargs)
+    except TypeError as exc:  # unknown option
+        raise ValueError(f"bad option for decider {name!r}: {exc}") from None

@@ -28,6 +28,7 @@ Semantics: see ``docs/engine.md``.
 
 from __future__ import annotations
 
+import copy
 import enum
 import time
 from collections.abc import Callable
@@ -55,6 +56,7 @@ __all__ = [
     "Event",
     "POLICIES",
     "SimResult",
+    "SimSnapshot",
     "Simulation",
     "simulate",
 ]
@@ -149,12 +151,20 @@ class EstimatorFeed:
             out[j] = min(max(v, min(1.0, req[j])), req[j])
 
 
+def _copy_generator(g: np.random.Generator) -> np.random.Generator:
+    """An independent generator in the same state as ``g`` (cheaper than deepcopy)."""
+    bg = type(g.bit_generator)()
+    bg.state = g.bit_generator.state
+    return np.random.Generator(bg)
+
+
 class Event(enum.IntEnum):
     """Why :meth:`Simulation.advance` returned."""
 
     DONE = K.EV_DONE
     ESTIMATE = K.EV_ESTIMATE  # handled inside advance(); never returned to callers
     DECISION = K.EV_DECISION
+    PAUSE = K.EV_PAUSE  # advance(until=...) stopped before an event later than `until`
 
 
 def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
@@ -191,6 +201,18 @@ class SimResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {**self.config, **self.metrics, **self.counters}
+
+
+@dataclass(frozen=True, eq=False)
+class SimSnapshot:
+    """An opaque copy of a :class:`Simulation`'s complete state
+    (:meth:`Simulation.snapshot`); :meth:`Simulation.restore` puts it back, as often as
+    wanted. It holds copies of the engine arrays and deep copies of the Python-side
+    state (estimator, estimator feed, random generator, decider, configuration)."""
+
+    owner: Simulation
+    arrays: tuple[np.ndarray, ...]
+    py: dict[str, Any]
 
 
 class Simulation:
@@ -270,6 +292,7 @@ class Simulation:
         C[K.C_HEAD] = -1
         C[K.C_BFMODE] = ext
         S[K.S_SHADOW] = np.inf
+        S[K.S_UNTIL] = np.inf
         S[K.S_T] = workload.submit[0]
         if starvation == "auto":
             S[K.S_THETA] = 3.0 * float(workload.request.max())
@@ -339,9 +362,14 @@ class Simulation:
     def done(self) -> bool:
         return int(self.C[K.C_PHASE]) == K.P_DONE
 
-    def advance(self) -> Event:
-        """Run to the next decision point (external backfill) or to the end."""
+    def advance(self, until: float | None = None) -> Event:
+        """Run to the next decision point (external backfill) or to the end.
+
+        :param until: also stop (``Event.PAUSE``) before handling events later than
+            this time; the next call continues from there. ``None``: no limit
+        """
         t0 = time.perf_counter()
+        self.S[K.S_UNTIL] = np.inf if until is None else float(until)
         while True:
             ev = K.advance(self.JF, self.JI, self.S, self.C, self.PF)
             if ev == K.EV_ESTIMATE:
@@ -517,6 +545,150 @@ class Simulation:
             else:
                 self.backfill(j)
         return self.result()
+
+    # ------------------------------------------------- snapshots and rollouts
+    _PY_STATE: tuple[str, ...] = (
+        "estimator",
+        "_feed",
+        "rng",
+        "decider",
+        "config",
+        "backfill_mode",
+        "estimate_name",
+    )
+
+    def _py_state(
+        self, target: Simulation, src: dict[str, Any], owner: Simulation
+    ) -> dict[str, Any]:
+        """Deep copy of the Python-side state ``src``; references to ``owner`` become
+        references to ``target``, the (immutable) workload is shared."""
+        memo: dict[int, Any] = {id(owner): target, id(self.workload): self.workload}
+        return copy.deepcopy(src, memo)
+
+    def snapshot(self) -> SimSnapshot:
+        """The complete state now, as an opaque :class:`SimSnapshot`.
+
+        Cheap: the engine arrays are copied (no re-simulation) and the estimator,
+        its feed, the random generator and the decider are deep-copied, so the
+        snapshot is independent of this simulation's future. Valid at any stop of
+        :meth:`advance`, including a decision point in the middle of a pass.
+        """
+        py = {k: getattr(self, k) for k in self._PY_STATE}
+        py = self._py_state(self, py, self)
+        py["_sim_seconds"] = self._sim_seconds
+        arrays = tuple(a.copy() for a in (self.JF, self.JI, self.S, self.C, self.PF))
+        return SimSnapshot(owner=self, arrays=arrays, py=py)
+
+    def restore(self, snap: SimSnapshot) -> None:
+        """Put this simulation back into the state of ``snap`` (taken by
+        :meth:`snapshot` on this simulation or on one of the same workload). The
+        snapshot stays valid and can be restored again.
+
+        :param snap: a snapshot of a simulation of the same workload
+        """
+        if snap.owner.workload is not self.workload and (
+            len(snap.owner.workload) != len(self.workload)
+        ):
+            raise ValueError("snapshot of a simulation of another workload")
+        JF, JI, S, C, PF = (a.copy() for a in snap.arrays)
+        self.JF, self.JI, self.S, self.C, self.PF = JF, JI, S, C, PF
+        py = dict(snap.py)
+        self._sim_seconds = float(py.pop("_sim_seconds"))
+        for k, v in self._py_state(self, py, snap.owner).items():
+            setattr(self, k, v)
+
+    def clone(self, decider: bool = True) -> Simulation:
+        """An independent copy of this simulation in its current state.
+
+        The copy owns copies of the engine arrays and deep copies of the estimator,
+        the random generator and (if ``decider``) the decider; advancing either one
+        never changes the other. Cost: a few array copies (no re-simulation).
+
+        :param decider: also copy the decider; ``False`` leaves the clone without one
+            (for rollouts that :meth:`switch` to a built-in backfiller)
+        """
+        new = object.__new__(Simulation)
+        new.__dict__.update(self.__dict__)
+        new.JF, new.JI = self.JF.copy(), self.JI.copy()
+        new.S, new.C, new.PF = self.S.copy(), self.C.copy(), self.PF.copy()
+        new._buf_jobs = np.empty_like(self._buf_jobs)
+        new._buf_flags = np.empty_like(self._buf_flags)
+        new.config = dict(self.config)  # str/float/None values
+        if self.estimator is None and (self.decider is None or not decider):
+            # fast path (rollouts): nothing else refers to the generator
+            new.rng = _copy_generator(self.rng)
+        else:
+            keys = ("estimator", "_feed", "rng") + (("decider",) if decider else ())
+            py = {k: getattr(self, k) for k in keys}
+            for k, v in self._py_state(new, py, self).items():
+                setattr(new, k, v)
+        if not decider:
+            new.decider = None
+            new.config.pop("decider", None)
+        return new
+
+    def switch(
+        self,
+        backfill: str | None = None,
+        estimate: str | np.ndarray | None = None,
+        last_job: int | None = None,
+    ) -> None:
+        """Continue this simulation under another configuration (rollouts).
+
+        Used by lookahead schedulers on a :meth:`clone`: hand the rest of the run to a
+        compiled backfiller, optionally with other estimates, so a rollout never
+        leaves compiled code. At a decision point, the interrupted scheduling pass is
+        finished at the current time by the new backfiller (with external backfilling
+        kept, the reservation is recomputed instead).
+
+        :param backfill: ``none``, ``easy``, ``sjbf``, ``conservative`` or ``external``;
+            a built-in mode drops the decider
+        :param estimate: ``"actual"``, ``"request"`` or an array of estimates (one per
+            job, capped at the request) for every job not yet done; detaches an online
+            estimator. Running jobs take the new estimate as their running estimate if
+            it still lies in the future.
+        :param last_job: only jobs ``0 .. last_job-1`` arrive from now on (a rollout
+            horizon); must not be below the number of jobs already arrived. Jobs
+            beyond it never start, so :meth:`result` is not meaningful afterwards.
+        """
+        JF, JI, S, C = self.JF, self.JI, self.S, self.C
+        if last_job is not None:
+            lj = int(last_job)
+            if not (int(C[K.C_NEXT]) <= lj <= len(self.workload)):
+                raise ValueError(
+                    f"last_job={lj} must lie in [{int(C[K.C_NEXT])}, {len(self.workload)}]"
+                )
+            C[K.C_N] = lj
+        if estimate is not None:
+            if isinstance(estimate, str):
+                which = _choice("estimate", estimate, _BUILTIN_ESTIMATES)
+                est = self.workload.runtime if which == "actual" else self.workload.request
+                est = np.ascontiguousarray(est, dtype=np.float64)
+                self.estimate_name = which
+            else:
+                est = self._cap(np.asarray(estimate, dtype=np.float64))
+                self.estimate_name = "array"
+            K.set_estimates(JF, JI, S, C, est)
+            C[K.C_ONLINE] = 0
+            self.estimator, self._feed = None, None
+            self.config["estimate"] = self.estimate_name
+        deciding = int(C[K.C_PHASE]) == K.P_DECIDE
+        if backfill is not None:
+            bf = _choice("backfill", backfill, BACKFILLS)
+            if bf == K.BF_CONSERVATIVE and self.PF.shape[1] < 2 * len(self.workload) + 4:
+                self.PF = np.zeros((2, 2 * len(self.workload) + 4))
+            C[K.C_BACKFILL] = bf
+            self.backfill_mode = backfill.lower()
+            self.config["backfill"] = self.backfill_mode
+            if bf != K.BF_EXTERNAL:
+                self.decider = None
+                self.config.pop("decider", None)
+        if deciding:
+            if int(C[K.C_BACKFILL]) == K.BF_EXTERNAL:
+                if estimate is not None:
+                    K._compute_shadow(JF, JI, S, C, int(C[K.C_HEAD]))
+            else:
+                K.rerun_pass(JF, JI, S, C, self.PF)
 
 
 def warmup() -> None:

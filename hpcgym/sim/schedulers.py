@@ -12,11 +12,22 @@ Spellings accepted by :func:`get_scheduler`:
 * ``POLICY+NAME``: a named scheduler with another queue policy, e.g. ``SJF+EASY``,
   ``WFP3+EASY-AR``, ``F1+EASY``, ``FCFS+NONE`` (no backfilling);
 * a key-value spec, e.g. ``policy=SJF,backfill=sjbf,estimate=actual,correction=doubling``
-  (keys: policy, backfill, estimate, correction, starvation, decider).
+  (keys: policy, backfill, estimate, correction, starvation, decider); with a
+  ``decider``, any other key is an option of the decider
+  (``decider=lookahead-oracle,backfill=sjbf,k=8``);
+* a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD-ORACLE,k=8,
+  horizon=256``, ``LOOKAHEAD,samples=8,seed=3``, ``EASY-HMM,tau=0.1`` or
+  ``SJF+EASY,estimate=actual``: the keys above replace the scheduler's own, other keys
+  are options of its decider. Values are read as int, float, ``true``/``false`` or text.
+
+``LOOKAHEAD-ORACLE`` and ``LOOKAHEAD`` (:mod:`hpcgym.sim.lookahead`) are decider-backed
+one-step lookahead backfillers over EASY-SJBF rollouts; the ORACLE is clairvoyant (it
+sees the window's future): an upper bound, not a scheduler a site could run.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -193,6 +204,21 @@ NAMED: dict[str, SchedulerSpec] = {
             estimate="tang-selective",
         ),
         _s(
+            "LOOKAHEAD-ORACLE",
+            "CLAIRVOYANT upper bound, not a scheduler: FCFS + guarded one-step lookahead over "
+            "EASY-SJBF rollouts that see the window's actual future (options k=16, "
+            "horizon=window, rollout=same|actual)",
+            backfill="sjbf",
+            decider="lookahead-oracle",
+        ),
+        _s(
+            "LOOKAHEAD",
+            "FCFS + guarded online one-step lookahead over EASY-SJBF rollouts of Monte Carlo "
+            "futures sampled from the past (options k=16, samples=4, horizon=6h, seed=0, z=1)",
+            backfill="sjbf",
+            decider="lookahead",
+        ),
+        _s(
             "EASY-HMM",
             "FCFS + EASY whose backfill test is Nissimov's probabilistic one (tau=0.05) on "
             "HMM runtime distributions; requests for the reservation",
@@ -211,43 +237,83 @@ def list_schedulers() -> list[str]:
     return list(NAMED)
 
 
+_SPEC_KEYS = ("policy", "backfill", "estimate", "correction", "starvation", "decider")
+
+
+def _value(text: str) -> Any:
+    """A decider option's value: int, float, bool or the text."""
+    t = text.strip()
+    if re.fullmatch(r"[+-]?[0-9]+", t):
+        return int(t)
+    if re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", t):
+        return float(t)
+    if t.lower() in ("true", "false"):
+        return t.lower() == "true"
+    return t
+
+
+def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``key=value`` parts -> (scheduler fields, decider options)."""
+    kw: dict[str, Any] = {}
+    opts: dict[str, Any] = {}
+    for part in parts:
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise ValueError(f"bad scheduler spec part {part!r} in {spec!r} (want key=value)")
+        k, v = (x.strip() for x in part.split("=", 1))
+        k = k.lower()
+        if k in _SPEC_KEYS:
+            kw[k] = v
+        else:
+            opts[k] = _value(v)
+    if "policy" in kw:
+        _check("policy", kw["policy"], POLICIES)
+        kw["policy"] = kw["policy"].upper()
+    if "backfill" in kw:
+        _check("backfill", kw["backfill"], {k: v for k, v in BACKFILLS.items() if k != "external"})
+        kw["backfill"] = kw["backfill"].lower()
+    if "correction" in kw:
+        _check("correction", kw["correction"], CORRECTIONS)
+    if "starvation" in kw and kw["starvation"] != "auto":
+        kw["starvation"] = float(kw["starvation"])
+    if "decider" in kw:
+        from hpcgym.sim.deciders import DECIDERS
+
+        _check("decider", kw["decider"], DECIDERS)
+        kw["decider"] = kw["decider"].lower()
+    return kw, opts
+
+
+def _with_options(spec: SchedulerSpec, opts: dict[str, Any], text: str) -> SchedulerSpec:
+    """``spec`` with decider options ``opts`` (checked by building the decider)."""
+    if not opts:
+        return spec
+    if spec.decider is None:
+        raise ValueError(
+            f"unknown scheduler spec key(s) {', '.join(opts)} in {text!r}; valid: "
+            f"{', '.join(_SPEC_KEYS)} (other keys are options of a decider, and this "
+            "scheduler has none)"
+        )
+    merged = {**dict(spec.decider_kwargs), **opts}
+    spec = replace(spec, decider_kwargs=tuple(merged.items()))
+    spec.make_decider()  # raises ValueError on a bad option
+    return spec
+
+
 def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     """Resolve a scheduler name or spec string (see module doc)."""
     if isinstance(spec, SchedulerSpec):
         return spec
     text = spec.strip()
     if "=" in text:
-        kw: dict[str, Any] = {}
-        for part in text.split(","):
-            if not part.strip():
-                continue
-            if "=" not in part:
-                raise ValueError(f"bad scheduler spec part {part!r} in {spec!r} (want key=value)")
-            k, v = (x.strip() for x in part.split("=", 1))
-            k = k.lower()
-            if k not in ("policy", "backfill", "estimate", "correction", "starvation", "decider"):
-                raise ValueError(
-                    f"unknown scheduler spec key {k!r}; valid: policy, backfill, estimate, "
-                    "correction, starvation, decider"
-                )
-            kw[k] = v
-        if "policy" in kw:
-            _check("policy", kw["policy"], POLICIES)
-            kw["policy"] = kw["policy"].upper()
-        if "backfill" in kw:
-            _check(
-                "backfill", kw["backfill"], {k: v for k, v in BACKFILLS.items() if k != "external"}
-            )
-            kw["backfill"] = kw["backfill"].lower()
-        if "correction" in kw:
-            _check("correction", kw["correction"], CORRECTIONS)
-        if "starvation" in kw and kw["starvation"] != "auto":
-            kw["starvation"] = float(kw["starvation"])
-        if "decider" in kw:
-            from hpcgym.sim.deciders import DECIDERS
-
-            _check("decider", kw["decider"], DECIDERS)
-            kw["decider"] = kw["decider"].lower()
+        parts = text.split(",")
+        if "=" not in parts[0]:  # NAME,key=value,...
+            base = get_scheduler(parts[0])
+            kw, opts = _parse_kv(parts[1:], spec)
+            base = replace(base, name=text, **kw)
+            return _with_options(base, opts, spec)
+        kw, opts = _parse_kv(parts, spec)
         name = "{}+{}/{}".format(
             kw.get("policy", "FCFS"),
             kw.get("backfill", "easy").upper(),
@@ -255,7 +321,7 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
         )
         if "decider" in kw:
             name += f"+{kw['decider']}"
-        return SchedulerSpec(name=name, **kw)
+        return _with_options(SchedulerSpec(name=name, **kw), opts, spec)
     if text.lower() in _LOOKUP:
         return _LOOKUP[text.lower()]
     if "+" in text and not text.endswith("+"):
@@ -267,5 +333,5 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     raise ValueError(
         f"unknown scheduler {spec!r}; valid names: {', '.join(NAMED)}; or POLICY+NAME "
         f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
-        "correction, starvation, decider)"
+        "correction, starvation, decider, and the decider's options), or NAME,key=value,..."
     )
