@@ -357,3 +357,32 @@ def test_cli_simulate_lookahead_oracle(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["scheduler"] == "LOOKAHEAD-ORACLE" and out["jobs"] == 120
     assert out["violations"] == 0 and out["lookahead_decisions"] > 0
+
+
+def test_clone_and_restore_have_their_own_view_and_no_foreign_observers() -> None:
+    """A clone's ``view`` reads the clone's arrays; a restored simulation's view reads the
+    restored arrays; arrival observers of the original are not called by a clone."""
+    from hpcgym.sim.engine import Event, Simulation
+    from hpcgym.workload import load
+
+    calls: list[tuple[int, int]] = []
+    for start in range(0, 6000, 300):  # the first window with a decision point
+        sim = Simulation(load(None).window(start, 300), backfill="external", candidates="easy")
+        calls.clear()
+        sim.observe_arrivals(lambda s, lo, hi: calls.append((lo, hi)))
+        if sim.advance() == Event.DECISION:
+            break
+    assert sim.view.head >= 0 and calls
+    v0 = sim.view.now
+    n_calls = len(calls)
+    snap = sim.snapshot()
+    twin = sim.clone()
+    while twin.advance() == Event.DECISION:
+        twin.stop()
+    assert len(calls) == n_calls  # the clone fed nobody
+    assert twin.view.now > v0 and sim.view.now == v0  # each view reads its own arrays
+    sim.stop()
+    sim.advance()
+    assert sim.view.now > v0
+    sim.restore(snap)
+    assert sim.view.now == v0 and sim.view.head == sim.head

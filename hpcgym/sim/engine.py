@@ -571,7 +571,8 @@ class Simulation:
         Cheap: the engine arrays are copied (no re-simulation) and the estimator,
         its feed, the random generator and the decider are deep-copied, so the
         snapshot is independent of this simulation's future. Valid at any stop of
-        :meth:`advance`, including a decision point in the middle of a pass.
+        :meth:`advance`, including a decision point in the middle of a pass. Arrival
+        observers (:meth:`observe_arrivals`) and their state are not part of it.
         """
         py = {k: getattr(self, k) for k in self._PY_STATE}
         py = self._py_state(self, py, self)
@@ -592,6 +593,7 @@ class Simulation:
             raise ValueError("snapshot of a simulation of another workload")
         JF, JI, S, C, PF = (a.copy() for a in snap.arrays)
         self.JF, self.JI, self.S, self.C, self.PF = JF, JI, S, C, PF
+        self._view = None  # the view looked at the replaced arrays
         py = dict(snap.py)
         self._sim_seconds = float(py.pop("_sim_seconds"))
         for k, v in self._py_state(self, py, snap.owner).items():
@@ -606,6 +608,9 @@ class Simulation:
 
         :param decider: also copy the decider; ``False`` leaves the clone without one
             (for rollouts that :meth:`switch` to a built-in backfiller)
+
+        Arrival observers (:meth:`observe_arrivals`) are not copied: they belong to the
+        code that registered them, and a rollout must not feed them.
         """
         new = object.__new__(Simulation)
         new.__dict__.update(self.__dict__)
@@ -614,6 +619,12 @@ class Simulation:
         new._buf_jobs = np.empty_like(self._buf_jobs)
         new._buf_flags = np.empty_like(self._buf_flags)
         new.config = dict(self.config)  # str/float/None values
+        new._view = None  # a view of the copy's own arrays, on demand
+        # arrival observers belong to whoever registered them (e.g. the env's feature
+        # predictor): a clone does not call them; arrivals stop only for its own estimator
+        new._arrival_observers = []
+        if new._feed is None:
+            new.C[K.C_ONLINE] = 0
         if self.estimator is None and (self.decider is None or not decider):
             # fast path (rollouts): nothing else refers to the generator
             new.rng = _copy_generator(self.rng)
@@ -661,7 +672,12 @@ class Simulation:
             C[K.C_N] = lj
         if estimate is not None:
             if isinstance(estimate, str):
-                which = _choice("estimate", estimate, _BUILTIN_ESTIMATES)
+                which = canonical_name(estimate)
+                if which not in BUILTIN_ESTIMATORS:
+                    raise ValueError(
+                        f"switch(estimate={estimate!r}): valid are 'request', 'actual' or an "
+                        "array of estimates"
+                    )
                 est = self.workload.runtime if which == "actual" else self.workload.request
                 est = np.ascontiguousarray(est, dtype=np.float64)
                 self.estimate_name = which
