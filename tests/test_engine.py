@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from hpcgym.predictors.base import Estimator, SystemView
 from hpcgym.sim import POLICIES, Event, Simulation, get_scheduler, simulate
-from hpcgym.sim import _kernel as K
+from hpcgym.sim import _core as K
 from hpcgym.workload.core import Workload
 
 

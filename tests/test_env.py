@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import hpcgym.envs  # noqa: F401 - registers hpcgym/Backfill-v0
 from hpcgym.envs import observation as FT
 from hpcgym.envs.backfill_env import BackfillEnv, clear_normalizer_cache
-from hpcgym.sim import _kernel as K
+from hpcgym.sim import _core as K
 from hpcgym.sim.schedulers import SchedulerSpec, get_scheduler
 from hpcgym_agents.easy import EasyAgent, SJBFAgent
 from hpcgym_agents.heuristic import RandomValid, StopAlways

@@ -10,7 +10,7 @@ from conftest import require_trace
 
 from hpcgym.cli import main
 from hpcgym.sim import Event, Simulation, get_scheduler
-from hpcgym.sim import _kernel as K
+from hpcgym.sim import _core as K
 from hpcgym.sim.deciders import EasyDecider
 from hpcgym.sim.lookahead import (
     Lookahead,

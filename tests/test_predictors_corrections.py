@@ -103,10 +103,10 @@ def test_result_after_elapsed_and_within_request(
     st.floats(1e-3, 1e3),
     st.integers(0, 20),
 )
-def test_same_rule_as_the_engine_kernel(
+def test_same_rule_as_the_engine_core(
     kind: int, est: float, late: float, slack: float, count: int
 ) -> None:
-    from hpcgym.sim import _kernel as K
+    from hpcgym.sim import _core as K
 
     names = {
         K.CORR_REQUEST: "requested",

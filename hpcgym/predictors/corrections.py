@@ -11,7 +11,7 @@ a new estimate. Gaussier et al. ("First point", §5.2) consider three rules, alw
 * **doubling** (recursive doubling) -- "Increase the prediction value by the double of
   the elapsed running time".
 
-Our reading (the engine, :mod:`hpcgym.sim._kernel`, implements the same rules):
+Our reading (the engine, :mod:`hpcgym.sim._core`, implements the same rules):
 
 * incremental (``variant="add"``, default): the k-th correction of a job
   (``count = k - 1`` earlier corrections) adds the k-th amount of

@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.sim import _kernel as K
+from hpcgym.sim import _core as K
 from hpcgym.sim.estimators import (
     BUILTIN_ESTIMATORS,
     Estimator,

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from hpcgym.sim import _kernel as K
+from hpcgym.sim import _core as K
 
 if TYPE_CHECKING:  # pragma: no cover
     from hpcgym.sim.engine import Simulation

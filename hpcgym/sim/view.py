@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hpcgym.sim import _kernel as K
+from hpcgym.sim import _core as K
 
 if TYPE_CHECKING:
     from hpcgym.sim.engine import Simulation
