@@ -390,6 +390,21 @@ def test_card_from_run_and_ship(tiny_model, tmp_path):
     assert m.est_scale == card.est_scale and m.env["policy"] == "SJF"
 
 
+def test_card_from_a_new_run_and_a_checkpoint(tiny_model, tmp_path):
+    """config.json of today's train/ppo.py says ``length`` / ``reference``; a checkpoint's
+    steps come from the model file, not from its name."""
+    run = tmp_path / "r2"
+    (run / "checkpoints").mkdir(parents=True)
+    ckpt = run / "checkpoints" / "renamed.zip"
+    ckpt.write_bytes(tiny_model.read_bytes())
+    cfg = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "reference": "EASY",
+           "max_queue": 16, "length": 64, "seed": 1}  # fmt: skip
+    (run / "config.json").write_text(json.dumps(cfg))
+    data = E.card_from_run(ckpt).to_dict()
+    assert data["sequence_length"] == 64 and data["normalizer"] == "EASY"
+    assert data["steps"] == 128  # num_timesteps of the tiny model
+
+
 # --------------------------------------------------------------------------- paper tables
 def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     from hpcgym.workload import write_swf

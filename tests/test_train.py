@@ -132,7 +132,13 @@ def test_smoke_outputs_and_tensorboard(tmp_path: Path) -> None:
         "eval/avg_bsld/EASY",
         "eval/avg_bsld/EASY-SJBF",
         "rollout/avg_bsld",
-        "rollout/avg_bsld_normalizer",
+        "rollout/avg_bsld_reference",
+        "eval/geo_ratio/agent",
+        "eval/ci_low/agent",
+        "eval/ci_high/agent",
+        "eval/wins/agent",
+        "eval/avg_bsld_reference",
+        "run/wall_time_s",
         "rollout/reward",
         "train/approx_kl",
         "time/rollout_steps_per_s",
@@ -149,6 +155,42 @@ def test_smoke_outputs_and_tensorboard(tmp_path: Path) -> None:
     raw = b"".join(p.read_bytes() for p in run.glob("events.out.tfevents.*"))
     assert b"custom_scalars__config__" in raw
     assert b"_hparams_/session_start_info" in raw
+    assert b"paired geo-mean ratio of AVEbsld vs EASY-SJBF" in raw  # the margin chart
+
+
+def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> None:
+    """The training-time report: the paired ratio vs the reference (EASY-SJBF) on the
+    validation windows, logged with the one tag scheme, in summary.json, the final
+    table, the hparams metrics and the model card."""
+    from hpcgym.evaluation.cards import card_from_run
+    from hpcgym.evaluation.statistics import paired_comparison
+    from train.logs import HPARAM_METRICS
+
+    summary = _run(tmp_path, "--total-steps", "256", "--baselines", "EASY", "--eval-every", "1")
+    run = tmp_path / "r"
+    ev = summary["eval"]
+    assert ev["reference"] == "EASY-SJBF"
+    assert "EASY-SJBF" not in summary["baselines"]  # run for the ratio only
+    final = ev["final"]
+    ref = [w["reference_avg_bsld"] for w in final["per_window"]]  # the env's reference
+    cmp = paired_comparison([w["avg_bsld"] for w in final["per_window"]], ref)
+    paired = final["paired"]
+    assert paired == {"reference": "EASY-SJBF", **cmp.to_dict(), "verdict": cmp.verdict}
+    assert ev["best"]["paired"]["windows"] == 2
+    assert [h["geo_ratio"] is not None for h in ev["history"]] == [True] * 3
+    sc = _scalars(run)
+    assert math.isclose(sc["eval/geo_ratio/agent"][-1][1], paired["geo_ratio"], rel_tol=1e-6)
+    assert sc["eval/wins/agent"][-1][1] == paired["wins"]
+    assert sc["run/timesteps"] == [(256, 256.0)]
+    raw = b"".join(p.read_bytes() for p in run.glob("events.out.tfevents.*"))
+    for metric in HPARAM_METRICS:
+        assert metric.encode() in raw, metric
+        assert metric in sc, metric
+    from hpcgym.evaluation.cards import card_markdown
+
+    card = card_from_run(run)
+    assert card.data["eval"]["paired"] == ev["best"]["paired"]
+    assert f"**{ev['best']['paired']['verdict']}**" in card_markdown(card.data)
 
 
 def test_resume_continues_step_counter(tmp_path: Path) -> None:
@@ -314,9 +356,9 @@ def test_evaluation_matches_engine_baselines() -> None:
         np.testing.assert_allclose(
             [r["avg_bsld"] for r in res], base[name]["per_window"], rtol=1e-12
         )
-        # the env's normalizer (EASY-SJBF) is the same engine run
+        # the env's reward reference (EASY-SJBF) is the same engine run
         np.testing.assert_allclose(
-            [r["normalizer_avg_bsld"] for r in res], base["EASY-SJBF"]["per_window"]
+            [r["reference_avg_bsld"] for r in res], base["EASY-SJBF"]["per_window"]
         )
 
 
@@ -372,6 +414,10 @@ def test_eval_window_starts() -> None:
         (["--keep-checkpoints", "-1"], "expected an integer >= 0"),
         (["--time-limit", "0"], "--time-limit: expected a positive number"),
         (["--logdir", "/dev/null/x"], "cannot create the run folder /dev/null/x"),
+        (["--seeds", "1", "--seed", "2"], "--seed and --seeds exclude each other"),
+        (["--seeds", "1", "1"], "--seeds: each seed once"),
+        (["--seeds", "1", "--resume", "x"], "--seeds and --resume exclude each other"),
+        (["--seeds", "x"], "argument --seeds: invalid int value: 'x'"),
     ],
 )
 def test_argument_errors(
@@ -671,3 +717,80 @@ def test_training_never_reads_the_test_split(
     assert all(lo <= s and s + 64 <= hi for s in out["eval"]["starts"])
     with pytest.raises(ConfigError, match="never evaluates on the test split"):
         TrainConfig.create(eval_split="test")
+
+
+# --------------------------------------------------------------------------- --seeds
+def test_seeds_trains_one_run_per_seed_and_resumes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--seeds 1 2``: one normal run per seed in <run>/seed-<s>, seeds.json with the
+    mean and spread across seeds; ``--resume <run>`` continues unfinished seeds only
+    (and every seed when a new length is given)."""
+    import shutil
+
+    from train.seeds import SEEDS_FILE, spread
+
+    res = _run(tmp_path, "--total-steps", "128", "--seeds", "1", "2", name="multi")
+    root = tmp_path / "multi"
+    for s in (1, 2):
+        cfg = json.loads((root / f"seed-{s}" / "config.json").read_text())
+        assert cfg["seed"] == s and cfg["run_name"] == f"seed-{s}"
+        assert (root / f"seed-{s}" / "final_model.zip").is_file()
+    assert json.loads((root / SEEDS_FILE).read_text()) == json.loads(json.dumps(res))
+    assert [r["status"] for r in res["runs"]] == ["finished", "finished"]
+    assert res["reference"] == "EASY-SJBF"
+    ratios = [r["paired"]["geo_ratio"] for r in res["runs"]]
+    assert res["across"]["geo_ratio"] == spread(ratios)
+    assert res["across"]["geo_ratio"]["n"] == 2
+    assert res["across"]["avg_bsld"]["mean"] == pytest.approx(
+        np.mean([r["avg_bsld"] for r in res["runs"]])
+    )
+    out = capsys.readouterr().out
+    assert "geo-mean ratio vs EASY-SJBF: mean" in out and "std" in out
+
+    # seed 2 lost: resuming trains it and leaves the finished seed 1 alone
+    shutil.rmtree(root / "seed-2")
+    again = main(["--resume", str(root), "--no-progress"])
+    s1 = json.loads((root / "seed-1" / "summary.json").read_text())
+    assert len(s1["sessions"]) == 1
+    assert [r["timesteps"] for r in again["runs"]] == [128, 128]
+    # a new length continues every seed
+    longer = main(["--resume", str(root), "--total-steps", "256", "--no-progress"])
+    assert [r["timesteps"] for r in longer["runs"]] == [256, 256]
+    with pytest.raises(SystemExit) as exc:  # the folder holds a run
+        _run(tmp_path, "--total-steps", "128", "--seeds", "1", "2", name="multi")
+    assert exc.value.code == 2
+    # a seed killed before its first checkpoint: resuming says what to do
+    shutil.rmtree(root / "seed-2" / "checkpoints")
+    (root / "seed-2" / "final_model.zip").unlink()
+    with pytest.raises(SystemExit) as exc:
+        main(["--resume", str(root), "--no-progress"])
+    assert exc.value.code == 2
+    assert f"delete {root / 'seed-2'} to train it anew" in capsys.readouterr().err
+
+
+def test_seed_status_and_spread(tmp_path: Path) -> None:
+    from train.seeds import seed_status, spread
+
+    run = RunDir(tmp_path / "seed-0")
+    assert seed_status(run) == "not started"
+    run.path.mkdir()
+    run.config.write_text("{}")
+    assert seed_status(run) == "unfinished"  # killed before any summary
+    run.summary.write_text(json.dumps({"sessions": [{"stop_reason": "SIGTERM"}]}))
+    assert seed_status(run) == "unfinished"
+    run.summary.write_text(json.dumps({"sessions": [{"stop_reason": "time limit"}]}))
+    run.final_model.write_bytes(b"")
+    assert seed_status(run) == "finished"
+    assert spread([]) is None and spread([None, math.nan]) is None
+    assert spread([2.0]) == {"mean": 2.0, "std": 0.0, "min": 2.0, "max": 2.0, "n": 1}
+    s = spread([1.0, 3.0, None])
+    assert s == {"mean": 2.0, "std": pytest.approx(math.sqrt(2)), "min": 1.0, "max": 3.0, "n": 2}
+
+
+def test_interrupted_seed_says_to_resume_the_seeds_run(tmp_path: Path) -> None:
+    from train.session import Interrupted
+
+    exc = Interrupted(RunDir(tmp_path / "seed-1"), 128, "SIGTERM").continue_with(tmp_path)
+    assert str(exc).endswith(f"continue with --resume {tmp_path}")
+    assert exc.exit_status == 143

@@ -46,7 +46,7 @@ class EpisodeMetricsCallback(BaseCallback):
 
     Reads the terminal ``info`` of every finished episode (``info["agent"]``,
     ``info["reference"]``) and records at the end of the rollout (dumped by SB3 with the
-    rest of the update's logs): ``rollout/avg_bsld`` (agent), ``rollout/avg_bsld_normalizer``
+    rest of the update's logs): ``rollout/avg_bsld`` (agent), ``rollout/avg_bsld_reference``
     (the reference scheduler's), ``rollout/reward`` (episode return), ``rollout/episodes``,
     ``rollout/ep_steps``, ``rollout/backfilled``, ``rollout/violations``. Nothing without a
     finished episode.
@@ -91,7 +91,7 @@ class EpisodeMetricsCallback(BaseCallback):
         norm = float(np.nanmean(b["norm"])) if np.isfinite(b["norm"]).any() else math.nan
         self.last = {
             "avg_bsld": float(b["avg_bsld"].mean()),
-            "avg_bsld_normalizer": norm,
+            "avg_bsld_reference": norm,
             "reward": float(b["reward"].mean()),
             "episodes": float(len(b["avg_bsld"])),
             "ep_steps": float(b["steps"].mean()),

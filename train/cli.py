@@ -62,10 +62,12 @@ class ParsedArgs:
 
     :param options: the options given explicitly (field name -> value)
     :param resume: ``--resume`` (a run folder or a checkpoint), or ``None``
+    :param seeds: ``--seeds`` (one run per seed, :mod:`train.seeds`), or ``None``
     """
 
     options: dict[str, Any]
     resume: str | None
+    seeds: list[int] | None = None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -128,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
         target.add_argument(flag, **kw)
         for alias in opt.aliases:
             target.add_argument(alias, **{**kw, "help": argparse.SUPPRESS})
+    groups["length"].add_argument(
+        "--seeds",
+        nargs="+",
+        type=int,
+        metavar="SEED",
+        help="train one run per seed, one after the other, in <run>/seed-<s> (each a normal "
+        "resumable run); writes <run>/seeds.json and prints per seed the final validation "
+        "ratio vs the reference [95%% interval] and across seeds its mean and spread "
+        "(excludes --seed; --resume <run> resumes every unfinished seed)",
+    )
     groups["eval"].add_argument(
         "--resume",
         metavar="PATH",
@@ -146,4 +158,11 @@ def parse_args(argv: list[str], parser: argparse.ArgumentParser | None = None) -
     parser = parser or build_parser()
     given = vars(parser.parse_args(argv))
     resume = given.pop("resume", None)
-    return ParsedArgs(options=given, resume=resume)
+    seeds = given.pop("seeds", None)
+    if seeds is not None and resume is not None:
+        parser.error(
+            "--seeds and --resume exclude each other (--resume <run> continues every seed)"
+        )
+    if seeds is not None and "seed" in given:
+        parser.error("--seed and --seeds exclude each other: give one")
+    return ParsedArgs(options=given, resume=resume, seeds=seeds)

@@ -18,11 +18,45 @@ import numpy as np
 
 from hpcgym.evaluation.play import Policy, play_windows
 from hpcgym.evaluation.runner import run_baselines
+from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import select_windows
 from train.build import env_kwargs
 from train.config import DEFAULT_EVAL_LENGTH, ConfigError, TrainConfig
 
-__all__ = ["Evaluator", "eval_length", "eval_window_starts"]
+__all__ = ["Evaluator", "eval_length", "eval_window_starts", "paired_stats", "ratio_reference"]
+
+#: The scheduler of the paired statistics when the run's reward has no reference
+#: (``--reference none``): the default reference of every claim (issue 13).
+DEFAULT_RATIO_REFERENCE = "EASY-SJBF"
+
+
+def ratio_reference(cfg: TrainConfig) -> str:
+    """The scheduler the agent's paired ratio is computed against: ``--reference``, or
+    :data:`DEFAULT_RATIO_REFERENCE` with ``--reference none``.
+
+    :param cfg: the run's options
+    """
+    ref = str(cfg.reference)
+    return DEFAULT_RATIO_REFERENCE if ref.lower() == "none" else ref
+
+
+def paired_stats(
+    values: list[float], reference: str, reference_values: list[float]
+) -> dict[str, Any] | None:
+    """The paired statistics of the agent against ``reference`` on the same windows
+    (:func:`hpcgym.evaluation.statistics.paired_comparison`).
+
+    :param values: the agent's AVEbsld per window
+    :param reference: the reference scheduler's name
+    :param reference_values: its AVEbsld on the same windows, in the same order
+    :return: ``reference, geo_ratio, ci_low, ci_high, wins, windows, verdict`` (``None``
+        when a value is not a positive number, e.g. a failed window)
+    """
+    try:
+        cmp = paired_comparison(values, reference_values)
+    except ValueError:
+        return None
+    return {"reference": reference, **cmp.to_dict(), "verdict": cmp.verdict}
 
 
 def eval_window_starts(
@@ -99,6 +133,9 @@ class Evaluator:
     :param baselines: baseline results by name (``per_window``, ``mean``...)
     :param skipped: baselines that could not run: name -> reason
     :param seed: reset seed of the evaluation envs
+    :param reference: the scheduler of the paired ratio (:func:`ratio_reference`)
+    :param reference_result: its result on the windows (as a baseline's), ``None``: it
+        could not run (no paired statistics)
     """
 
     envs: list[Any]
@@ -108,13 +145,17 @@ class Evaluator:
     baselines: dict[str, dict[str, Any]] = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     seed: int = 0
+    reference: str = DEFAULT_RATIO_REFERENCE
+    reference_result: dict[str, Any] | None = None
 
     @classmethod
     def for_config(
         cls, cfg: TrainConfig, workload: Any, warn: Callable[[str], None] | None = None
     ) -> Evaluator:
         """Select the windows (``--eval-windows``, ``--eval-length``, ``--eval-seed``),
-        build their envs and run the baselines (``--baselines``) on them once.
+        build their envs and run the baselines (``--baselines``) and the reference of the
+        paired ratio (:func:`ratio_reference`; taken from the baselines when it is one) on
+        them once.
 
         :param cfg: the run's options
         :param workload: the run's whole trace
@@ -140,19 +181,39 @@ class Evaluator:
         baselines, skipped = run_baselines(
             workload, starts, length, cfg.baselines, cfg.policy, warn
         )
-        return cls(envs, starts, length, cfg.eval_split, baselines, skipped)
+        ref = ratio_reference(cfg)
+        ref_result = baselines.get(ref)
+        if ref_result is None and ref not in skipped:
+            extra, _ = run_baselines(workload, starts, length, [ref], cfg.policy, warn)
+            ref_result = extra.get(ref)
+        return cls(
+            envs,
+            starts,
+            length,
+            cfg.eval_split,
+            baselines,
+            skipped,
+            reference=ref,
+            reference_result=ref_result,
+        )
 
     def describe(self) -> dict[str, Any]:
-        """``split``, ``length``, ``starts`` (for the summary)."""
-        return {"split": self.split, "length": self.length, "starts": list(self.starts)}
+        """``split``, ``length``, ``starts``, ``reference`` (for the summary)."""
+        return {
+            "split": self.split,
+            "length": self.length,
+            "starts": list(self.starts),
+            "reference": self.reference,
+        }
 
     def evaluate(self, policy: Policy) -> dict[str, Any]:
         """Play ``policy`` deterministically on every window.
 
         :param policy: a ``MaskablePPO`` model or a heuristic agent (SB3's ``predict``)
-        :return: ``avg_bsld`` (mean over the windows), ``reward``, ``normalizer_avg_bsld``,
-            ``seconds``, ``time`` and ``per_window`` (the rows of
-            :func:`~hpcgym.evaluation.play.play_windows`)
+        :return: ``avg_bsld`` (mean over the windows), ``reward``, ``reference_avg_bsld``
+            (the env's reward reference), ``paired`` (:func:`paired_stats` against
+            :attr:`reference`, ``None`` without its results), ``seconds``, ``time`` and
+            ``per_window`` (the rows of :func:`~hpcgym.evaluation.play.play_windows`)
         """
         t0 = time.perf_counter()
         rows = play_windows(self.envs, policy, self.starts, seed=self.seed)
@@ -160,10 +221,14 @@ class Evaluator:
             {k: float(v) if isinstance(v, (np.floating, np.integer)) else v for k, v in r.items()}
             for r in rows
         ]
+        values = [w["avg_bsld"] for w in per_window]
+        ref = self.reference_result
+        paired = None if ref is None else paired_stats(values, self.reference, ref["per_window"])
         return {
-            "avg_bsld": float(np.mean([w["avg_bsld"] for w in per_window])),
+            "avg_bsld": float(np.mean(values)),
             "reward": float(np.mean([w["reward"] for w in per_window])),
-            "normalizer_avg_bsld": float(np.mean([w["normalizer_avg_bsld"] for w in per_window])),
+            "reference_avg_bsld": float(np.mean([w["reference_avg_bsld"] for w in per_window])),
+            "paired": paired,
             "seconds": time.perf_counter() - t0,
             "time": time.time(),
             "per_window": per_window,

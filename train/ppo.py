@@ -6,6 +6,7 @@ Usage (after ``pip install -e ".[train]"``, from a checkout)::
     python train/ppo.py --trace SDSC-SP2 --preset fast   # a 30-minute CPU budget
     python train/ppo.py                           # embedded synthetic workload, offline
     python train/ppo.py --resume runs/<run-name>  # continue a killed / finished run
+    python train/ppo.py --seeds 1 2 3             # one run per seed, mean and spread
     tensorboard --logdir runs/
 
 Everything of a run goes to ``<logdir>/<run-name>/`` (:mod:`train.rundir`). This file is
@@ -30,7 +31,8 @@ __all__ = ["PAPER_HYPERPARAMETERS", "PRESETS", "TrainConfig", "build_parser", "m
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Run the training script; returns the summary written to ``summary.json``.
+    """Run the training script; returns the summary written to ``summary.json`` (with
+    ``--seeds``, or resuming a seeds run: the contents of ``seeds.json``).
 
     Bad input ends like an argparse error (a one-line message, exit status 2); Ctrl-C or
     SIGTERM during training saves a checkpoint and ``summary.json``, says how to resume
@@ -38,13 +40,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     :param argv: command-line arguments (default ``sys.argv[1:]``)
     """
-    from train import session
+    from train import seeds, session
 
     parser = build_parser()
     args = parse_args(list(sys.argv[1:] if argv is None else argv), parser)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        if args.seeds is not None:
+            return seeds.start_seeds(args.options, args.seeds)
+        if args.resume is not None and seeds.is_seeds_run(args.resume):
+            return seeds.resume_seeds(args.resume, args.options)
         if args.resume is not None:
             return session.resume(args.resume, args.options)
         return session.start(TrainConfig.create(**args.options))

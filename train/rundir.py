@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,19 +95,21 @@ def write_json(path: str | os.PathLike[str], data: Any, indent: int | None = 2) 
 
 
 def default_run_name(
-    trace: str, policy: str, mode: str, seed: int, now: datetime | None = None
+    trace: str, policy: str, mode: str, seed: int | Sequence[int], now: datetime | None = None
 ) -> str:
-    """``<trace>_<policy>_<mode>_s<seed>_<date-time>`` (the trace's file stem).
+    """``<trace>_<policy>_<mode>_s<seed>_<date-time>`` (the trace's file stem), or
+    ``..._seeds<s1>-<s2>-..._<date-time>`` for the seeds of a ``--seeds`` run.
 
     :param trace: the trace name or path
     :param policy: the base queue policy
     :param mode: the agent's mode
-    :param seed: the run's seed
+    :param seed: the run's seed, or the seeds of a ``--seeds`` run
     :param now: the time stamp (default: now)
     """
     stem = Path(str(trace)).name.split(".")[0] or "trace"
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
-    return f"{stem}_{policy}_{mode}_s{seed}_{stamp}"
+    label = f"s{seed}" if isinstance(seed, int) else "seeds" + "-".join(map(str, seed))
+    return f"{stem}_{policy}_{mode}_{label}_{stamp}"
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,15 @@ class Interrupted(Exception):
         self.timesteps = timesteps
         self.signal = signal
 
+    def continue_with(self, path: str | Path) -> Interrupted:
+        """This interruption, saying to continue with ``--resume path`` (the folder of a
+        ``--seeds`` run, which resumes its unfinished seeds).
+
+        :param path: what to resume
+        """
+        self.args = (str(self).replace(f"--resume {self.run.path}", f"--resume {path}"),)
+        return self
+
     @property
     def exit_status(self) -> int:
         """The shell's convention: 128 + the signal number (130 Ctrl-C, 143 SIGTERM)."""
@@ -142,7 +151,13 @@ def run_session(
         TqdmProgressCallback,
     )
     from train.evaluator import Evaluator
-    from train.logs import add_custom_scalars_layout, close_logger, make_logger, write_hparams
+    from train.logs import (
+        add_custom_scalars_layout,
+        close_logger,
+        make_logger,
+        write_config_text,
+        write_hparams,
+    )
     from train.summary import final_table
 
     t_start = time.time()
@@ -169,9 +184,9 @@ def run_session(
 
     logger = make_logger(run, start_steps, cfg.verbose)
     model.set_logger(logger)
-    add_custom_scalars_layout(logger, list(evaluator.baselines))
+    add_custom_scalars_layout(logger, list(evaluator.baselines), evaluator.reference)
     if checkpoint is None:
-        write_hparams(logger, config)
+        write_config_text(logger, config)
 
     stop = StopControl(None if cfg.time_limit is None else 60.0 * cfg.time_limit)
     best = run.best() if checkpoint is not None else None
@@ -229,7 +244,6 @@ def run_session(
         eval_cb.flush()
     if stop.signal is None:
         run.save_model(model, run.final_model)
-    close_logger(logger)
 
     steps = int(model.num_timesteps)
     reason = stop.reason() if steps < plan.target_timesteps else TARGET
@@ -250,6 +264,8 @@ def run_session(
     summary = _write_summary(
         run, cfg, plan, probe, session, checkpoint, evaluator, eval_cb.history, warnings
     )
+    write_hparams(logger, config, summary, steps)  # the final metrics of the run
+    close_logger(logger)
     if stop.signal is not None:
         raise Interrupted(run, steps, stop.signal, eval_cb.last_checkpoint)
     print(final_table(summary, cfg.policy, cfg.mode))

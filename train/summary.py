@@ -13,7 +13,14 @@ import numpy as np
 
 from train.rundir import RunDir
 
-__all__ = ["Session", "build_summary", "final_table", "format_table", "versions"]
+__all__ = [
+    "Session",
+    "build_summary",
+    "final_table",
+    "format_paired",
+    "format_table",
+    "versions",
+]
 
 
 @dataclass
@@ -97,7 +104,21 @@ def versions() -> dict[str, str]:
 def _eval_brief(rec: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if rec is None:
         return None
-    return {k: rec.get(k) for k in ("timesteps", "avg_bsld", "per_window")}
+    return {k: rec.get(k) for k in ("timesteps", "avg_bsld", "paired", "per_window")}
+
+
+def format_paired(paired: Mapping[str, Any] | None) -> str:
+    """``0.953 [0.912, 1.004], 6/10 wins: on par`` -- the paired statistics of an
+    evaluation (``-`` without them).
+
+    :param paired: ``geo_ratio, ci_low, ci_high, wins, windows, verdict`` or ``None``
+    """
+    if not paired:
+        return "-"
+    return (
+        f"{paired['geo_ratio']:.3f} [{paired['ci_low']:.3f}, {paired['ci_high']:.3f}], "
+        f"{paired['wins']}/{paired['windows']} wins: {paired['verdict']}"
+    )
 
 
 def build_summary(
@@ -123,8 +144,10 @@ def build_summary(
     :param rollout: ``n_steps``, ``n_envs``, ``rollout_size``, ``batch_size``,
         ``calibration`` (the measured steps per trajectory or ``None``)
     :param sessions: every session of the run, the current one last
-    :param evaluation: ``split``, ``length``, ``starts`` of the evaluation windows
-    :param history: the evaluation records, the final one last
+    :param evaluation: ``split``, ``length``, ``starts``, ``reference`` of the evaluation
+        windows
+    :param history: the evaluation records, the final one last (``eval.final`` and
+        ``eval.best`` carry their ``paired`` statistics vs the reference)
     :param baselines: results of the baselines by name
     :param skipped: baselines that could not run: name -> reason
     :param warnings: warnings of the session
@@ -151,7 +174,11 @@ def build_summary(
             "final": _eval_brief(history[-1] if history else None),
             "best": _eval_brief(best),
             "history": [
-                {k: r[k] for k in ("timesteps", "updates", "avg_bsld", "reward")} for r in history
+                {
+                    **{k: r[k] for k in ("timesteps", "updates", "avg_bsld", "reward")},
+                    "geo_ratio": (r.get("paired") or {}).get("geo_ratio"),
+                }
+                for r in history
             ],
         },
         "baselines": {k: dict(v) for k, v in baselines.items()},
@@ -216,6 +243,11 @@ def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
         + ")"
     )
     lines = ["", caption, format_table(ev["starts"], ev["length"], columns)]
+    reference = ev.get("reference", "the reference")
+    lines.append(f"paired geo-mean ratio of AVEbsld vs {reference} [95% bootstrap interval]:")
+    lines.append(f"{'agent':>16}  {format_paired(final.get('paired'))}")
+    if "agent*" in columns:
+        lines.append(f"{'agent*':>16}  {format_paired(best.get('paired'))}")
     skipped = summary["skipped_baselines"]
     if skipped:
         lines.append("skipped baselines: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -176,6 +176,16 @@ def run_dir_of(model: Path) -> Path | None:
     return None
 
 
+def _zip_timesteps(path: Path) -> int | None:
+    """``num_timesteps`` stored in an SB3 model ``.zip`` (its ``data`` JSON), or ``None``."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            value = json.loads(z.read("data")).get("num_timesteps")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    return int(value) if isinstance(value, int | float) else None
+
+
 def card_from_run(
     run: str | os.PathLike[str],
     model: str = "best",
@@ -228,11 +238,11 @@ def card_from_run(
         "train_fraction": cfg.get("train_fraction", 0.7),
         "policy": cfg.get("policy", "FCFS"),
         "mode": cfg.get("mode", "guarded"),
-        "normalizer": cfg.get("normalizer"),
+        "normalizer": cfg.get("reference", cfg.get("normalizer")),  # the reward's reference
         "objective": cfg.get("objective", "bsld"),
         "estimator": cfg.get("estimator", "request"),
         "max_queue": cfg.get("max_queue", 128),
-        "sequence_length": cfg.get("seq_len"),
+        "sequence_length": cfg.get("length", cfg.get("seq_len")),  # training window length
         "seed": cfg.get("seed"),
         "run": str(rdir),
         "checkpoint": zpath.name,
@@ -244,10 +254,8 @@ def card_from_run(
         data["eval"] = {"avg_bsld": best.get("avg_bsld"), "updates": best.get("updates")}
     elif zpath.name == "final_model.zip" and summary:
         data["steps"] = summary.get("timesteps")
-    else:
-        m = re.search(r"model_(\d+)_steps\.zip$", zpath.name)
-        if m:
-            data["steps"] = int(m.group(1))
+    else:  # a checkpoint: its step count is in the model file (no second copy of the naming)
+        data["steps"] = _zip_timesteps(zpath)
     if summary:
         data.setdefault("eval", {})
         ev = summary.get("eval", {})

@@ -247,7 +247,7 @@ TRAINING_PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "Training episodes: AVEbsld",
         "AVEbsld",
-        (r"^rollout/avg_bsld$", r"^rollout/avg_bsld_normalizer$"),
+        (r"^rollout/avg_bsld$", r"^rollout/avg_bsld_(reference|normalizer)$"),
     ),
     (
         "Terminal reward (training episodes, test windows)",

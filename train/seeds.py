@@ -1,0 +1,263 @@
+"""Several training seeds of one configuration (``train/ppo.py --seeds 1 2 3``).
+
+Each seed is a normal, resumable run in a sub-folder of the seeds run, trained one after
+the other::
+
+    <logdir>/<run-name>/
+        seeds.json          the seeds, the options, per seed the final validation figures
+                            and across the seeds their mean and spread
+        seed-1/ seed-2/ ... one run folder per seed (train/rundir.py)
+
+``tensorboard --logdir <logdir>/<run-name>`` shows the seeds side by side.
+``--resume <logdir>/<run-name>`` resumes every unfinished seed (and starts the ones not
+begun); a finished seed is only continued when a new length (``--total-steps`` /
+``--epochs``) is given. What one seed's result says is only what its validation windows
+say: the claim is the spread across seeds (issue 13).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from train.config import ConfigError, TrainConfig
+from train.rundir import RunDir, default_run_name, write_json
+from train.summary import format_paired
+
+__all__ = [
+    "SEEDS_FILE",
+    "is_seeds_run",
+    "resume_seeds",
+    "seed_status",
+    "seeds_table",
+    "spread",
+    "start_seeds",
+]
+
+#: The file of a seeds run (next to its ``seed-<s>`` folders).
+SEEDS_FILE = "seeds.json"
+
+#: Stop reasons of a session that finished its run (a final model was saved).
+_FINISHED = ("target reached", "time limit")
+
+#: Options that make :func:`resume_seeds` continue finished seeds too.
+_LENGTH_OPTIONS = ("total_steps", "epochs")
+
+
+def seed_folder(root: Path, seed: int) -> Path:
+    """The run folder of ``seed`` in the seeds run ``root``.
+
+    :param root: the seeds run's folder
+    :param seed: the seed
+    """
+    return root / f"seed-{int(seed)}"
+
+
+def is_seeds_run(path: str | Path) -> bool:
+    """Whether ``path`` is the folder of a seeds run (it holds ``seeds.json``).
+
+    :param path: a folder
+    """
+    return (Path(path) / SEEDS_FILE).is_file()
+
+
+def seed_status(run: RunDir) -> str:
+    """``not started`` (no ``config.json``), ``finished`` (its last session reached the
+    target or the time limit and saved the final model) or ``unfinished``.
+
+    :param run: a seed's run folder
+    """
+    if not run.holds_run():
+        return "not started"
+    summary = run.read_json(run.summary) or {}
+    sessions = summary.get("sessions") or []
+    if sessions and sessions[-1].get("stop_reason") in _FINISHED and run.final_model.is_file():
+        return "finished"
+    return "unfinished"
+
+
+def spread(values: Sequence[float | None]) -> dict[str, float | int] | None:
+    """``mean``, ``std`` (sample standard deviation, 0 for one value), ``min``, ``max``
+    and ``n`` of the finite ``values`` (``None`` without any).
+
+    :param values: one value per seed (``None``: missing)
+    """
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+    if len(x) == 0:
+        return None
+    return {
+        "mean": float(x.mean()),
+        "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "n": len(x),
+    }
+
+
+def _check_seeds(seeds: Sequence[int], options: Mapping[str, Any]) -> list[int]:
+    seeds = [int(s) for s in seeds]
+    if not seeds:
+        raise ConfigError("--seeds: give at least one seed")
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"--seeds: each seed once, got {' '.join(map(str, seeds))}")
+    if "seed" in options:
+        raise ConfigError("--seed and --seeds exclude each other: give one")
+    return seeds
+
+
+def _stored_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options of every seed as JSON values (without the folder and the seed)."""
+    return {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in options.items()
+        if k not in ("logdir", "run_name", "seed")
+    }
+
+
+def start_seeds(options: Mapping[str, Any], seeds: Sequence[int]) -> dict[str, Any]:
+    """Train one run per seed, one after the other, in ``<logdir>/<run-name>/seed-<s>``;
+    write ``seeds.json``, print the table and return ``seeds.json``'s contents.
+
+    :param options: the options given (as for :meth:`TrainConfig.create`), without ``seed``
+    :param seeds: the seeds
+    :raises ConfigError: bad seeds or options, or the folder already holds a run
+    """
+    seeds = _check_seeds(seeds, options)
+    cfg = TrainConfig.create(**options)  # every option checked before the first seed
+    name = cfg.run_name or default_run_name(cfg.trace, cfg.policy, cfg.mode, seeds)
+    root = Path(cfg.logdir) / name
+    if is_seeds_run(root) or RunDir(root).holds_run():
+        raise ConfigError(
+            f"run folder {root} already holds a run: continue it with --resume {root}, "
+            "or choose another --run-name"
+        )
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"cannot create the run folder {root}: {exc.strerror}") from None
+    write_json(root / SEEDS_FILE, {"seeds": seeds, "options": _stored_options(options)})
+    return _train_seeds(root, {}, resume=False)
+
+
+def resume_seeds(path: str | Path, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Continue a seeds run: resume every unfinished seed, start the ones not begun,
+    continue finished ones only when ``options`` set a new length.
+
+    :param path: the seeds run's folder
+    :param options: options given again (only :data:`~train.config.RESUME_OVERRIDABLE`
+        ones may differ from the run's)
+    :raises ConfigError: not a seeds run, a conflicting option, a user error of set-up
+    """
+    root = Path(path)
+    if not is_seeds_run(root):
+        raise ConfigError(f"--resume {root}: no {SEEDS_FILE} in it (not a --seeds run)")
+    if "seed" in options:
+        raise ConfigError("--seed cannot be given when resuming a --seeds run")
+    return _train_seeds(root, options, resume=True)
+
+
+def _train_seeds(root: Path, options: Mapping[str, Any], resume: bool) -> dict[str, Any]:
+    """Train (or continue) every seed of ``root``, then write ``seeds.json`` and print
+    the table; an interruption writes ``seeds.json`` first and says to resume ``root``."""
+    from train import session
+
+    data = RunDir(root).read_json(root / SEEDS_FILE) or {}
+    stored = dict(data.get("options") or {})
+    for seed in data["seeds"]:
+        run = RunDir(seed_folder(root, seed))
+        status = seed_status(run)
+        try:
+            if status == "not started":
+                cfg = TrainConfig.create(**stored, seed=seed).for_resume(options)
+                session.start(cfg.replace(logdir=str(root), run_name=run.path.name))
+            elif resume and (status == "unfinished" or set(_LENGTH_OPTIONS) & set(options)):
+                if run.latest_checkpoint() is None:
+                    raise ConfigError(
+                        f"--resume {root}: seed {seed} was stopped before its first checkpoint "
+                        f"({run.checkpoint_dir} is empty); delete {run.path} to train it anew"
+                    )
+                session.resume(str(run.path), options)
+        except session.Interrupted as exc:
+            _write_results(root, data)
+            raise exc.continue_with(root) from None
+    results = _write_results(root, data)
+    print(seeds_table(results))
+    return results
+
+
+def _seed_row(seed: int, run: RunDir) -> dict[str, Any]:
+    """One seed's entry of ``seeds.json``: its status and final validation figures."""
+    summary = run.read_json(run.summary) if run.holds_run() else None
+    row: dict[str, Any] = {"seed": seed, "run": str(run.path), "status": seed_status(run)}
+    ev = (summary or {}).get("eval") or {}
+    final, best = ev.get("final") or {}, ev.get("best") or {}
+    row.update(
+        timesteps=(summary or {}).get("timesteps"),
+        avg_bsld=final.get("avg_bsld"),
+        best_avg_bsld=best.get("avg_bsld"),
+        paired=final.get("paired"),
+        best_paired=best.get("paired"),
+    )
+    return row
+
+
+def _write_results(root: Path, data: Mapping[str, Any]) -> dict[str, Any]:
+    """Write ``seeds.json`` with every seed's row and the spread across seeds; return it."""
+    rows = [_seed_row(s, RunDir(seed_folder(root, s))) for s in data["seeds"]]
+    done = [r for r in rows if r["status"] == "finished"]
+    ratios = [(r["paired"] or {}).get("geo_ratio") for r in done]
+    out = {
+        "seeds": list(data["seeds"]),
+        "options": data.get("options", {}),
+        "reference": next((r["paired"]["reference"] for r in done if r["paired"]), None),
+        "runs": rows,
+        "across": {
+            "geo_ratio": spread(ratios),
+            "avg_bsld": spread([r["avg_bsld"] for r in done]),
+            "best_avg_bsld": spread([r["best_avg_bsld"] for r in done]),
+        },
+    }
+    write_json(root / SEEDS_FILE, out)
+    return out
+
+
+def _fmt(x: float | None, digits: int = 2) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def _spread_text(s: Mapping[str, Any] | None, digits: int) -> str:
+    if not s:
+        return "-"
+    return (
+        f"mean {s['mean']:.{digits}f}, std {s['std']:.{digits}f} "
+        f"(min {s['min']:.{digits}f} - max {s['max']:.{digits}f}, {s['n']} seeds)"
+    )
+
+
+def seeds_table(results: Mapping[str, Any]) -> str:
+    """The text printed at the end of a seeds run: per seed the final validation AVEbsld,
+    the best one and the paired ratio vs the reference with its interval; across the
+    finished seeds the mean and spread of the ratio and of the validation AVEbsld.
+
+    :param results: the contents of ``seeds.json`` (:func:`start_seeds`)
+    """
+    ref = results.get("reference") or "the reference"
+    head = f"{'seed':>6} {'status':>12} {'steps':>10} {'AVEbsld':>9} {'best':>9}  ratio vs {ref}"
+    lines = ["", "validation windows, final model of each seed:", head, "-" * len(head)]
+    for r in results["runs"]:
+        lines.append(
+            f"{r['seed']:>6} {r['status']:>12} {r['timesteps'] or 0:>10} "
+            f"{_fmt(r['avg_bsld']):>9} {_fmt(r['best_avg_bsld']):>9}  {format_paired(r['paired'])}"
+        )
+    across = results["across"]
+    lines += [
+        "-" * len(head),
+        f"geo-mean ratio vs {ref}: {_spread_text(across['geo_ratio'], 3)}",
+        f"validation AVEbsld (final): {_spread_text(across['avg_bsld'], 2)}",
+        f"validation AVEbsld (best): {_spread_text(across['best_avg_bsld'], 2)}",
+    ]
+    return "\n".join(lines)
