@@ -43,7 +43,9 @@ def test_constant_ratio_gives_that_ratio_and_a_point_interval():
     pc = paired_comparison(0.8 * ref, ref)
     assert pc.geo_ratio == pytest.approx(0.8)
     assert pc.ci_low == pytest.approx(0.8) and pc.ci_high == pytest.approx(0.8)
-    assert pc.wins == 4 and pc.verdict == "better"
+    # 4 windows are too few for a claim, however clear: the verdict stays "on par"
+    assert pc.wins == 4 and pc.verdict == "on par"
+    assert paired_comparison(0.8 * np.tile(ref, 8), np.tile(ref, 8)).verdict == "better"
 
 
 def test_bootstrap_matches_a_direct_computation():
@@ -157,6 +159,10 @@ def test_verdict_is_the_one_source_of_words():
     assert verdict({**cell, "ci_high": 1.02}) == "on par"
     assert verdict({**cell, "geo_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3}) == "worse"
     assert verdict({**cell, "windows": 1}) == "on par"  # a point is not an interval
+    assert verdict({**cell, "windows": 29}) == "on par"  # fewer than 30 windows: no claim
+    assert verdict({**cell, "geo_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3, "windows": 29}) == (
+        "on par"
+    )
 
 
 def _claims(text: str) -> list[str]:
@@ -170,7 +176,7 @@ def test_generated_markdown_says_better_only_below_one(tmp_path):
     from hpcgym.evaluation.paper.markdown import results_markdown
 
     wl = load(None)
-    ws = E.select_windows(len(wl), 256, 10, "test", seed=2)
+    ws = E.select_windows(len(wl), 256, 30, "test", seed=2)
     methods = [E.scheduler_method(s) for s in ("EASY", "SAF", "EASY-SJBF", "SJF+EASY")]
     res = E.evaluate(wl, methods, ws, jobs=1, progress=False, ratio_reference="EASY-SJBF")
     paths = E.write_outputs(res, tmp_path, plots=False)

@@ -11,8 +11,10 @@ same windows ``i = 1..n``:
 * **wins**: the number of windows where the method's AVEbsld is strictly lower.
 
 The verdict (:attr:`PairedComparison.verdict`, :func:`verdict`) is the only place
-generated text takes its words from: ``better`` only when the whole interval lies below
-1, ``worse`` when it lies above 1, ``on par`` when it contains 1.
+generated text takes its words from: ``better`` only when the comparison covers at least
+:data:`MIN_WINDOWS` (30) windows and the whole interval lies below 1, ``worse`` when (with
+as many windows) it lies above 1, ``on par`` otherwise — including every comparison over
+fewer windows, whose interval is too unreliable for a claim.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "MIN_RESAMPLES",
+    "MIN_WINDOWS",
     "PairedComparison",
     "VERDICT_CAPTION",
     "bootstrap_interval",
@@ -41,6 +44,8 @@ DEFAULT_RESAMPLES = 10_000
 MIN_RESAMPLES = 4_000
 #: Seed of the bootstrap generator by default (results are reproducible).
 DEFAULT_SEED = 0
+#: Fewest windows for a verdict other than "on par" (the project's rule for a claim).
+MIN_WINDOWS = 30
 
 
 def _log_ratios(values: Sequence[float], reference: Sequence[float]) -> np.ndarray:
@@ -126,9 +131,8 @@ class PairedComparison:
     @property
     def verdict(self) -> str:
         """``better`` (interval entirely below 1), ``worse`` (entirely above) or ``on par``
-        (it contains 1, or there is a single window: its "interval" is a point, not an
-        interval)."""
-        if self.windows == 1:
+        (it contains 1, or fewer than :data:`MIN_WINDOWS` windows: too few for a claim)."""
+        if self.windows < MIN_WINDOWS:
             return "on par"
         if self.ci_high < 1.0:
             return "better"
@@ -158,9 +162,10 @@ class PairedComparison:
 
 #: The sentence explaining the verdict words (every generated table that shows them).
 VERDICT_CAPTION = (
-    "`verdict`: read from the 95% interval alone — an interval entirely below 1 is the only "
-    "case that claims lower slowdowns than the reference, one entirely above 1 says *worse*, "
-    "one that contains 1 says *on par*."
+    "`verdict`: read from the 95% interval over at least 30 windows — an interval entirely "
+    "below 1 is the only case that claims lower slowdowns than the reference, one entirely "
+    "above 1 says *worse*; one that contains 1, or any comparison over fewer than 30 "
+    "windows, says *on par*."
 )
 
 
