@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -41,7 +41,11 @@ from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.windows import WindowSet
 from hpcgym.workload.core import Workload
 
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
 __all__ = [
+    "EvaluateOptions",
     "default_jobs",
     "evaluate",
     "evaluate_many",
@@ -431,35 +435,34 @@ def _ratio_values(
     return [float(o["avg_bsld"]) for o in hidden]
 
 
+class EvaluateOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`evaluate` (meanings and defaults:
+    :func:`evaluate_many`)."""
+
+    jobs: int | None
+    progress: bool
+    skip_unavailable: bool
+    reference: str | None
+    agent_loader: AgentLoader | None
+    ratio_reference: str | None
+    backend: str
+
+
 def evaluate(
     trace: str | os.PathLike[str] | Workload | None,
     methods: Sequence[Method],
     windows: WindowSet,
-    *,
-    jobs: int | None = None,
-    progress: bool = True,
-    skip_unavailable: bool = False,
-    reference: str | None = "EASY",
-    agent_loader: AgentLoader | None = None,
-    ratio_reference: str | None = None,
-    backend: str = "local",
+    **options: Unpack[EvaluateOptions],
 ) -> EvalResult:
     """Every method on every window of one trace (see :func:`evaluate_many`).
 
     :param trace: registered name, SWF path, workload, or ``None`` (synthetic)
     :param methods: the methods
     :param windows: the windows (:func:`~hpcgym.evaluation.windows.select_windows`)
+    :param options: ``jobs``, ``progress``, ``skip_unavailable``, ``reference``,
+        ``agent_loader``, ``ratio_reference``, ``backend`` of :func:`evaluate_many`
     """
-    return evaluate_many(
-        [(trace, methods, windows)],
-        jobs=jobs,
-        progress=progress,
-        skip_unavailable=skip_unavailable,
-        reference=reference,
-        agent_loader=agent_loader,
-        ratio_reference=ratio_reference,
-        backend=backend,
-    )[0]
+    return evaluate_many([(trace, methods, windows)], **options)[0]
 
 
 def evaluate_many(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from copy import deepcopy
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -11,22 +12,16 @@ from hpcgym.evaluation.cards import ModelCard, canonical_trace
 from hpcgym.evaluation.methods import Method, MethodUnavailable, card_method, scheduler_method
 from hpcgym.evaluation.paper.constants import (
     EXTRA_SCHEDULERS,
-    PAPER_LENGTH,
     PAPER_TABLE4,
-    PAPER_WINDOWS,
     TABLE4_COLUMNS,
     TABLE4_TRACES,
 )
-from hpcgym.evaluation.paper.tables import (
-    PaperTable,
-    TableSection,
-    cards_by,
-    dedupe,
-    protocol,
-    trace_available,
-)
-from hpcgym.evaluation.runner import AgentLoader, evaluate_many
-from hpcgym.evaluation.windows import select_windows
+from hpcgym.evaluation.paper.tables import PaperTable, TableRun, TableSection, cards_by
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from hpcgym.evaluation.paper.tables import TableOptions
 
 __all__ = ["table4"]
 
@@ -36,18 +31,7 @@ def table4(
     *,
     traces: Sequence[str] = TABLE4_TRACES,
     extra: Sequence[str] = EXTRA_SCHEDULERS,
-    windows: int = PAPER_WINDOWS,
-    length: int = PAPER_LENGTH,
-    split: str = "test",
-    seed: int | None = 1,
-    train_fraction: float = 0.7,
-    prefix: int | None = None,
-    scales: str = "target",
-    jobs: int | None = None,
-    progress: bool = True,
-    agent_loader: AgentLoader | None = None,
-    reference: str | None = None,
-    lenient: bool = False,
+    **options: Unpack[TableOptions],
 ) -> PaperTable:
     """RLBackfilling Table 4: rows = traces, columns = :data:`TABLE4_COLUMNS` + ``extra``.
 
@@ -56,8 +40,11 @@ def table4(
     ``EASY-HMM`` before it is wired) and unavailable traces give ``—`` and a note. All
     columns of a trace run on the same windows (:func:`select_windows`).
 
-    :param lenient: skip (and count) malformed SWF lines of the traces
+    :param options: the protocol and run options (``windows``, ``length``, ``split``,
+        ``seed``, ``train_fraction``, ``prefix``, ``scales``, ``jobs``, ``progress``,
+        ``agent_loader``, ``reference``, ``lenient``; defaults: :class:`TableRun`)
     """
+    run = TableRun(**options)
     notes: list[str] = []
     by = cards_by(cards, notes)
     columns = list(TABLE4_COLUMNS) + [e for e in extra if e not in TABLE4_COLUMNS]
@@ -70,11 +57,10 @@ def table4(
     for t in traces:
         name = canonical_trace(t)
         rows.append(name)
-        wl, err = trace_available(t, lenient=lenient)
-        if wl is None:
-            notes.append(f"{name}: trace not available ({err}); its row is empty")
+        loaded = run.load(t, name, notes, "its row is empty")
+        if loaded is None:
             continue
-        ws = select_windows(len(wl), length, windows, split, seed, train_fraction, prefix=prefix)
+        wl, ws = loaded
         win[name] = list(ws.starts)
         methods: list[Method] = []
         cmap: dict[str, str] = {}
@@ -85,7 +71,7 @@ def table4(
                 if card is None:
                     missing.append(f"{name} {col}")
                     continue
-                methods.append(card_method(card, col, scales))
+                methods.append(card_method(card, col, run.scales))
                 cmap[col] = f"agent {card.name}"
                 continue
             spec = col[5:] if col.startswith("FCFS+") else col
@@ -103,15 +89,7 @@ def table4(
             "RLBF cells without a shipped agent (a model card with that trace and base policy): "
             + ", ".join(missing),
         )
-    results = evaluate_many(
-        requests,
-        jobs=jobs,
-        progress=progress,
-        skip_unavailable=True,
-        reference="FCFS+EASY",
-        agent_loader=agent_loader,
-        ratio_reference=reference,
-    )
+    results = run.evaluate(requests, reference="FCFS+EASY")
     paper = {r: dict(PAPER_TABLE4.get(r, {})) for r in rows}
     empty = {r: {} for r in rows}
     section = TableSection("", rows, columns, deepcopy(empty), deepcopy(empty), paper, colmap)
@@ -124,12 +102,5 @@ def table4(
                 f"{name}: every request equals the runtime (synthetic trace), so EASY and "
                 "EASY-AR are the same schedule; the paper reports one of them"
             )
-    return PaperTable(
-        name="table4",
-        caption="Table 4: AVEbsld of RLBackfilling and the heuristics (same trace)",
-        sections=[section],
-        notes=dedupe(notes),
-        protocol=protocol(windows, length, split, seed, train_fraction, prefix, scales),
-        windows=win,
-        results=results,
-    )
+    caption = "Table 4: AVEbsld of RLBackfilling and the heuristics (same trace)"
+    return run.table("table4", caption, [section], notes, win, results)

@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard, canonical_trace
 from hpcgym.evaluation.methods import card_method, scheduler_method
-from hpcgym.evaluation.paper.constants import (
-    PAPER_LENGTH,
-    PAPER_TABLE5,
-    PAPER_WINDOWS,
-    TABLE4_TRACES,
-)
-from hpcgym.evaluation.paper.tables import (
-    PaperTable,
-    TableSection,
-    cards_by,
-    dedupe,
-    protocol,
-    trace_available,
-)
-from hpcgym.evaluation.runner import AgentLoader, evaluate_many
-from hpcgym.evaluation.windows import WindowSet, select_windows
+from hpcgym.evaluation.paper.constants import PAPER_TABLE5, TABLE4_TRACES
+from hpcgym.evaluation.paper.tables import PaperTable, TableRun, TableSection, cards_by
+from hpcgym.evaluation.windows import WindowSet
 from hpcgym.workload.core import Workload
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from hpcgym.evaluation.paper.tables import TableOptions
 
 __all__ = ["table5"]
 
@@ -34,19 +27,8 @@ def table5(
     *,
     traces: Sequence[str] = TABLE4_TRACES,
     policies: Sequence[str] = ("FCFS", "SJF"),
-    windows: int = PAPER_WINDOWS,
-    length: int = PAPER_LENGTH,
-    split: str = "test",
-    seed: int | None = 1,
-    train_fraction: float = 0.7,
-    prefix: int | None = None,
-    scales: str = "target",
     agent_traces: bool = True,
-    jobs: int | None = None,
-    progress: bool = True,
-    agent_loader: AgentLoader | None = None,
-    reference: str | None = None,
-    lenient: bool = False,
+    **options: Unpack[TableOptions],
 ) -> PaperTable:
     """RLBackfilling Table 5 (generality): for every base policy, rows = evaluated traces
     Y, columns = ``EASY``, ``EASY-AR`` (with that base policy) and ``RL-X`` for every
@@ -54,8 +36,10 @@ def table5(
 
     :param agent_traces: also add the agents' training traces that are not in ``traces``
         as rows (every agent on every trace)
-    :param lenient: skip (and count) malformed SWF lines of the traces
+    :param options: the protocol and run options, as for
+        :func:`~hpcgym.evaluation.table4` (defaults: :class:`TableRun`)
     """
+    run = TableRun(**options)
     notes: list[str] = []
     by = cards_by(cards, notes)
     traces = list(traces)
@@ -69,12 +53,10 @@ def table5(
     win: dict[str, list[int]] = {}
     wsets: dict[str, WindowSet] = {}
     for t, name in zip(traces, rows, strict=True):
-        wl, err = trace_available(t, lenient=lenient)
-        if wl is None:
-            notes.append(f"{name}: trace not available ({err}); its rows are empty")
+        got = run.load(t, name, notes, "its rows are empty")
+        if got is None:
             continue
-        loaded[name] = wl
-        ws = select_windows(len(wl), length, windows, split, seed, train_fraction, prefix=prefix)
+        loaded[name], ws = got
         wsets[name] = ws
         win[name] = list(ws.starts)
     requests = []
@@ -102,20 +84,12 @@ def table5(
             src = {"EASY": methods[0].spec, "EASY-AR": methods[1].spec}
             for x in agent_traces:
                 card = by[(x, pol)]
-                methods.append(card_method(card, f"RL-{x}", scales))
+                methods.append(card_method(card, f"RL-{x}", run.scales))
                 src[f"RL-{x}"] = f"agent {card.name}"
             sources[pol][name] = src
             requests.append((loaded[name], methods, wsets[name]))
             meta.append((pol, name))
-    results = evaluate_many(
-        requests,
-        jobs=jobs,
-        progress=progress,
-        skip_unavailable=True,
-        reference="EASY",
-        agent_loader=agent_loader,
-        ratio_reference=reference,
-    )
+    results = run.evaluate(requests, reference="EASY")
     sections = []
     for pol in [p.upper() for p in policies]:
         section = TableSection(
@@ -141,12 +115,5 @@ def table5(
                 f"{name}: requests equal runtimes (synthetic), EASY = EASY-AR; the paper "
                 "prints the value under EASY-AR"
             )
-    return PaperTable(
-        name="table5",
-        caption="Table 5: agents trained on trace X (RL-X) applied to trace Y (rows)",
-        sections=sections,
-        notes=dedupe(notes),
-        protocol=protocol(windows, length, split, seed, train_fraction, prefix, scales),
-        windows=win,
-        results=results,
-    )
+    caption = "Table 5: agents trained on trace X (RL-X) applied to trace Y (rows)"
+    return run.table("table5", caption, sections, notes, win, results)

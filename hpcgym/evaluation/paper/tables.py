@@ -9,14 +9,20 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from hpcgym.evaluation.cards import ModelCard
+from hpcgym.evaluation.paper.constants import PAPER_LENGTH, PAPER_WINDOWS
 from hpcgym.evaluation.report import ratio_caption, write_outputs
 from hpcgym.evaluation.results import STAT_COLUMNS, EvalResult, csv_text, fmt
 from hpcgym.evaluation.statistics import verdict
 from hpcgym.evaluation.tensorboard import sanitize
+from hpcgym.evaluation.windows import WindowSet, select_windows
 from hpcgym.workload.core import Workload
+
+if TYPE_CHECKING:
+    from hpcgym.evaluation.loaders import AgentLoader
+    from hpcgym.evaluation.methods import Method
 
 __all__ = ["TABLE_SCHEMA", "PaperTable", "TableSection", "table_from_dict", "write_table"]
 
@@ -256,27 +262,116 @@ def cards_by(cards: Sequence[ModelCard], notes: list[str]) -> dict[tuple[str, st
     return out
 
 
-def protocol(
-    windows: int,
-    length: int,
-    split: str,
-    seed: int | None,
-    train_fraction: float,
-    prefix: int | None,
-    scales: str,
-) -> dict[str, Any]:
-    """The evaluation protocol of a paper table (its JSON ``protocol``)."""
-    return {
-        "windows": windows,
-        "length": length,
-        "split": split,
-        "seed": seed,
-        "train_fraction": train_fraction,
-        "prefix": prefix,
-        "scales": scales,
-        "engine_seed": 0,
-        "env_seed": 0,
-    }
+class TableOptions(TypedDict, total=False):
+    """The keyword arguments :func:`~hpcgym.evaluation.table4` and
+    :func:`~hpcgym.evaluation.table5` share (meanings and defaults: :class:`TableRun`)."""
+
+    windows: int
+    length: int
+    split: str
+    seed: int | None
+    train_fraction: float
+    prefix: int | None
+    scales: str
+    jobs: int | None
+    progress: bool
+    agent_loader: AgentLoader | None
+    reference: str | None
+    lenient: bool
+
+
+@dataclass(frozen=True)
+class TableRun:
+    """The evaluation protocol of a paper table and how it is run (Table 4 and Table 5).
+
+    :param windows: windows per trace
+    :param length: jobs per window
+    :param split: ``train``, ``test`` or ``all`` (:func:`select_windows`)
+    :param seed: window sampling seed (``None``: evenly spaced)
+    :param train_fraction: the train part of a trace
+    :param prefix: only the first ``prefix`` jobs of a trace
+    :param scales: the agents' observation scales (``card_method``)
+    :param jobs: worker processes (``None``: all cores)
+    :param progress: progress bar on stderr
+    :param agent_loader: turns an agent spec into a policy (:func:`evaluate_many`)
+    :param reference: scheduler of the paired statistics (``ratio_reference``)
+    :param lenient: skip (and count) malformed SWF lines of the traces
+    """
+
+    windows: int = PAPER_WINDOWS
+    length: int = PAPER_LENGTH
+    split: str = "test"
+    seed: int | None = 1
+    train_fraction: float = 0.7
+    prefix: int | None = None
+    scales: str = "target"
+    jobs: int | None = None
+    progress: bool = True
+    agent_loader: AgentLoader | None = None
+    reference: str | None = None
+    lenient: bool = False
+
+    def load(
+        self, trace: str, name: str, notes: list[str], empty: str
+    ) -> tuple[Workload, WindowSet] | None:
+        """The workload of ``trace`` (row ``name``) and its windows (the same for every
+        column), or ``None`` and the note ``"<name>: trace not available (why); <empty>"``."""
+        wl, err = trace_available(trace, lenient=self.lenient)
+        if wl is None:
+            notes.append(f"{name}: trace not available ({err}); {empty}")
+            return None
+        ws = select_windows(
+            len(wl),
+            self.length,
+            self.windows,
+            self.split,
+            self.seed,
+            self.train_fraction,
+            prefix=self.prefix,
+        )
+        return wl, ws
+
+    def evaluate(
+        self, requests: Sequence[tuple[Workload, list[Method], WindowSet]], reference: str
+    ) -> list[EvalResult]:
+        """:func:`evaluate_many` of the table's requests (failing methods are skipped);
+        ``reference`` is the label of ``vs_reference_pct``."""
+        from hpcgym.evaluation.runner import evaluate_many
+
+        return evaluate_many(
+            requests,
+            jobs=self.jobs,
+            progress=self.progress,
+            skip_unavailable=True,
+            reference=reference,
+            agent_loader=self.agent_loader,
+            ratio_reference=self.reference,
+        )
+
+    def table(
+        self,
+        name: str,
+        caption: str,
+        sections: list[TableSection],
+        notes: list[str],
+        windows: dict[str, list[int]],
+        results: list[EvalResult],
+    ) -> PaperTable:
+        """The :class:`PaperTable` of this run (its notes without repeats, its protocol)."""
+        return PaperTable(
+            name=name,
+            caption=caption,
+            sections=sections,
+            notes=dedupe(notes),
+            protocol=self.protocol(),
+            windows=windows,
+            results=results,
+        )
+
+    def protocol(self) -> dict[str, Any]:
+        """The evaluation protocol of the table (its JSON ``protocol``)."""
+        fields = ("windows", "length", "split", "seed", "train_fraction", "prefix", "scales")
+        return {**{f: getattr(self, f) for f in fields}, "engine_seed": 0, "env_seed": 0}
 
 
 def dedupe(items: list[str]) -> list[str]:
