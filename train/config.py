@@ -60,8 +60,8 @@ PAPER_HYPERPARAMETERS: dict[str, Any] = {
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "fast": {
-        "n_envs": 2,
-        "vec_env": "dummy",
+        "n_envs": 16,  # issue 13: 16 sims stepped as one batch (train/vecenv.py)
+        "vec_env": "native",
         "trajectories": 20,
         "n_epochs": 4,
         "batch_size": 256,

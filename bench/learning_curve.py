@@ -1,0 +1,255 @@
+"""Learning per wall-clock: ``--preset fast`` before and after the speed work (issue 13).
+
+Runs two ``train/ppo.py --preset fast`` trainings **at the same time** (so they share
+the machine's load) for the same wall-time budget:
+
+* ``before`` -- the fast preset as it was: 2 envs in a ``DummyVecEnv`` and the dense kernel
+  policy (:func:`bench.train_speed.legacy_kernel`);
+* ``after`` -- the fast preset as configured now (native batched envs, the kernel on
+  active rows only, fused Adam).
+
+Each run saves a checkpoint every ``--checkpoint-every`` updates (all kept, no evaluation
+during training, so the budget is spent on training only). Afterwards every checkpoint
+is evaluated on the run's **validation** windows (``train.evaluator.Evaluator``: the
+training script's own windows and reference) and placed at its wall time since the
+start of training. Output in ``--out``: ``curve.csv``, ``curve.md`` (a Markdown table of
+the validation geo-mean ratio vs EASY-SJBF over time) and ``curve.png``.
+
+Usage (in the background)::
+
+    HPCGYM_TRACE_DIR=/work/shared/traces nohup python bench/learning_curve.py \\
+        --trace SDSC-SP2 --minutes 10 --out /tmp/learning_curve > /tmp/learning_curve.log 2>&1 &
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+#: The two configurations: extra ``train/ppo.py`` options over ``--preset fast``.
+CONFIGS: dict[str, list[str]] = {
+    "before": ["--vec-env", "dummy", "--n-envs", "2"],
+    "after": [],
+}
+
+
+def worker(name: str, argv: list[str]) -> int:
+    """Run one training (in a subprocess): ``train.ppo.main(argv)``, the legacy kernel
+    policy for ``before``.
+
+    :param name: ``before`` or ``after``
+    :param argv: ``train/ppo.py`` arguments
+    """
+    import contextlib
+
+    from bench.train_speed import legacy_kernel
+    from train.ppo import main as ppo_main
+
+    with legacy_kernel() if name == "before" else contextlib.nullcontext():
+        ppo_main(argv)
+    return 0
+
+
+def _train_args(args: argparse.Namespace, name: str, run_dir: Path) -> list[str]:
+    return [
+        "--trace",
+        args.trace,
+        "--preset",
+        "fast",
+        "--seed",
+        str(args.seed),
+        "--time-limit",
+        str(args.minutes),
+        "--eval-every",
+        "0",
+        "--eval-windows",
+        str(args.eval_windows),
+        "--baselines",
+        "EASY-SJBF",
+        "--checkpoint-every",
+        str(args.checkpoint_every[name]),
+        "--keep-checkpoints",
+        "0",
+        "--logdir",
+        str(run_dir.parent),
+        "--run-name",
+        run_dir.name,
+        "--no-progress",
+        *CONFIGS[name],
+    ]
+
+
+def train_both(args: argparse.Namespace, out: Path) -> dict[str, Path]:
+    """Start both trainings, wait for them; returns their run folders.
+
+    :param args: the parsed options
+    :param out: the output folder
+    """
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    runs: dict[str, Path] = {}
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    for name in CONFIGS:
+        run = out / "runs" / name
+        runs[name] = run
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", name, "--"]
+        cmd += _train_args(args, name, run)
+        log = (out / f"{name}.log").open("wb")
+        procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
+        print(f"started {name}: pid {procs[name].pid}, log {out / f'{name}.log'}", flush=True)
+    for name, proc in procs.items():
+        if proc.wait() != 0:
+            raise SystemExit(f"{name} failed (exit {proc.returncode}); see {out / f'{name}.log'}")
+    return runs
+
+
+def _session_start(run: Path) -> float:
+    """Wall-clock time at which training started (the first evaluation's time minus its
+    duration, which ran right at the start of training)."""
+    first = json.loads((run / "evaluations.jsonl").read_text().splitlines()[0])
+    return float(first["time"]) - float(first["seconds"])
+
+
+def evaluate_checkpoints(name: str, run: Path) -> list[dict[str, Any]]:
+    """Evaluate every checkpoint of ``run`` on its validation windows.
+
+    :param name: the configuration
+    :param run: the run folder
+    :return: one row per checkpoint: ``config``, ``minutes``, ``steps``, ``avg_bsld``,
+        ``reference_avg_bsld``, ``geo_ratio``
+    """
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.evaluation.statistics import geo_ratio
+    from train.build import env_kwargs
+    from train.config import TrainConfig
+    from train.evaluator import Evaluator
+    from train.rundir import checkpoint_steps
+
+    cfg = TrainConfig.from_json(run / "config.json")
+    workload = BackfillEnv(**env_kwargs(cfg, "train", cfg.length)).workload
+    evaluator = Evaluator.for_config(cfg, workload)
+    t0 = _session_start(run)
+    untrained = json.loads((run / "evaluations.jsonl").read_text().splitlines()[0])
+    points: list[tuple[float, int, dict[str, Any]]] = [(0.0, 0, untrained)]
+    ckpts = sorted((run / "checkpoints").glob("*.zip"), key=lambda p: checkpoint_steps(p) or 0)
+    for path in ckpts:
+        rec = evaluator.evaluate(MaskablePPO.load(path, device="cpu"))
+        points.append((path.stat().st_mtime - t0, int(checkpoint_steps(path) or 0), rec))
+    rows = []
+    for seconds, steps, rec in points:
+        agent = [w["avg_bsld"] for w in rec["per_window"]]
+        ref = [w["reference_avg_bsld"] for w in rec["per_window"]]
+        rows.append(
+            {
+                "config": name,
+                "minutes": round(seconds / 60.0, 2),
+                "steps": steps,
+                "avg_bsld": float(rec["avg_bsld"]),
+                "reference_avg_bsld": float(sum(ref) / len(ref)),
+                "geo_ratio": float(geo_ratio(agent, ref)),
+            }
+        )
+    return rows
+
+
+def write_outputs(rows: list[dict[str, Any]], out: Path) -> None:
+    """``curve.csv``, ``curve.md`` and ``curve.png`` in ``out``.
+
+    :param rows: the rows of :func:`evaluate_checkpoints` for both configurations
+    :param out: the output folder
+    """
+    import csv
+
+    with (out / "curve.csv").open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    lines = [
+        "| configuration | minutes | steps | validation AVEbsld | EASY-SJBF | geo-mean ratio |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['config']} | {r['minutes']:.1f} | {r['steps']:,} | {r['avg_bsld']:.1f} "
+            f"| {r['reference_avg_bsld']:.1f} | {r['geo_ratio']:.3f} |"
+        )
+    (out / "curve.md").write_text("\n".join(lines) + "\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name in CONFIGS:
+        pts = [(r["minutes"], r["geo_ratio"]) for r in rows if r["config"] == name]
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"fast ({name})")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="EASY-SJBF")
+    ax.set_xlabel("wall-clock minutes of training")
+    ax.set_ylabel("validation geo-mean ratio vs EASY-SJBF")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "curve.png", dpi=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Train both configurations, evaluate their checkpoints, write the curve.
+
+    :param argv: command-line arguments
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--worker"]:
+        name, rest = argv[1], argv[2:]
+        return worker(name, rest[1:] if rest[:1] == ["--"] else rest)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--trace", default="SDSC-SP2")
+    parser.add_argument("--minutes", type=float, default=10.0, help="training budget of each")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--eval-windows", type=int, default=10)
+    parser.add_argument(
+        "--checkpoint-every",
+        default="15,60",
+        help="updates between checkpoints, before,after (about a minute each)",
+    )
+    parser.add_argument(
+        "--after-options",
+        default="",
+        help="extra train/ppo.py options of the 'after' run, e.g. '--batch-size 512'",
+    )
+    parser.add_argument("--out", default="/tmp/learning_curve")
+    parser.add_argument("--evaluate-only", action="store_true", help="reuse the runs in --out")
+    args = parser.parse_args(argv)
+    CONFIGS["after"] = args.after_options.split()
+    before, after = (int(x) for x in args.checkpoint_every.split(","))
+    args.checkpoint_every = {"before": before, "after": after}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    if args.evaluate_only:
+        runs = {name: out / "runs" / name for name in CONFIGS}
+    else:
+        runs = train_both(args, out)
+    print(f"trained in {(time.time() - t0) / 60:.1f} min; evaluating checkpoints", flush=True)
+    rows = [row for name, run in runs.items() for row in evaluate_checkpoints(name, run)]
+    write_outputs(rows, out)
+    print((out / "curve.md").read_text())
+    finals = {name: [r for r in rows if r["config"] == name][-1] for name in CONFIGS}
+    for name, r in finals.items():
+        print(f"{name}: final geo-mean ratio {r['geo_ratio']:.3f} at {r['minutes']:.1f} min")
+    if math.isfinite(finals["after"]["geo_ratio"]):
+        print(f"outputs: {out}/curve.md, curve.csv, curve.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
