@@ -20,7 +20,8 @@ Observation / action contract (the hpcgym backfilling env):
 - observation ``Box(0, 1, (K, F), float32)``: one row per candidate job; column 0 of every
   row is a validity flag (1 = real candidate, 0 = padding);
 - action ``Discrete(K + 1)``: ``i < K`` starts row ``i``'s job, ``K`` is STOP;
-- ``info["action_mask"]`` (or ``env.get_wrapper_attr("action_masks")()``) gives a bool ``(K + 1,)`` array.
+- ``info["action_mask"]`` (or ``env.get_wrapper_attr("action_masks")()``) gives a bool
+  ``(K + 1,)`` array.
 
 The action logits are ``[score(row_0), ..., score(row_{K-1}), stop_score]``. Masked logits are
 replaced by sb3-contrib's :class:`~sb3_contrib.common.maskable.distributions.MaskableCategorical`
