@@ -34,7 +34,7 @@ import numpy as np
 
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.sim import get_scheduler
-from hpcgym.sim.engine import EstimatorFeed, Event, Simulation
+from hpcgym.sim.engine import EstimatorFeed, Simulation
 from hpcgym.sim.estimators import make_estimator
 from hpcgym.workload import WindowSampler, load
 from hpcgym.workload.core import Workload
@@ -58,14 +58,13 @@ def ordered_backfill(window: Workload, predictor: str, key: Key) -> float:
         feed = EstimatorFeed(est)
         pred = np.array(window.request, dtype=np.float64)
         sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
-    while sim.advance() == Event.DECISION:
-        jobs, easy = sim.candidates()
+
+    def decide(s: Simulation) -> int | None:  # the engine's decision points (Simulation.run)
+        jobs, easy = s.candidates()
         jobs = jobs[easy]
-        if len(jobs) == 0:
-            sim.stop()
-            continue
-        sim.backfill(int(jobs[np.argmin(key(jobs, pred, window))]))
-    return float(sim.result().metrics["avg_bsld"])
+        return int(jobs[np.argmin(key(jobs, pred, window))]) if len(jobs) else None
+
+    return float(sim.run(decide).metrics["avg_bsld"])
 
 
 def by_runtime(jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:

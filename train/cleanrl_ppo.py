@@ -36,6 +36,7 @@ import torch
 from torch import nn
 from torch.utils.tensorboard import SummaryWriter
 
+from hpcgym.envs.backfill_env import BackfillEnv
 from hpcgym.envs.vector import BackfillVectorEnv
 from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
@@ -157,17 +158,14 @@ class KernelAgent(nn.Module):
         return (out[0] if single else out), state
 
 
-def evaluate(agent: KernelAgent, args: Args, starts: list[int], baselines: dict) -> dict:
-    """Play the agent deterministically on the validation windows; the paired ratio vs
-    the reference (``args.reference``) with its bootstrap interval."""
-    env = BackfillVectorEnv(
-        1, trace=args.trace, mode=args.mode, policy=args.policy, reference=None,
-        window_length=args.eval_length, split="validation", max_queue=args.max_queue,
-    ).envs[0]  # fmt: skip
+def evaluate(agent: KernelAgent, env: BackfillEnv, starts: list[int], baselines: dict,
+             reference: str) -> dict:  # fmt: skip
+    """Play the agent deterministically on the validation windows of ``env``; the paired
+    ratio vs ``reference`` with its bootstrap interval."""
     rows = play_windows(env, agent, starts, seed=0)
     bsld = [r["avg_bsld"] for r in rows]
     out = {"avg_bsld": float(np.mean(bsld))}
-    ref = baselines.get(args.reference)
+    ref = baselines.get(reference)
     if ref is not None:
         cmp = paired_comparison(bsld, ref["per_window"])
         out.update(geo_ratio=cmp.geo_ratio, ci_low=cmp.ci_low, ci_high=cmp.ci_high)
@@ -208,6 +206,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     for bname, res in baselines.items():
         writer.add_scalar(tag("avg_bsld", bname), res["mean"], 0)
+    eval_env = BackfillEnv(
+        trace=args.trace, mode=args.mode, policy=args.policy, reference=None,
+        window_length=args.eval_length, split="validation", max_queue=args.max_queue,
+    )  # fmt: skip
 
     n, t_steps = args.num_envs, args.num_steps
     batch = n * t_steps
@@ -291,11 +293,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             writer.add_scalar("rollout/avg_bsld", float(np.mean(episodes)), step)
             episodes.clear()
         if update % args.eval_every == 0:
-            last_eval = evaluate(agent, args, starts, baselines)
+            last_eval = evaluate(agent, eval_env, starts, baselines, args.reference)
             for metric, value in last_eval.items():
                 writer.add_scalar(tag(metric, "agent"), value, step)
             print(f"step {step:>9,}  {sps:8.0f} steps/s  validation {last_eval}", flush=True)
-    last_eval = evaluate(agent, args, starts, baselines)
+    last_eval = evaluate(agent, eval_env, starts, baselines, args.reference)
     for metric, value in last_eval.items():
         writer.add_scalar(tag(metric, "agent"), value, step)
     writer.close()
