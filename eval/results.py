@@ -5,7 +5,7 @@
         --compare results/compare/SDSC-SP2/results.json \\
         --noise docs/figures/noise_sweep.json \\
         --training runs/<run> [--training runs/<run2>] \\
-        --figures docs/figures --out docs/results.md
+        --figures docs/figures --agents --out docs/results.md
 
 Tables are rendered from the JSON files (ours beside the paper's numbers), figures are
 linked relative to ``--out``; ``--training RUN`` draws the run's training curves into
@@ -38,6 +38,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compare", nargs="*", default=[], help="results.json of eval/compare.py")
     p.add_argument("--noise", default=None, help="noise_sweep.json of eval/noise_sweep.py")
     p.add_argument("--training", action="append", default=[], help="train/ppo.py run folder")
+    p.add_argument(
+        "--agents",
+        nargs="?",
+        const="",
+        default=None,
+        help="render the held-out tests of the shipped agents' model cards (a folder; "
+        "default agents/pretrained)",
+    )
     p.add_argument(
         "--figures",
         default="docs/figures",
@@ -72,6 +80,11 @@ def _run(args: argparse.Namespace) -> int:
         name = Path(run).resolve().name
         png = plot_training(run, figs / f"training_{name}.png", title=f"Training: {name}")
         figures[f"Training curves: {name}"] = str(png)
+    cards = []
+    if args.agents is not None:
+        from hpcgym.evaluation import find_model_cards
+
+        cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents or None))]
     text = results_markdown(
         table4_json=args.table4,
         table5_json=args.table5,
@@ -81,6 +94,7 @@ def _run(args: argparse.Namespace) -> int:
         title=args.title,
         base=base,
         copy_figures=figs if args.copy_figures else None,
+        agent_cards=cards,
     )
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

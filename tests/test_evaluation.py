@@ -147,7 +147,7 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
         "trace", "method", "kind", "windows", "mean_avg_bsld", "median_avg_bsld",
         "std_avg_bsld", "min_avg_bsld", "max_avg_bsld", "mean_avg_wait", "mean_utilization",
         "vs_reference_pct", "paper_table4", "geo_ratio", "ci_low", "ci_high", "wins",
-        "verdict",
+        "verdict", "head_delayed", "head_delay",
     ]  # fmt: skip
     assert [r["method"] for r in rows] == labels
     easy = rows[0]
@@ -160,9 +160,13 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
     assert list(wrows[0]) == [
         "trace", "method", "kind", "window", "start", "length", "avg_bsld", "avg_wait",
         "avg_pp_bsld", "max_wait", "avg_turnaround", "utilization", "makespan", "backfilled",
-        "decisions", "violations", "overflow_decisions", "steps",
+        "decisions", "violations", "overflow_decisions", "steps", "head_delayed", "head_delay",
     ]  # fmt: skip
     assert len(wrows) == len(labels) * len(windows.starts)
+    # request-based reservations are never late (FCFS methods); SJF+EASY is not measured
+    late = {r["method"]: r["head_delayed"] for r in rows}
+    assert late["EASY"] == late["EASY-SJBF"] == late["EasyAgent"] == "0"
+    assert late["SJF+EASY"] == ""
     assert wrows[0]["decisions"] == "" and wrows[-1]["decisions"] != ""  # scheduler / agent
     doc = json.loads(paths["results.json"].read_text())
     assert list(doc) == [

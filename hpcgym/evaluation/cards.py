@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from hpcgym.evaluation.loaders import default_agents_dir
 from hpcgym.evaluation.statistics import verdict
 
@@ -31,6 +33,7 @@ __all__ = [
     "load_model_card",
     "run_dir_of",
     "ship_model",
+    "validation_curve",
 ]
 
 #: Model-card schema identifier (see docs/evaluation.md).
@@ -275,6 +278,16 @@ def card_from_run(
         )
         data["updates"] = summary.get("updates")
         data["versions"] = summary.get("versions")
+        if summary.get("wall_time_s") is not None:
+            data["wall_time_min"] = round(float(summary["wall_time_s"]) / 60.0, 1)
+        commands = [s.get("command") for s in summary.get("sessions") or [] if s.get("command")]
+        if commands:
+            data["training_command"] = commands[0]
+            if len(commands) > 1:
+                data["resume_commands"] = commands[1:]
+    curve = validation_curve(rdir)
+    if curve:
+        data["validation_curve"] = curve
     hp_keys = (
         "learning_rate",
         "value_lr",
@@ -307,6 +320,36 @@ def card_from_run(
     except Exception as exc:  # the trace is only needed for the scale constants
         data["est_scale_note"] = f"trace not loadable here ({type(exc).__name__}: {exc})"
     return ModelCard.from_dict(data, rdir)
+
+
+def validation_curve(run: str | os.PathLike[str], points: int = 16) -> list[dict[str, Any]]:
+    """The run's training-time evaluation history (``evaluations.jsonl``: validation
+    windows), thinned to about ``points`` rows (the first, the last and the best kept):
+    ``timesteps``, ``updates``, ``avg_bsld`` and, when recorded, ``geo_ratio`` with its
+    interval against the run's reference.
+
+    :param run: the ``train/ppo.py`` run folder
+    :param points: rows kept
+    """
+    path = Path(run) / "evaluations.jsonl"
+    if not path.is_file():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        e = json.loads(line)
+        row = {k: e.get(k) for k in ("timesteps", "updates", "avg_bsld")}
+        p = e.get("paired") or {}
+        for k in ("geo_ratio", "ci_low", "ci_high"):
+            if p.get(k) is not None:
+                row[k] = p[k]
+        rows.append(row)
+    if len(rows) <= points:
+        return rows
+    best = min(range(len(rows)), key=lambda i: float(rows[i]["avg_bsld"] or np.inf))
+    keep = {int(round(i)) for i in np.linspace(0, len(rows) - 1, points - 1)} | {best}
+    return [rows[i] for i in sorted(keep)]
 
 
 def ship_model(
@@ -397,6 +440,12 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
             + ".",
         ]
     lines += _paired_lines(ev.get("paired"))
+    lines += _training_lines(data)
+    for trace, section in (data.get("test") or {}).items():
+        from hpcgym.evaluation.heldout import heldout_markdown
+
+        lines += ["", f"## Held-out test: {trace}", ""]
+        lines += heldout_markdown(section, data["name"])
     lines += [
         "",
         "Evaluate: `python eval/compare.py --trace "
@@ -405,6 +454,36 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     if notes:
         lines += ["", notes]
     return "\n".join(lines) + "\n"
+
+
+def _training_lines(data: dict[str, Any]) -> list[str]:
+    """The card's training command, wall time and validation curve."""
+    lines: list[str] = []
+    if data.get("training_command"):
+        lines += ["", "## Training", "", f"`{data['training_command']}`"]
+        for c in data.get("resume_commands") or []:
+            lines.append(f"resumed with `{c}`")
+    if data.get("wall_time_min") is not None:
+        lines += ["", f"Wall time: {data['wall_time_min']} min of training (2 CPU cores)."]
+    curve = data.get("validation_curve") or []
+    if curve:
+        lines += [
+            "",
+            "Validation curve (training-time evaluation on validation windows):",
+            "",
+            "| timesteps | updates | mean AVEbsld | ratio vs reference [95% interval] |",
+            "|---:|---:|---:|---:|",
+        ]
+        for r in curve:
+            ratio = (
+                f"{r['geo_ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                if r.get("geo_ratio") is not None and r.get("ci_low") is not None
+                else "—"
+            )
+            lines.append(
+                f"| {r['timesteps']:,} | {r['updates']} | {float(r['avg_bsld']):.2f} | {ratio} |"
+            )
+    return lines
 
 
 def _paired_lines(paired: dict[str, Any] | None) -> list[str]:

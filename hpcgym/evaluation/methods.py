@@ -91,6 +91,15 @@ class Method:
             return int(self.card["steps"])
         return None
 
+    @property
+    def policy(self) -> str:
+        """The queue policy the method schedules with (a scheduler's spec, an agent's env)."""
+        if self.kind == "scheduler":
+            from hpcgym.sim import get_scheduler
+
+            return str(get_scheduler(self.spec).policy).upper()
+        return str(self.env.get("policy", "FCFS")).upper()
+
     def to_dict(self) -> dict[str, Any]:
         """The method as JSON (``results.json``, ``methods``)."""
         out: dict[str, Any] = {"label": self.label, "kind": self.kind, "spec": self.spec}

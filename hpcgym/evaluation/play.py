@@ -24,6 +24,7 @@ import numpy as np
 
 __all__ = [
     "AGENT_COUNTERS",
+    "HEAD_DELAY_METRICS",
     "WINDOW_METRICS",
     "Policy",
     "play_window",
@@ -42,6 +43,10 @@ WINDOW_METRICS: tuple[str, ...] = (
     "makespan",
     "backfilled",
 )
+#: Starts beyond the request-based reservation
+#: (:func:`hpcgym.sim.metrics.request_reservation_delays`; FCFS-based methods, empty
+#: otherwise): ``head_delayed`` jobs, ``head_delay`` their mean delay (s).
+HEAD_DELAY_METRICS: tuple[str, ...] = ("head_delayed", "head_delay")
 #: Counters of an agent's episode (empty for engine schedulers).
 AGENT_COUNTERS: tuple[str, ...] = ("decisions", "violations", "overflow_decisions", "steps")
 

@@ -73,6 +73,9 @@ def markdown_table(result: EvalResult) -> str:
     stats = result.ratio_values is not None
     if stats:
         head += [f"ratio vs {result.ratio_reference}", "95% interval", "wins", "verdict"]
+    delays = any(s["head_delayed"] is not None for s in summ)
+    if delays:
+        head.append("late heads (mean delay)")
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|---|---|" + "---:|" * (len(head) - 2))
     for s in summ:
@@ -97,6 +100,8 @@ def markdown_table(result: EvalResult) -> str:
                 f"{s['wins']}/{s['windows']}",
                 s["verdict"] or "—",
             ]
+        if delays:
+            cells.append(late_heads_cell(s["head_delayed"], s["head_delay"]))
         lines.append("| " + " | ".join(cells) + " |")
     if ref:
         lines += [
@@ -106,6 +111,8 @@ def markdown_table(result: EvalResult) -> str:
         ]
     if stats:
         lines += ["", ratio_caption(result.ratio_reference or "", len(w.starts))]
+    if delays:
+        lines += ["", LATE_HEADS_CAPTION]
     if has_paper:
         lines += [
             "",
@@ -150,6 +157,25 @@ def markdown_table(result: EvalResult) -> str:
             lines.append(f"* {k}: {v}")
     lines += ["", "Replay: `" + result.replay_command() + "`", ""]
     return "\n".join(lines)
+
+
+#: What the "late heads" column counts.
+LATE_HEADS_CAPTION = (
+    "`late heads`: jobs (over all windows) that started after the request-based reservation "
+    "they had when they reached the head of the FCFS queue, and their mean delay "
+    "(`hpcgym.sim.metrics.request_reservation_delays`). Schedulers that reserve with the "
+    "requested times never have any; schedulers that reserve with predictions may "
+    "(— : not measured, non-FCFS queue)."
+)
+
+
+def late_heads_cell(n: int | None, delay: float | None) -> str:
+    """``"0"``, ``"12 (1.5 h)"`` or ``"—"`` (not measured)."""
+    if n is None:
+        return "—"
+    if n == 0:
+        return "0"
+    return f"{n} ({(delay or 0.0) / 3600:.1f} h)"
 
 
 def write_outputs(

@@ -15,7 +15,7 @@ import numpy as np
 
 from hpcgym.evaluation.methods import AGENT_HEURISTICS, Method
 from hpcgym.evaluation.paper.constants import LABEL_TO_T4, PAPER_LENGTH, PAPER_TABLE4
-from hpcgym.evaluation.play import AGENT_COUNTERS, WINDOW_METRICS
+from hpcgym.evaluation.play import AGENT_COUNTERS, HEAD_DELAY_METRICS, WINDOW_METRICS
 from hpcgym.evaluation.windows import WindowSet
 from hpcgym.sim.metrics import bounded_slowdown
 
@@ -46,6 +46,7 @@ WINDOW_COLUMNS: tuple[str, ...] = (
     "length",
     *WINDOW_METRICS,
     *AGENT_COUNTERS,
+    *HEAD_DELAY_METRICS,
 )
 
 #: Columns of ``summary.csv`` (one row per method; statistics over the windows).
@@ -64,6 +65,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "vs_reference_pct",
     "paper_table4",
     *STAT_COLUMNS,
+    *HEAD_DELAY_METRICS,
 )
 
 
@@ -165,9 +167,21 @@ class EvalResult:
                     else 100.0 * (ref_mean - mean) / ref_mean,
                     "paper_table4": paper.get(m.label),
                     **self.paired(m.label),
+                    **self.head_delays(m.label),
                 }
             )
         return out
+
+    def head_delays(self, label: str) -> dict[str, Any]:
+        """``head_delayed`` (jobs started after their request-based reservation, summed over
+        the windows) and ``head_delay`` (their mean delay, seconds) of a method; ``None``
+        when not measured (a non-FCFS queue policy, or older results)."""
+        rows = [r for r in self.rows if r["method"] == label]
+        if not rows or any(r.get("head_delayed") is None for r in rows):
+            return dict.fromkeys(HEAD_DELAY_METRICS)
+        n = sum(int(r["head_delayed"]) for r in rows)
+        total = sum(int(r["head_delayed"]) * float(r["head_delay"]) for r in rows)
+        return {"head_delayed": n, "head_delay": total / n if n else 0.0}
 
     def paired(self, label: str, metric: str = "avg_bsld") -> dict[str, Any]:
         """``geo_ratio, ci_low, ci_high, wins, verdict`` of a method against the ratio

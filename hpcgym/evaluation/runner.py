@@ -36,9 +36,15 @@ from hpcgym.evaluation.methods import (
     scheduler_method,
     unique_labels,
 )
-from hpcgym.evaluation.play import AGENT_COUNTERS, WINDOW_METRICS, play_window
+from hpcgym.evaluation.play import (
+    AGENT_COUNTERS,
+    HEAD_DELAY_METRICS,
+    WINDOW_METRICS,
+    play_window,
+)
 from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.windows import WindowSet
+from hpcgym.sim.metrics import head_delay_summary, request_reservation_delays
 from hpcgym.workload.core import Workload
 
 if TYPE_CHECKING:
@@ -333,8 +339,18 @@ def _run_task(task: _Task) -> dict[str, Any]:
         if not task.skip_errors:
             raise
         return {"error": f"{type(exc).__name__}: {exc}", "unavailable": True}
+    out.update(_head_delays(task, out["job_start"]))
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _head_delays(task: _Task, job_start: np.ndarray) -> dict[str, Any]:
+    """:data:`HEAD_DELAY_METRICS` of a window (``None`` for a non-FCFS queue policy)."""
+    if task.method.policy != "FCFS":
+        return {k: None for k in HEAD_DELAY_METRICS}
+    wl: Workload = _CTX["traces"][task.trace]
+    window = wl.window(int(task.start), int(task.length))
+    return head_delay_summary(request_reservation_delays(window, job_start))
 
 
 def run_baselines(
@@ -583,7 +599,7 @@ def evaluate_many(
                 for k in WINDOW_METRICS:
                     v = o[k]
                     row[k] = int(v) if k == "backfilled" else float(v)
-                for k in AGENT_COUNTERS:
+                for k in (*AGENT_COUNTERS, *HEAD_DELAY_METRICS):
                     row[k] = o[k]
                 rows.append(row)
                 js.append(o["job_start"])

@@ -1,0 +1,96 @@
+"""The held-out test of a shipped agent, once: write it into the agent's model card.
+
+    python eval/heldout.py agents/pretrained/sdsc-sp2-fcfs-guarded.json --seed 2611 \\
+        [--windows 30] [--length 1024] [--trace CTC-SP2 --scales card] [--retest]
+
+Plays the agent on ``--windows`` windows of the **test** split (drawn with ``--seed``: use
+a seed not used during development, and look once) beside EASY, EASY-SJBF, EASY++ and
+ELOSS (with the agent's base queue policy), and writes the card's ``test`` section for the
+trace: mean/median AVEbsld, late heads, the agent's reservation violations, and the paired
+geometric-mean ratio with its 95% bootstrap interval and verdict against EASY-SJBF, EASY++
+and ELOSS; then re-renders ``<card>.md``. A card that already has a test on that trace is
+refused unless ``--retest`` (the test is meant to be looked at once per shipped agent).
+``--trace`` evaluates the agent on another trace (transfer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval import _common as C  # noqa: E402
+from hpcgym.cli.errors import UsageError  # noqa: E402
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the held-out test; returns the exit code (2 on user errors, one line on stderr).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/heldout.py", (__doc__ or "").split("\n\n")[0])
+    p.add_argument("card", help="the agent's model card .json (agents/pretrained/<name>.json)")
+    p.add_argument("--seed", type=int, required=True, help="window seed (not used in development)")
+    p.add_argument("--windows", type=C.positive_int, default=30, help="test windows (30)")
+    p.add_argument("--length", type=C.positive_int, default=1024, help="jobs per window (1024)")
+    p.add_argument("--trace", default=None, help="another trace (transfer; default the card's)")
+    p.add_argument(
+        "--scales",
+        default="target",
+        choices=("target", "card"),
+        help="observation scales of the agent: the evaluated trace's (target) or the card's",
+    )
+    p.add_argument("--retest", action="store_true", help="replace an existing test section")
+    p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hpcgym.evaluation import load_model_card
+    from hpcgym.evaluation.cards import canonical_trace, card_markdown
+    from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
+
+    path = Path(args.card)
+    if path.suffix != ".json" or not path.is_file():
+        raise UsageError(f"{path}: not a model card .json file")
+    card = load_model_card(path)
+    trace = canonical_trace(args.trace) if args.trace else card.trace
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tests = dict(data.get("test") or {})
+    if trace in tests and not args.retest:
+        raise UsageError(
+            f"{path} already has a held-out test on {trace} (window seed "
+            f"{tests[trace].get('seed')}); the test is looked at once per shipped agent: "
+            "give --retest to replace it"
+        )
+    section = heldout_test(
+        card,
+        agent_loader=C.agent_loader(),
+        windows=args.windows,
+        length=args.length,
+        seed=args.seed,
+        trace=args.trace and trace,
+        scales=args.scales,
+        jobs=args.jobs,
+        progress=args.progress,
+    )
+    tests[trace] = section
+    data["test"] = tests
+    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    md = path.with_suffix(".md")
+    md.write_text(card_markdown(data), encoding="utf-8")
+    print("\n".join(heldout_markdown(section, card.name)))
+    print(f"\nwrote the test section of {path} and {md}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

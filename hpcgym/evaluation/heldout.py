@@ -1,0 +1,203 @@
+"""The held-out test of a shipped agent (issue 14): once per agent, on test windows, with
+the paired statistics against every reference heuristic.
+
+:func:`heldout_test` plays the agent of a model card on ``windows`` windows of the **test**
+split (drawn with ``seed``, a seed not used during development) next to the schedulers
+:data:`HELDOUT_SCHEDULERS` (with the agent's base queue policy), and returns the card's
+``test`` section: per method the mean and median AVEbsld and the starts beyond the
+request-based reservation ("late heads"); per reference of :data:`HELDOUT_REFERENCES` the
+paired geometric-mean ratio of AVEbsld, its 95% bootstrap interval, the wins and the
+verdict; the agent's reservation violations; and the command that reproduces the table
+(``eval/compare.py``). :func:`heldout_markdown` renders it for the card and
+``docs/results.md``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from hpcgym.evaluation.cards import ModelCard
+from hpcgym.evaluation.loaders import AgentLoader
+from hpcgym.evaluation.methods import card_method, scheduler_method
+from hpcgym.evaluation.report import late_heads_cell
+from hpcgym.evaluation.results import EvalResult
+from hpcgym.evaluation.runner import evaluate
+from hpcgym.evaluation.statistics import paired_comparison
+from hpcgym.evaluation.windows import select_windows
+
+__all__ = [
+    "HELDOUT_REFERENCES",
+    "HELDOUT_SCHEDULERS",
+    "heldout_markdown",
+    "heldout_schedulers",
+    "heldout_test",
+]
+
+#: Schedulers evaluated beside the agent (with the agent's base queue policy).
+HELDOUT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-SJBF", "EASY++", "ELOSS")
+#: The references of the paired statistics (issue 14: EASY-SJBF, EASY++ and ELOSS).
+HELDOUT_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
+
+
+def heldout_schedulers(policy: str) -> list[str]:
+    """:data:`HELDOUT_SCHEDULERS` with the queue policy ``policy`` (``SJF+EASY-SJBF``...)."""
+    p = str(policy).upper()
+    return [s if p == "FCFS" else f"{p}+{s}" for s in HELDOUT_SCHEDULERS]
+
+
+def _command(card: ModelCard, trace: str, windows: int, length: int, seed: int, scales: str) -> str:
+    scheds = " ".join(heldout_schedulers(card.policy))
+    ref = heldout_schedulers(card.policy)[1]
+    return (
+        f"python eval/compare.py --trace {trace} --agents {card.name} --schedulers {scheds} "
+        f"--windows {windows} --length {length} --split test --seed {seed} "
+        f"--reference {ref}" + (" --scales card" if scales == "card" else "")
+    )
+
+
+def heldout_test(
+    card: ModelCard,
+    *,
+    agent_loader: AgentLoader,
+    windows: int = 30,
+    length: int = 1024,
+    seed: int,
+    trace: str | None = None,
+    scales: str = "target",
+    jobs: int | None = None,
+    backend: str = "local",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Evaluate a shipped agent on held-out test windows (see the module docstring).
+
+    :param card: the agent's model card
+    :param agent_loader: turns the card's model into a policy (``hpcgym_agents.load_agent``)
+    :param windows: number of test windows (at least 30 for a verdict)
+    :param length: jobs per window
+    :param seed: window seed (one not used during development; recorded in the result)
+    :param trace: another trace than the card's (transfer; its test split is used)
+    :param scales: observation scales of the agent: ``target`` (the evaluated trace's) or
+        ``card`` (the training trace's)
+    :param jobs: worker processes (``None``: all cores)
+    :param backend: ``local`` or ``ray``
+    :param progress: show a progress bar
+    :return: the card's ``test`` section (JSON-able)
+    """
+    from hpcgym.workload import load
+
+    name = trace or card.trace
+    wl = load(None if str(name).lower() in ("synthetic", "none") else name)
+    ws = select_windows(
+        len(wl),
+        length,
+        windows,
+        "test",
+        seed,
+        float(card.data.get("train_fraction", 0.7)) if trace is None else 0.7,
+    )
+    scheds = heldout_schedulers(card.policy)
+    methods = [scheduler_method(s) for s in scheds]
+    methods.append(card_method(card, scales=scales))
+    res = evaluate(
+        wl,
+        methods,
+        ws,
+        jobs=jobs,
+        progress=progress,
+        reference=None,
+        agent_loader=agent_loader,
+        backend=backend,
+    )
+    return _section(card, res, name, windows, length, seed, scales, scheds)
+
+
+def _section(
+    card: ModelCard,
+    res: EvalResult,
+    trace: str,
+    windows: int,
+    length: int,
+    seed: int,
+    scales: str,
+    scheds: Sequence[str],
+) -> dict[str, Any]:
+    per = res.per_window("avg_bsld")
+    pairs = zip(scheds, HELDOUT_SCHEDULERS, strict=True)
+    refs = [s for s, base in pairs if base in HELDOUT_REFERENCES]
+    methods: dict[str, Any] = {}
+    for m in res.methods:
+        b = np.asarray(per[m.label], dtype=np.float64)
+        methods[m.label] = {
+            "kind": m.kind,
+            "mean_avg_bsld": float(b.mean()),
+            "median_avg_bsld": float(np.median(b)),
+            **res.head_delays(m.label),
+        }
+    agent_rows = [r for r in res.rows if r["method"] == card.name]
+    paired = {}
+    for ref in refs:
+        pc = paired_comparison(per[card.name], per[ref])
+        paired[ref] = {**pc.to_dict(), "verdict": pc.verdict}
+    return {
+        "split": "test",
+        "trace": trace,
+        "transfer": trace != card.trace,
+        "scales": scales,
+        "windows": windows,
+        "length": length,
+        "seed": seed,
+        "starts": list(res.windows.starts),
+        "evaluated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": _command(card, trace, windows, length, seed, scales),
+        "methods": methods,
+        "agent": {
+            "label": card.name,
+            "violations": int(sum(int(r["violations"] or 0) for r in agent_rows)),
+            "decisions": int(sum(int(r["decisions"] or 0) for r in agent_rows)),
+        },
+        "paired": paired,
+    }
+
+
+def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
+    """The Markdown lines of a card's ``test`` section (a table per method, then the paired
+    statistics of the agent against each reference).
+
+    :param section: the section of :func:`heldout_test`
+    :param agent: the agent's label in it
+    """
+    lines = [
+        f"Held-out test on **{section['trace']}**"
+        + (" (transfer: never trained on)" if section.get("transfer") else "")
+        + f": {section['windows']} windows of {section['length']} jobs of the test split, "
+        f"window seed {section['seed']} (evaluated {section.get('evaluated', '?')}). "
+        f"Reproduce: `{section['command']}`",
+        "",
+        "| method | mean AVEbsld | median | late heads (mean delay) |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, m in section["methods"].items():
+        name = f"**{label}** (this agent)" if label == agent else label
+        lines.append(
+            f"| {name} | {m['mean_avg_bsld']:.2f} | {m['median_avg_bsld']:.2f} | "
+            f"{late_heads_cell(m.get('head_delayed'), m.get('head_delay'))} |"
+        )
+    a = section.get("agent") or {}
+    lines += [
+        "",
+        f"Reservation violations of the agent: {a.get('violations', '?')} "
+        f"in {a.get('decisions', '?')} decisions.",
+        "",
+        "| vs | paired geo-mean ratio | 95% bootstrap interval | wins | verdict |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for ref, p in section["paired"].items():
+        lines.append(
+            f"| {ref} | {p['geo_ratio']:.3f} | [{p['ci_low']:.3f}, {p['ci_high']:.3f}] | "
+            f"{p['wins']}/{p['windows']} | {p['verdict']} |"
+        )
+    return lines

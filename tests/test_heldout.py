@@ -1,0 +1,137 @@
+"""The held-out test of a shipped agent (issue 14): ``hpcgym.evaluation.heldout`` and
+``eval/heldout.py``; validation curve and training command on the model card."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hpcgym.evaluation as E
+from hpcgym.evaluation.heldout import heldout_markdown, heldout_schedulers, heldout_test
+from hpcgym.sim import get_scheduler
+from hpcgym.workload import load, split_range
+
+pytest.importorskip("sb3_contrib")
+
+
+@pytest.fixture(scope="module")
+def tiny_card(tmp_path_factory) -> Path:
+    """A card of a MaskablePPO KernelPolicy trained for 64 steps on 64-job synthetic windows."""
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym_agents.kernel_policy import KernelPolicy
+
+    env = BackfillEnv(trace=None, window_length=64, max_queue=16, reference=None)
+    model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.learn(64)
+    d = tmp_path_factory.mktemp("heldout")
+    model.save(d / "tiny.zip")
+    card = {
+        "schema": E.MODEL_CARD_SCHEMA,
+        "name": "tiny",
+        "model": "tiny.zip",
+        "trace": "synthetic",
+        "policy": "FCFS",
+        "mode": "guarded",
+        "max_queue": 16,
+    }
+    (d / "tiny.json").write_text(json.dumps(card))
+    return d / "tiny.json"
+
+
+def _loader():
+    from hpcgym_agents import load_agent
+
+    return load_agent
+
+
+def test_heldout_section(tiny_card):
+    card = E.load_model_card(tiny_card)
+    sec = heldout_test(card, agent_loader=_loader(), windows=3, length=128, seed=5, jobs=1)
+    assert sec["split"] == "test" and sec["seed"] == 5 and len(sec["starts"]) == 3
+    assert list(sec["methods"]) == ["EASY", "EASY-SJBF", "EASY++", "ELOSS", "tiny"]
+    assert list(sec["paired"]) == ["EASY-SJBF", "EASY++", "ELOSS"]
+    # three windows are too few for a verdict, whatever the ratio
+    assert {p["verdict"] for p in sec["paired"].values()} == {"on par"}
+    # the scheduler rows are the engine's own numbers on the same windows
+    wl = load(None)
+    direct = [
+        get_scheduler("EASY-SJBF").simulate(wl.window(s, 128), seed=0).metrics["avg_bsld"]
+        for s in sec["starts"]
+    ]
+    assert sec["methods"]["EASY-SJBF"]["mean_avg_bsld"] == pytest.approx(np.mean(direct))
+    assert sec["methods"]["EASY-SJBF"]["head_delayed"] == 0
+    lo, hi = split_range(len(wl), "test")
+    assert all(lo <= s < hi for s in sec["starts"])
+    assert "--seed 5" in sec["command"] and "--agents tiny" in sec["command"]
+    md = "\n".join(heldout_markdown(sec, "tiny"))
+    assert "**tiny** (this agent)" in md and "| EASY-SJBF |" in md
+
+
+def test_sjf_agents_get_sjf_schedulers():
+    assert heldout_schedulers("SJF") == ["SJF+EASY", "SJF+EASY-SJBF", "SJF+EASY++", "SJF+ELOSS"]
+    assert heldout_schedulers("fcfs")[1] == "EASY-SJBF"
+
+
+def test_eval_heldout_writes_the_card_once(tiny_card, tmp_path, capsys):
+    from eval.heldout import main
+
+    card = tmp_path / "tiny.json"
+    card.write_text(tiny_card.read_text())
+    (tmp_path / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+    args = [str(card), "--seed", "7", "--windows", "2", "--length", "96", "--jobs", "1"]
+    assert main([*args, "--no-progress"]) == 0
+    data = json.loads(card.read_text())
+    assert data["test"]["synthetic"]["seed"] == 7
+    assert "## Held-out test: synthetic" in card.with_suffix(".md").read_text()
+    capsys.readouterr()
+    assert main([*args, "--no-progress"]) == 2  # looked at once: refused
+    assert "--retest" in capsys.readouterr().err
+    assert main([*args, "--no-progress", "--retest"]) == 0
+
+
+def test_card_has_the_validation_curve_and_command(tmp_path):
+    from hpcgym.evaluation.cards import card_markdown, validation_curve
+
+    run = tmp_path / "run"
+    run.mkdir()
+    rows = [
+        {"timesteps": 1000 * i, "updates": i, "avg_bsld": 50.0 - i % 7,
+         "paired": {"geo_ratio": 1.0 - i / 100, "ci_low": 0.9, "ci_high": 1.1}}
+        for i in range(40)
+    ]  # fmt: skip
+    (run / "evaluations.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    curve = validation_curve(run, points=8)
+    assert curve[0]["timesteps"] == 0 and curve[-1]["timesteps"] == 39000
+    assert any(r["avg_bsld"] == 44.0 for r in curve)  # the best row is kept
+    assert len(curve) <= 9 and curve[1]["geo_ratio"] < 1.0
+    data = {"name": "x", "trace": "t", "policy": "FCFS", "mode": "guarded",
+            "training_command": "python train/ppo.py --trace t", "wall_time_min": 12.5,
+            "validation_curve": curve}  # fmt: skip
+    md = card_markdown(data)
+    assert "`python train/ppo.py --trace t`" in md and "12.5 min" in md
+    assert "| 39,000 | 39 |" in md
+
+
+def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
+    from eval.results import main
+    from hpcgym.evaluation.paper.markdown import agents_markdown
+
+    card = E.load_model_card(tiny_card)
+    sec = heldout_test(card, agent_loader=_loader(), windows=2, length=96, seed=3, jobs=1)
+    data = {**card.to_dict(), "test": {"synthetic": sec}}
+    md = "\n".join(agents_markdown([data, {"name": "untested", "mode": "free"}]))
+    row = next(line for line in md.splitlines() if line.startswith("| tiny |"))
+    assert "| synthetic | 2 |" in row and row.count("**on par**") == 3
+    assert f"`{sec['command']}`" in md and "Not yet tested on held-out windows: untested" in md
+    d = tmp_path / "agents"
+    d.mkdir()
+    (d / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+    (d / "tiny.json").write_text(json.dumps({**data, "model": "tiny.zip"}))
+    out = tmp_path / "results.md"
+    assert main(["--agents", str(d), "--out", str(out)]) == 0
+    assert "## Shipped agents on held-out test windows" in out.read_text()
