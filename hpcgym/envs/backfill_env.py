@@ -16,6 +16,8 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcgym.envs import observation as FT
+from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext
+from hpcgym.envs.predictions import episode_predictions
 from hpcgym.envs.reward import (
     OBJECTIVES,
     clear_normalizer_cache,
@@ -24,13 +26,20 @@ from hpcgym.envs.reward import (
     terminal_reward,
     workload_fingerprint,
 )
-from hpcgym.sim.engine import EstimatorFeed, Event, Simulation, cap_estimates
+from hpcgym.sim.engine import EstimatorFeed, Event, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name, make_estimator
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import WindowSampler
 
-__all__ = ["BackfillEnv", "MODES", "OBJECTIVES", "INVALID_ACTIONS", "clear_normalizer_cache"]
+__all__ = [
+    "BackfillEnv",
+    "FEATURE_SETS",
+    "MODES",
+    "OBJECTIVES",
+    "INVALID_ACTIONS",
+    "clear_normalizer_cache",
+]
 
 #: candidate modes: name -> engine candidate mode
 MODES: dict[str, str] = {"guarded": "easy", "penalized": "fit", "free": "fit"}
@@ -63,19 +72,6 @@ def _alias(name: str, value: Any, old: str, old_value: Any, unset: Any = None) -
     if value is not unset and value != old_value:
         raise ValueError(f"{old!r} is the old name of {name!r}: give only one of them")
     return old_value
-
-
-class _PredictAtSubmission:
-    """Arrival observer of the engine: the feature predictor predicts each job when it is
-    submitted (told before about every completion and start until then), writing into
-    the env's prediction column source ``out``."""
-
-    def __init__(self, feed: EstimatorFeed, out: np.ndarray) -> None:
-        self.feed = feed
-        self.out = out
-
-    def __call__(self, sim: Simulation, lo: int, hi: int) -> None:
-        self.feed.predict(sim, lo, hi, self.out)
 
 
 class BackfillEnv(gym.Env[np.ndarray, np.int64]):
@@ -143,6 +139,37 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     (FCFS: submission order). Columns 8, 10, 11 are the same in every row: the paper
     appends the machine state to every job row so that a per-job kernel network sees it.
 
+    ``features="extended"`` appends 14 online columns after these (at ``P = 12``, or
+    ``13`` with ``feature_predictor``; names in :attr:`feature_names`; formulas, clock
+    and scalings in :mod:`hpcgym.envs.features`). Each is computed only from jobs
+    submitted so far (the trace's past included), their requests, the engine's
+    estimates and state, and the actual runtimes of jobs completed in the episode.
+    ``sat(x, t) = x / (x + t)``, ``ssat(x, t) = (1 + x / (|x| + t)) / 2``,
+    ``cnt(x) = min(log2(1 + x) / 10, 1)``; ``tod`` is the local time of day of ``now``
+    (trace header ``UnixStartTime`` and time zone; trace seconds without a header):
+
+    | Num    | Name          | Value                                                    |
+    |--------|---------------|----------------------------------------------------------|
+    | P      | tod_sin       | ``(1 + sin(2 pi tod / 1 day)) / 2``                      |
+    | P + 1  | tod_cos       | ``(1 + cos(2 pi tod / 1 day)) / 2``                      |
+    | P + 2  | weekday       | local week phase of ``now``, 0 = Monday 00:00            |
+    | P + 3  | load_hour     | ``sat(r, 1)``, r = procs * request submitted in the      |
+    |        |               | last hour / (``m`` * 1 h)                                |
+    | P + 4  | load_day      | the same over the last 24 h                              |
+    | P + 5  | queue_jobs    | ``cnt(waiting jobs)``                                    |
+    | P + 6  | queue_work    | ``sat(sum(procs * est) / m, 1 day)``, waiting jobs       |
+    | P + 7  | shadow_free   | ``(extra + head procs) / m``                             |
+    | P + 8  | slack         | ``ssat(shadow - now - est, 1 h)``                        |
+    | P + 9  | extra_left    | ``(1 + (extra - procs * [now + est > shadow]) / m) / 2`` |
+    | P + 10 | size_rank     | rows with a smaller ``est`` / ``max(rows - 1, 1)``       |
+    | P + 11 | user_accuracy | mean actual/request, user's last 4 completed jobs        |
+    | P + 12 | user_running  | ``cnt(the user's running jobs)``                         |
+    | P + 13 | user_waiting  | ``cnt(the user's other waiting jobs)``                   |
+
+    Columns P .. P + 7 are the same in every row. ``user_accuracy`` of a user without a
+    completed job (or an unknown user) is the mean over all jobs completed in the
+    episode so far (1 before the first completion).
+
     ## Rewards
 
     Intermediate rewards are 0, plus ``violation_penalty`` for a start that delays the
@@ -195,6 +222,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `est_scale`         | `None`          | estimate normalization, seconds (default: the     |
     |                     |                 | largest request of the trace; an agent trained on |
     |                     |                 | another trace passes that trace's, see its card)  |
+    | `features`          | `"paper"`       | ``paper`` (columns 0-11 [+12]) or ``extended``    |
+    |                     |                 | (+14 online columns, see above)                   |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
 
@@ -264,6 +293,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         estimator_kwargs: dict[str, Any] | None = None,
         render_mode: str | None = None,
         est_scale: float | None = None,
+        features: str = "paper",
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -368,7 +398,12 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         for name, value in (("est_scale", self.est_scale), ("wait_scale", self.wait_scale)):
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be > 0 seconds, got {value}")
-        self.n_features = FT.n_features(self._fpred is not None)
+        self.features = _choice("features", features, FEATURE_SETS)
+        extended = self.features == "extended"
+        self._ext_ctx = TraceContext(workload) if extended else None
+        #: name of every observation column, in order
+        self.feature_names = FT.column_names(self._fpred is not None, extended)
+        self.n_features = len(self.feature_names)
         self.observation_space = spaces.Box(
             0.0, 1.0, (self.max_queue, self.n_features), dtype=np.float32
         )
@@ -389,6 +424,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._pos = np.zeros(0, dtype=np.int64)
         self._pred = np.zeros(0, dtype=np.float64)
         self._pred_feed: EstimatorFeed | None = None
+        self._ext: EpisodeFeatures | None = None
         self._steps = 0
         self._overflow = 0
         self._final_info: dict[str, Any] = {}
@@ -504,35 +540,16 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._overflow = 0
         self._pos = np.zeros(len(window), dtype=np.int64)
         self._setup_predictions(window, sim_seed)
+        if self._ext_ctx is not None:
+            self._ext = EpisodeFeatures(self._ext_ctx, self._sim, start, self.max_queue)
         self._done = False
         self._final_info = {}
         ev = self._sim.advance()
         self._observe(ev)
 
     def _setup_predictions(self, window: Workload, seed: int) -> None:
-        fp = self._fpred
-        self._pred_feed = None
-        if fp is None:
-            self._pred = np.zeros(0, dtype=np.float64)
-            return
-        req = window.request
-        if fp == "request":
-            self._pred = np.array(req, dtype=np.float64)
-        elif fp == "actual":
-            self._pred = np.minimum(window.runtime, req).astype(np.float64)
-        else:
-            assert isinstance(fp, Estimator)
-            fp.bind(window, np.random.default_rng(seed))
-            if fp.online:
-                self._pred = np.full(len(window), np.nan)
-                self._pred_feed = EstimatorFeed(fp)
-                assert self._sim is not None
-                self._sim.observe_arrivals(_PredictAtSubmission(self._pred_feed, self._pred))
-            else:
-                static = fp.static_estimates()
-                if static is None:
-                    raise ValueError(f"feature predictor {fp.name!r} gave no static estimates")
-                self._pred = cap_estimates(np.asarray(static, dtype=np.float64), req)
+        assert self._sim is not None
+        self._pred, self._pred_feed = episode_predictions(self._fpred, window, seed, self._sim)
 
     def _observe(self, ev: Event) -> None:
         """Build the observation of the engine's current stop: into fresh arrays (single
@@ -551,6 +568,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                 kq,
                 self.n_features,
                 self._out,
+                self._ext,
             )
             if self._ncand > kq:
                 self._overflow += 1
@@ -706,16 +724,24 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         state = self.__dict__.copy()
         if not isinstance(self._trace, Workload):
             state["_workload"] = None  # reloaded by name (cached loader) on unpickling
+            state["_ext_ctx"] = None  # rebuilt from it
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        if "features" not in state:  # pickled before the feature sets
+            self.__dict__.update(features="paper", _ext_ctx=None, _ext=None)
+            self.feature_names = FT.column_names(self._fpred is not None)
         if self._workload is None:
             from hpcgym.workload import load
 
             self._workload = load(
                 self._trace, machine_size=self._machine_size, **self._trace_kwargs
             )
+            if self.features == "extended":
+                self._ext_ctx = TraceContext(self._workload)
+        if self._ext is not None:
+            self._ext.ctx = self._ext_ctx
 
     def render(self) -> str | None:
         """``render_mode="ansi"``: the decision point as text (machine state and rows)."""

@@ -75,7 +75,7 @@ def heldout_test(
     """Evaluate a shipped agent on held-out test windows (see the module docstring).
 
     :param card: the agent's model card
-    :param agent_loader: turns the card's model into a policy (``hpcgym_agents.load_agent``)
+    :param agent_loader: turns the card's model into a policy (the loader eval/ passes)
     :param windows: number of test windows (at least 30 for a verdict)
     :param length: jobs per window
     :param seed: window seed (one not used during development; recorded in the result)
