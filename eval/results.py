@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         help="copy the tables' and comparisons' PNGs into --figures and link the copies",
     )
     p.add_argument("--title", default="Results")
+    p.add_argument("--preamble", default="", help="Markdown text put after the first sentence")
     p.add_argument("--out", default=None, help="Markdown file (default: print)")
     args = p.parse_args(argv)
     return C.run(p, lambda: _run(args))
@@ -95,6 +96,7 @@ def _run(args: argparse.Namespace) -> int:
         base=base,
         copy_figures=figs if args.copy_figures else None,
         agent_cards=cards,
+        preamble=args.preamble,
     )
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
