@@ -3,10 +3,12 @@
 Runs two ``train/ppo.py --preset fast`` trainings **at the same time** (so they share
 the machine's load) for the same wall-time budget:
 
-* ``before`` -- the fast preset as it was: 2 envs in a ``DummyVecEnv`` and the dense kernel
-  policy (:func:`bench.train_speed.legacy_kernel`);
-* ``after`` -- the fast preset as configured now (native batched envs, the kernel on
-  active rows only, fused Adam).
+* ``before`` -- the fast preset on sb3-contrib's ``MaskablePPO`` (``--algo sb3``: the fast
+  preset before the lean PPO; ``--before-options`` changes it, e.g. ``'--algo sb3 --vec-env
+  dummy --n-envs 2'`` for the one before the native vector env);
+* ``after`` -- the fast preset as configured now (``--algo lean``: compact rollouts and the
+  lean update of ``train/lean_ppo.py``);
+* optionally more runs (``--also NAME='options'``, e.g. ``after-b512='--batch-size 512'``).
 
 Each run saves a checkpoint every ``--checkpoint-every`` updates (all kept, no evaluation
 during training, so the budget is spent on training only). Afterwards every checkpoint
@@ -38,25 +40,20 @@ sys.path.insert(0, str(ROOT))
 
 #: The two configurations: extra ``train/ppo.py`` options over ``--preset fast``.
 CONFIGS: dict[str, list[str]] = {
-    "before": ["--vec-env", "dummy", "--n-envs", "2"],
+    "before": ["--algo", "sb3"],
     "after": [],
 }
 
 
 def worker(name: str, argv: list[str]) -> int:
-    """Run one training (in a subprocess): ``train.ppo.main(argv)``, the legacy kernel
-    policy for ``before``.
+    """Run one training (in a subprocess): ``train.ppo.main(argv)``.
 
-    :param name: ``before`` or ``after``
+    :param name: the configuration's name
     :param argv: ``train/ppo.py`` arguments
     """
-    import contextlib
-
-    from bench.train_speed import legacy_kernel
     from train.ppo import main as ppo_main
 
-    with legacy_kernel() if name == "before" else contextlib.nullcontext():
-        ppo_main(argv)
+    ppo_main(argv)
     return 0
 
 
@@ -218,20 +215,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-windows", type=int, default=10)
     parser.add_argument(
         "--checkpoint-every",
-        default="15,60",
-        help="updates between checkpoints, before,after (about a minute each)",
+        default="40,80",
+        help="updates between checkpoints of each run, in order (before,after,also...; "
+        "about a minute each)",
+    )
+    parser.add_argument(
+        "--before-options",
+        default="--algo sb3",
+        help="train/ppo.py options of the 'before' run over --preset fast",
     )
     parser.add_argument(
         "--after-options",
         default="",
         help="extra train/ppo.py options of the 'after' run, e.g. '--batch-size 512'",
     )
+    parser.add_argument(
+        "--also",
+        action="append",
+        default=[],
+        metavar="NAME=OPTIONS",
+        help="one more run at the same time, e.g. after-b512='--batch-size 512' (repeatable)",
+    )
     parser.add_argument("--out", default="/tmp/learning_curve")
     parser.add_argument("--evaluate-only", action="store_true", help="reuse the runs in --out")
     args = parser.parse_args(argv)
+    CONFIGS["before"] = args.before_options.split()
     CONFIGS["after"] = args.after_options.split()
-    before, after = (int(x) for x in args.checkpoint_every.split(","))
-    args.checkpoint_every = {"before": before, "after": after}
+    for item in args.also:
+        name, _, options = item.partition("=")
+        CONFIGS[name] = options.split()
+    every = [int(x) for x in args.checkpoint_every.split(",")]
+    every += every[-1:] * (len(CONFIGS) - len(every))
+    args.checkpoint_every = dict(zip(CONFIGS, every, strict=False))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()

@@ -8,9 +8,13 @@ median reported), on the same env (``hpcgym/Backfill-v0``, 256-job training wind
 * ``fast-before`` -- ``--preset fast`` as it was: 2 envs in a ``DummyVecEnv`` and the
   kernel policy's dense path (kernel on all K rows, torch's ``Categorical``, per-tensor
   Adam), restored for the measurement by :func:`legacy_kernel`;
-* ``fast`` -- ``--preset fast`` as configured now (:data:`train.config.PRESETS`);
-* ``default`` -- the paper preset (``--preset paper``) as configured now, and
-  ``default-native`` the same with ``--vec-env native``.
+* ``fast-sb3`` -- ``--preset fast --algo sb3``: the fast preset on sb3-contrib's
+  ``MaskablePPO`` (16 native envs; the fast preset before the lean PPO);
+* ``fast`` -- ``--preset fast`` as configured now (:data:`train.config.PRESETS`; ``--algo
+  lean``: :class:`train.lean_ppo.LeanMaskablePPO`);
+* ``default`` -- the paper preset (``--preset paper``) as configured now, ``default-native``
+  the same with ``--vec-env native`` and ``default-lean`` with ``--vec-env native --algo
+  lean``.
 
 Each configuration is built exactly as ``train/ppo.py`` builds it (:func:`train.build.plan_rollout`,
 :func:`train.build.new_model`) and learns ``--steps`` environment steps (rounded up to whole
@@ -38,7 +42,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-CONFIGS: tuple[str, ...] = ("stock", "fast-before", "fast", "default", "default-native")
+CONFIGS: tuple[str, ...] = (
+    "stock",
+    "fast-before",
+    "fast-sb3",
+    "fast",
+    "default",
+    "default-native",
+    "default-lean",
+)
 
 
 @contextlib.contextmanager
@@ -118,11 +130,15 @@ def build(name: str, trace: str, seed: int) -> tuple[Any, Any]:
     if name.startswith("fast"):
         preset = "fast"
         if name == "fast-before":
-            options.update(vec_env="dummy", n_envs=2)
+            options.update(vec_env="dummy", n_envs=2, algo="sb3")
+        elif name == "fast-sb3":
+            options["algo"] = "sb3"
     else:
         preset = "paper"
-        if name == "default-native":
+        if name in ("default-native", "default-lean"):
             options["vec_env"] = "native"
+        if name == "default-lean":
+            options["algo"] = "lean"
     cfg = TrainConfig.create(preset=preset, **options)
     model = new_model(cfg, plan_rollout(cfg))
     return model, _phase_callback(cfg.rollout_threads, cfg.update_threads)

@@ -48,6 +48,9 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "trace": trace,
         "policy": cfg.policy,
         "estimator": cfg.estimator,
+        "correction": cfg.correction,
+        "feature_predictor": cfg.feature_predictor,
+        "features": cfg.features,
         "window_length": int(length),
         "split": split,
         "train_fraction": float(cfg.train_fraction),
@@ -187,20 +190,21 @@ def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
 
 
 def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
-    """A fresh ``MaskablePPO`` with :class:`~hpcgym_agents.kernel_policy.KernelPolicy` on
+    """A fresh ``MaskablePPO`` (``--algo sb3``) or :class:`train.lean_ppo.LeanMaskablePPO`
+    (``--algo lean``) with :class:`~hpcgym_agents.kernel_policy.KernelPolicy` on
     new training envs (seeded with ``cfg.seed``), with the rollout buffer of
     :mod:`train.stopping` (its minibatches stop at the time limit).
 
     :param cfg: the run's options (hyperparameters, kernel network)
     :param plan: the rollout size
     """
-    from sb3_contrib import MaskablePPO
-
     from hpcgym_agents.kernel_policy import KernelPolicy
+    from train.lean_ppo import algo_class
     from train.stopping import buffer_class_for
 
     env = make_training_envs(cfg, cfg.seed)
-    return MaskablePPO(
+    # --algo lean: LeanMaskablePPO (compact rollouts, lean update; ignores the buffer class)
+    model = algo_class(cfg.algo)(
         KernelPolicy,
         env,
         learning_rate=cfg.learning_rate,
@@ -226,6 +230,39 @@ def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
         verbose=0,
         rollout_buffer_class=buffer_class_for(env.observation_space),
     )
+    if cfg.init_from is not None:
+        init_policy_from(model, cfg.init_from)
+    return model
+
+
+def init_policy_from(model: Any, path: str) -> None:
+    """Copy the policy weights (kernel network, STOP score, value head) of the MaskablePPO
+    ``.zip`` at ``path`` into ``model`` (``--init-from``, e.g. a behaviour-cloned start).
+
+    :param model: the new model
+    :param path: a ``.zip`` saved by MaskablePPO (or train/imitate.py)
+    :raises ConfigError: the file does not load, or its observation space or network
+        differs from the run's
+    """
+    from sb3_contrib import MaskablePPO
+
+    try:
+        src = MaskablePPO.load(path, device=model.device)
+    except (OSError, ValueError, KeyError, RuntimeError, zipfile.BadZipFile) as exc:
+        raise ConfigError(f"--init-from: cannot load {path}: {exc}") from None
+    want, got = model.observation_space.shape, src.observation_space.shape
+    if want != got:
+        raise ConfigError(
+            f"--init-from: {path} observes {got} (max_queue, features), the run's env gives "
+            f"{want}: use the same --max-queue, --features and --feature-predictor"
+        )
+    try:
+        model.policy.load_state_dict(src.policy.state_dict())
+    except RuntimeError as exc:
+        raise ConfigError(
+            f"--init-from: {path} has another network than the run's (--kernel-arch, "
+            f"--value-head, --stop-score): {str(exc).splitlines()[0]}"
+        ) from None
 
 
 def load_checkpoint(cfg: TrainConfig, plan: RolloutPlan, checkpoint: Path) -> Any:
@@ -241,15 +278,14 @@ def load_checkpoint(cfg: TrainConfig, plan: RolloutPlan, checkpoint: Path) -> An
     :raises ConfigError: the checkpoint's rollout size differs from the run's, or the run
         already reached its target
     """
-    from sb3_contrib import MaskablePPO
-
+    from train.lean_ppo import algo_class
     from train.rundir import checkpoint_steps
     from train.stopping import buffer_class_for
 
     updates_done = (checkpoint_steps(checkpoint) or 0) // plan.rollout_size
     vec = make_training_envs(cfg, cfg.seed + _RESEED_STRIDE * (updates_done + 1))
     try:
-        model = MaskablePPO.load(
+        model = algo_class(cfg.algo).load(
             checkpoint,
             env=vec,
             device=cfg.device,

@@ -62,6 +62,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "fast": {
         "n_envs": 16,  # issue 13: 16 sims stepped as one batch (train/vecenv.py)
         "vec_env": "native",
+        "algo": "lean",  # issue 13: compact rollouts + lean update (train/lean_ppo.py)
         "trajectories": 20,
         "n_epochs": 4,
         "batch_size": 256,
@@ -88,6 +89,7 @@ RESUME_OVERRIDABLE: frozenset[str] = frozenset(
         "torch_threads",
         "train_threads",
         "vec_env",
+        "algo",
         "logdir",
         "run_name",
     }
@@ -116,6 +118,7 @@ NON_OPTION_KEYS: frozenset[str] = frozenset(
 )
 
 VEC_ENVS: tuple[str, ...] = ("auto", "dummy", "subproc", "native")
+ALGOS: tuple[str, ...] = ("sb3", "lean")
 VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
 STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
 
@@ -163,6 +166,26 @@ def none_or_float(text: str) -> float | None:
     :param text: the command-line text
     """
     return None if text.lower() in ("none", "off", "0") else positive_float(text)
+
+
+def none_or_name(text: str) -> str | None:
+    """``none`` (not set) or a name / path.
+
+    :param text: the command-line text
+    """
+    return None if text.strip().lower() in ("", "none") else text.strip()
+
+
+def _corrections() -> tuple[str, ...]:
+    from hpcgym.sim import CORRECTIONS
+
+    return tuple(CORRECTIONS)
+
+
+def _feature_sets() -> tuple[str, ...]:
+    from hpcgym.envs.backfill_env import FEATURE_SETS
+
+    return tuple(FEATURE_SETS)
 
 
 def layer_widths(text: str) -> tuple[int, ...]:
@@ -301,6 +324,35 @@ class TrainConfig:
     estimator: str = _opt(
         "request", "workload", "runtime estimator the engine schedules with (request = the user's)"
     )
+    correction: str = _opt(
+        "incremental",
+        "workload",
+        "correction of the engine's under-estimates (ELOSS and EASY++ use incremental-offset)",
+        choices=_corrections,
+    )
+    feature_predictor: str | None = _opt(
+        None,
+        "workload",
+        "online predictor of the observation's 'prediction' column (e.g. eloss, ave2); "
+        "none = no such column",
+        parse=none_or_name,
+        show_default=False,
+    )
+    features: str = _opt(
+        "paper",
+        "workload",
+        "observation columns: paper (the 12 of RLBackfilling) or extended (+ online time of "
+        "day, load, queue, user-history columns: hpcgym.envs.features)",
+        choices=_feature_sets,
+    )
+    init_from: str | None = _opt(
+        None,
+        "hyper",
+        "start from the policy weights of this MaskablePPO .zip (e.g. train/imitate.py's "
+        "behaviour-cloned model; same observation shape and policy options)",
+        parse=none_or_name,
+        show_default=False,
+    )
     train_fraction: float = _opt(
         0.7, "workload", "share of the jobs in the training split (time split)", parse=fraction
     )
@@ -356,6 +408,15 @@ class TrainConfig:
         "auto: SubprocVecEnv for n-envs > 1, DummyVecEnv for 1; native: all envs in one "
         "batched BackfillVectorEnv (train/vecenv.py, the fastest on few cores)",
         choices=VEC_ENVS,
+    )
+    algo: str = _opt(
+        "sb3",
+        "length",
+        "PPO implementation: sb3 (sb3-contrib's MaskablePPO) or lean (train/lean_ppo.py: the "
+        "same loss and gradients on rollouts that keep only the valid rows, ~2x faster end "
+        "to end with the fast preset; kernel policy only; saves the same MaskablePPO zip; a "
+        "run resumes with either)",
+        choices=ALGOS,
     )
     torch_threads: int = _opt(
         1,

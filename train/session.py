@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import math
+import os
+import shlex
 import sys
 import time
 import warnings as warnings_module
@@ -260,6 +262,7 @@ def run_session(
         update_time_s=phase_cb.update_seconds,
         rollout_steps=phase_cb.rollout_steps,
         discarded_steps=phase_cb.discarded_steps,
+        command=command_line(),
     )
     summary = _write_summary(
         run, cfg, plan, probe, session, checkpoint, evaluator, eval_cb.history, warnings
@@ -270,6 +273,14 @@ def run_session(
         raise Interrupted(run, steps, stop.signal, eval_cb.last_checkpoint)
     print(final_table(summary, cfg.policy, cfg.mode))
     return summary
+
+
+def command_line() -> str | None:
+    """``python train/ppo.py ...`` as this process was started (``None`` when training was
+    started from Python rather than from the script)."""
+    if not sys.argv or not sys.argv[0].endswith("ppo.py"):
+        return None
+    return shlex.join(["python", os.path.relpath(sys.argv[0]), *sys.argv[1:]])
 
 
 @contextmanager

@@ -41,6 +41,8 @@ class Session:
     :param rollout_steps: environment steps collected in complete rollouts
     :param discarded_steps: steps of the rollout in progress when it stopped (not learned
         from, not counted)
+    :param command: the command line of the session (``python train/ppo.py ...``; ``None``
+        when started from Python)
     """
 
     started: float
@@ -55,6 +57,7 @@ class Session:
     update_time_s: float
     rollout_steps: int
     discarded_steps: int = 0
+    command: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The session's entry of ``summary.json["sessions"]``."""
@@ -73,6 +76,7 @@ class Session:
             "rollout_time_s": self.rollout_time_s,
             "update_time_s": self.update_time_s,
             "discarded_steps": self.discarded_steps,
+            "command": self.command,
             "steps_per_s": steps / self.learn_time_s if self.learn_time_s > 0 else math.nan,
             "rollout_steps_per_s": self.rollout_steps / self.rollout_time_s
             if self.rollout_time_s > 0

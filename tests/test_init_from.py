@@ -1,0 +1,51 @@
+"""train/ppo.py options of issue 14: --correction, --feature-predictor, --features (the
+env of a predictor-informed agent, like for like with ELOSS) and --init-from (a
+behaviour-cloned start)."""
+
+from __future__ import annotations
+
+import pytest
+import torch as th
+
+pytest.importorskip("sb3_contrib")
+
+from train.build import env_kwargs, new_model, plan_rollout  # noqa: E402
+from train.config import ConfigError, TrainConfig  # noqa: E402
+
+
+def _cfg(**kw) -> TrainConfig:
+    base = dict(
+        trace="synthetic", length=64, max_queue=16, n_envs=1, n_steps=64, batch_size=32,
+        n_epochs=1, vec_env="dummy", total_steps=64, eval_windows=1, eval_length=64,
+    )  # fmt: skip
+    return TrainConfig.create(**{**base, **kw})
+
+
+def test_env_options_reach_the_env():
+    cfg = _cfg(estimator="eloss", correction="incremental-offset", reference="ELOSS")
+    kw = env_kwargs(cfg, "train", 64)
+    assert kw["estimator"] == "eloss" and kw["correction"] == "incremental-offset"
+    assert kw["features"] == "paper" and kw["feature_predictor"] is None
+    with pytest.raises(ConfigError, match="--correction: expected one of .*incremental-offset"):
+        _cfg(correction="sometimes")
+
+
+def test_init_from_copies_the_policy(tmp_path):
+    cfg = _cfg(seed=3)
+    src = new_model(cfg, plan_rollout(cfg))
+    with th.no_grad():
+        for p in src.policy.parameters():
+            p.add_(0.5)
+    src.save(tmp_path / "start.zip")
+    model = new_model(_cfg(seed=4, init_from=str(tmp_path / "start.zip")), plan_rollout(cfg))
+    for a, b in zip(src.policy.parameters(), model.policy.parameters(), strict=True):
+        assert th.equal(a, b)
+    fresh = new_model(_cfg(seed=4), plan_rollout(cfg))
+    assert not all(
+        th.equal(a, b)
+        for a, b in zip(src.policy.parameters(), fresh.policy.parameters(), strict=True)
+    )
+    with pytest.raises(ConfigError, match="--init-from: .* observes .*--max-queue"):
+        new_model(_cfg(max_queue=8, init_from=str(tmp_path / "start.zip")), plan_rollout(cfg))
+    with pytest.raises(ConfigError, match="--init-from: cannot load"):
+        new_model(_cfg(init_from=str(tmp_path / "missing.zip")), plan_rollout(cfg))
