@@ -1,0 +1,11 @@
+"""Imitation of LOOKAHEAD-ORACLE by the kernel policy (issue #14, "imitation, then RL").
+
+* :mod:`train.imitation.data` -- the teacher labels the env's decision points
+  (:func:`~train.imitation.data.collect`, behaviour cloning and DAgger episodes);
+* :mod:`train.imitation.bc` -- the student (a ``MaskablePPO`` kernel policy of
+  :func:`train.build.new_model`) trained by cross-entropy on the masked logits;
+* :mod:`train.imitation.measure` -- student, teacher and other agents against EASY-SJBF
+  on validation windows (paired geo-mean ratio with a bootstrap interval).
+
+The command line is ``train/imitate.py``; see ``docs/imitation.md``.
+"""
