@@ -213,6 +213,7 @@ def test_buffer_and_update_equal_maskableppo(options: dict[str, Any]) -> None:
     np.testing.assert_allclose(buf.returns, dense.returns, rtol=1e-6, atol=1e-6)
     # the update: the same minibatches (same numpy seed), the same gradients at every step
     grads_sb3, grads_lean = _recorder(sb3), _recorder(lean)
+    lean.rollout_buffer.rng = _GlobalNumpy()  # SB3's minibatch order comes from it
     np.random.seed(123)  # noqa: NPY002 (the global generator both updates draw from)
     sb3.train()
     np.random.seed(123)  # noqa: NPY002 (the global generator both updates draw from)
@@ -230,6 +231,32 @@ def test_buffer_and_update_equal_maskableppo(options: dict[str, Any]) -> None:
         np.testing.assert_allclose(logged1[key], logged0[key], rtol=1e-3, atol=1e-6, err_msg=key)
     for p0, p1 in zip(sb3.policy.parameters(), lean.policy.parameters(), strict=True):
         th.testing.assert_close(p1, p0, rtol=1e-4, atol=1e-5)
+
+
+class _GlobalNumpy:
+    """numpy's global generator, which SB3's ``RolloutBuffer.get`` draws its order from."""
+
+    @staticmethod
+    def permutation(n: int) -> np.ndarray:
+        return np.random.permutation(n)  # noqa: NPY002 (SB3's own draw)
+
+
+def test_lean_runs_are_reproducible() -> None:
+    """The lean PPO's draws (actions, minibatch order) come from the model's seeded
+    ``numpy.random.Generator``: the same seed gives the same weights, another seed not."""
+
+    def weights(seed: int, global_seed: int = 0) -> list[th.Tensor]:
+        m = LeanMaskablePPO(
+            KernelPolicy, NativeVecEnv(2, **ENV_KW), n_steps=64, batch_size=32, n_epochs=2,
+            seed=seed,
+        )  # fmt: skip
+        np.random.seed(global_seed)  # noqa: NPY002 (the global generator must not matter)
+        m.learn(256)
+        return [p.detach().clone() for p in m.policy.parameters()]
+
+    a, b, c = weights(4, global_seed=1), weights(4, global_seed=2), weights(5, global_seed=1)
+    assert all(th.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not all(th.equal(x, y) for x, y in zip(a, c, strict=True))
 
 
 class _Check(BaseCallback):

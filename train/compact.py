@@ -372,6 +372,8 @@ class CompactRolloutBuffer:
         self.gamma = float(gamma)
         self.gae_lambda = float(gae_lambda)
         self.device = th.device(device)
+        #: the generator of the minibatch order (the model sets its seeded one)
+        self.rng: Any = np.random.default_rng(0)
         shape = (self.buffer_size, self.n_envs)
         self.rewards = np.zeros(shape, dtype=np.float32)
         self.values = np.zeros(shape, dtype=np.float32)
@@ -520,10 +522,12 @@ class CompactRolloutBuffer:
             yield batch, {k: v[s0:s1] for k, v in per.items()}
 
     def sb3_order(self) -> np.ndarray:
-        """A random order of the samples as SB3's ``RolloutBuffer.get`` draws it
-        (``np.random.permutation`` of the env-major flattening), as step-major indices."""
+        """A random order of the samples as SB3's ``RolloutBuffer.get`` draws it (a
+        permutation of the env-major flattening), as step-major indices; drawn from
+        :attr:`rng` (the model's seeded generator; a test sets SB3's global one to compare
+        minibatch for minibatch)."""
         total = self.buffer_size * self.n_envs
-        perm = np.random.permutation(total)  # noqa: NPY002 (SB3 draws it so; seeded by SB3)
+        perm = self.rng.permutation(total)
         env, step = np.divmod(perm, self.buffer_size)
         return step * self.n_envs + env
 

@@ -90,6 +90,19 @@ class LeanMaskablePPO(MaskablePPO):
         self.rollout_buffer = CompactRolloutBuffer(
             self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
         )
+        self.rollout_buffer.rng = self.np_rng
+
+    def set_random_seed(self, seed: int | None = None) -> None:
+        """SB3's seeding (torch, numpy, the action space, the envs), plus :attr:`np_rng`:
+        the ``numpy.random.Generator`` of the lean PPO's own draws (sampled actions,
+        minibatch order), seeded with ``seed``.
+
+        :param seed: the seed (``None``: fresh entropy)
+        """
+        super().set_random_seed(seed)
+        self.np_rng = np.random.default_rng(seed)
+        if isinstance(getattr(self, "rollout_buffer", None), CompactRolloutBuffer):
+            self.rollout_buffer.rng = self.np_rng
 
     def _excluded_save_params(self) -> list[str]:
         # the buffer class is not saved: the zip loads with plain MaskablePPO
@@ -136,7 +149,7 @@ class LeanMaskablePPO(MaskablePPO):
                 tb = batch_of(step, self.device)
                 logp_all = th.log_softmax(actor_logits(self.policy, tb), dim=1).cpu().numpy()
                 values = critic_values(self.policy, tb).cpu().numpy()
-            col = _sample(logp_all)
+            col = _sample(logp_all, self.np_rng)
             log_probs = logp_all[np.arange(len(col)), col]
             starts = np.cumsum(step.counts) - step.counts
             row_index = step.row_index
@@ -292,13 +305,13 @@ def _masks(env: VecEnv) -> np.ndarray:
     return get_action_masks(env)
 
 
-def _sample(logp: np.ndarray) -> np.ndarray:
+def _sample(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One column per row of the log-probabilities ``logp`` ``(n, c)`` (inverse CDF with
-    numpy's global generator, which ``set_random_seed`` seeds; 11 us vs 19 us for
-    ``torch.multinomial`` on 16 rows). Columns of probability 0 are never drawn."""
+    the model's seeded generator ``rng``; 11 us vs 19 us for ``torch.multinomial`` on 16
+    rows). Columns of probability 0 are never drawn."""
     p = np.exp(logp.astype(np.float64))
     cum = np.cumsum(p, axis=1)
-    u = np.random.random(len(p)) * cum[:, -1]  # noqa: NPY002 (seeded by set_random_seed)
+    u = rng.random(len(p)) * cum[:, -1]
     col = (cum <= u[:, None]).sum(axis=1)
     last = p.shape[1] - 1 - np.argmax(p[:, ::-1] > 0, axis=1)  # last possible column
     return np.minimum(col, last).astype(np.int64)
