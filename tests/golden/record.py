@@ -310,13 +310,14 @@ def compare_synthetic(work: Path) -> dict[str, Any]:
 # ------------------------------------------------------------ eval/table4.py, table5
 def table4(work: Path) -> dict[str, Any]:
     """``python eval/table4.py --traces SDSC-SP2 Lublin-1 --windows 2 --length 256
-    --split test --seed 1 --jobs 1 --no-progress --no-plots --out DIR`` (agents: the
-    default agents/pretrained, i.e. the ``*-free`` agents, first by name; extra columns
+    --split test --seed 1 --jobs 1 --no-progress --no-plots --cards <the four recorded
+    agents' cards> --out DIR`` (the ``*-free`` agents, first by name; extra columns
     SAF EASY++ ELOSS EASY-HMM by default): table4.csv, table4.json and every trace
     folder's CSV / JSON / per_job digests."""
     out = work / "table4"
     run_cli(
         ["eval/table4.py", "--traces", "SDSC-SP2", "Lublin-1", *SMALL_WINDOWS, *EVAL_RUN]
+        + ["--cards", *(str(REPO / Path(z).with_suffix(".json")) for z in sorted(PRETRAINED))]
         + ["--out", str(out)]
     )
     return collect_folder(out)
