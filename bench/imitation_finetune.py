@@ -14,6 +14,7 @@ are played on the VALIDATION windows of ``train/imitate.py`` against EASY-SJBF::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -30,18 +31,18 @@ from train.config import TrainConfig  # noqa: E402
 from train.imitation.measure import compare_on_validation, format_table  # noqa: E402
 
 
-def train_ppo(cfg: TrainConfig, steps: int, init: Any | None, path: Path) -> dict[str, Any]:
-    """One PPO run of ``steps`` env steps, from ``init``'s policy weights if given.
+def train_ppo(cfg: TrainConfig, steps: int, init: str | None, path: Path) -> dict[str, Any]:
+    """One PPO run of ``steps`` env steps, from the policy weights of the zip ``init`` if
+    given (``train/ppo.py --init-from``).
 
     :param cfg: the options
     :param steps: environment steps
-    :param init: a loaded model whose policy weights start the run (``None``: fresh)
+    :param init: a MaskablePPO zip whose policy weights start the run (``None``: fresh)
     :param path: where to save the final model
     """
-    plan = plan_rollout(cfg)
-    model = new_model(cfg, plan)
     if init is not None:
-        model.policy.load_state_dict(init.policy.state_dict())
+        cfg = dataclasses.replace(cfg, init_from=str(init))
+    model = new_model(cfg, plan_rollout(cfg))
     t0 = time.perf_counter()
     model.learn(total_timesteps=int(steps), progress_bar=False)
     seconds = time.perf_counter() - t0
@@ -70,7 +71,7 @@ def main() -> None:
     bc = load_model(args.bc_model)
     runs = {
         "PPO from scratch": train_ppo(cfg, args.steps, None, out / "scratch.zip"),
-        "PPO from BC": train_ppo(cfg, args.steps, bc, out / "from_bc.zip"),
+        "PPO from BC": train_ppo(cfg, args.steps, args.bc_model, out / "from_bc.zip"),
     }
     for name, r in runs.items():
         print(f"{name}: {r['steps']} steps in {r['seconds']:.0f} s", flush=True)

@@ -159,23 +159,29 @@ def plan_rollout(cfg: TrainConfig, saved: Mapping[str, Any] | None = None) -> Ro
     return RolloutPlan(n_steps, batch_size, rollout_size, target, calib)
 
 
-def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
+def make_training_envs(
+    cfg: TrainConfig, seed: int, extra_env: Mapping[str, Any] | None = None
+) -> Any:
     """The ``cfg.n_envs`` training envs as an SB3 vector env (``--vec-env``; ``native``:
     :class:`train.vecenv.NativeVecEnv`, same episodes as ``dummy``, one batched step).
 
     :param cfg: the run's options
     :param seed: seed of the first env (SB3 adds the env index)
+    :param extra_env: more :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments,
+        over :func:`env_kwargs` (Python callers such as ``train/imitate.py``)
     """
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     from hpcgym.envs.backfill_env import BackfillEnv
 
+    kw = {**env_kwargs(cfg, "train", cfg.length), **(extra_env or {})}
+
     # -- speed helper (issue 13): --vec-env native, N sims stepped as one batch
     if cfg.vec_env == "native":
         from train.vecenv import NativeVecEnv
 
-        native = NativeVecEnv(cfg.n_envs, **env_kwargs(cfg, "train", cfg.length))
+        native = NativeVecEnv(cfg.n_envs, **kw)
         native.seed(seed)
         return native
     # -- end speed helper
@@ -184,12 +190,14 @@ def make_training_envs(cfg: TrainConfig, seed: int) -> Any:
         BackfillEnv,
         n_envs=cfg.n_envs,
         seed=seed,
-        env_kwargs=env_kwargs(cfg, "train", cfg.length),
+        env_kwargs=kw,
         vec_env_cls=SubprocVecEnv if subproc else DummyVecEnv,
     )
 
 
-def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
+def new_model(
+    cfg: TrainConfig, plan: RolloutPlan, extra_env: Mapping[str, Any] | None = None
+) -> Any:
     """A fresh ``MaskablePPO`` (``--algo sb3``) or :class:`train.lean_ppo.LeanMaskablePPO`
     (``--algo lean``) with :class:`~hpcgym_agents.kernel_policy.KernelPolicy` on
     new training envs (seeded with ``cfg.seed``), with the rollout buffer of
@@ -202,7 +210,7 @@ def new_model(cfg: TrainConfig, plan: RolloutPlan) -> Any:
     from train.lean_ppo import algo_class
     from train.stopping import buffer_class_for
 
-    env = make_training_envs(cfg, cfg.seed)
+    env = make_training_envs(cfg, cfg.seed, extra_env)
     # --algo lean: LeanMaskablePPO (compact rollouts, lean update; ignores the buffer class)
     model = algo_class(cfg.algo)(
         KernelPolicy,

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch as th
 
-from train.build import RolloutPlan, env_kwargs, new_model
+from train.build import RolloutPlan, new_model
 from train.config import TrainConfig
 from train.imitation.data import Dataset
 
@@ -30,25 +30,13 @@ def make_student(cfg: TrainConfig, extra_env: dict[str, Any] | None = None) -> A
     :param cfg: the run's options (trace, mode, K, kernel network, PPO hyperparameters;
         ``n_steps`` must be a number)
     :param extra_env: more :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments (e.g.
-        ``{"features": "extended"}``): the model is then rebuilt on an env with them (same
-        hyperparameters; its observation space is that env's)
+        ``{"features": "extended"}``), passed to the training envs of
+        :func:`train.build.new_model` (its observation space is theirs)
     """
     n_steps = int(cfg.n_steps)
     batch = n_steps * cfg.n_envs if cfg.batch_size == "full" else int(cfg.batch_size)
     plan = RolloutPlan(n_steps, batch, n_steps * cfg.n_envs, 0)
-    model = new_model(cfg, plan)
-    if extra_env:
-        from stable_baselines3.common.vec_env import DummyVecEnv
-
-        from hpcgym.envs.backfill_env import BackfillEnv
-
-        kw = {**env_kwargs(cfg, "train", cfg.length), **extra_env}
-        vec = DummyVecEnv([lambda: BackfillEnv(**kw)] * cfg.n_envs)
-        model.get_env().close()
-        model.observation_space = vec.observation_space
-        model.env = vec
-        model._setup_model()  # the policy and buffer of new_model, on the new spaces
-    return model
+    return new_model(cfg, plan, extra_env)
 
 
 def held_out_split(data: Dataset, fraction: float, rng: np.random.Generator) -> np.ndarray:
