@@ -34,7 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     p = C.make_parser("python eval/card.py", (__doc__ or "").split("\n\n")[0])
     p.add_argument("run", help="train/ppo.py run folder (or a .zip inside one)")
     p.add_argument("--name", default=None, help="agent name (default: the run folder's name)")
-    p.add_argument("--model", default="best", help="best (default), final, or a .zip path")
+    p.add_argument(
+        "--model",
+        default="best",
+        help="best (default), final, selected (eval/select_checkpoint.py's choice on validation "
+        "windows), or a .zip path",
+    )
     p.add_argument("--out", default=None, help="destination (default agents/pretrained)")
     p.add_argument("--notes", default="", help="free text appended to the .md card")
     p.add_argument("--print", action="store_true", help="print the card, write nothing")

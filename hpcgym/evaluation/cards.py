@@ -180,7 +180,7 @@ def run_dir_of(model: Path) -> Path | None:
     return None
 
 
-def _zip_timesteps(path: Path) -> int | None:
+def zip_timesteps(path: Path) -> int | None:
     """``num_timesteps`` stored in an SB3 model ``.zip`` (its ``data`` JSON), or ``None``."""
     try:
         with zipfile.ZipFile(path) as z:
@@ -201,12 +201,15 @@ def card_from_run(
 
     :param run: the run folder, or a model ``.zip`` in it (``checkpoints/`` too)
     :param model: ``best`` (``best_model.zip``, default; falls back to ``final``),
-        ``final`` (``final_model.zip``) or a ``.zip`` path; ignored when ``run`` is a zip
+        ``final`` (``final_model.zip``), ``selected`` (the choice of ``eval/select_checkpoint.py``
+        on validation windows, :mod:`hpcgym.evaluation.selection`; copied into the card as
+        ``selection``) or a ``.zip`` path; ignored when ``run`` is a zip
     :param name: card name (default: the run folder's name)
     :param meta: keys the caller knows and hpcgym does not, written after ``algorithm``
         (e.g. the import path of the agent's policy class as ``policy_class``)
     """
     p = Path(run)
+    selection: dict[str, Any] | None = None
     if p.suffix == ".zip":
         zpath = p
         rdir = run_dir_of(p)
@@ -224,6 +227,11 @@ def card_from_run(
                 zpath = rdir / "final_model.zip"
         elif model == "final":
             zpath = rdir / "final_model.zip"
+        elif model == "selected":  # eval/select_checkpoint.py's choice on validation windows
+            from hpcgym.evaluation.selection import load_selection
+
+            selection = load_selection(rdir)
+            zpath = Path(selection["chosen_path"])
         else:
             zpath = Path(model)
     if not zpath.is_file():
@@ -260,7 +268,7 @@ def card_from_run(
     elif zpath.name == "final_model.zip" and summary:
         data["steps"] = summary.get("timesteps")
     else:  # a checkpoint: its step count is in the model file (no second copy of the naming)
-        data["steps"] = _zip_timesteps(zpath)
+        data["steps"] = zip_timesteps(zpath)
     if summary:
         data.setdefault("eval", {})
         ev = summary.get("eval", {})
@@ -290,6 +298,8 @@ def card_from_run(
     curve = validation_curve(rdir)
     if curve:
         data["validation_curve"] = curve
+    if selection is not None:
+        data["selection"] = selection
     hp_keys = (
         "learning_rate",
         "value_lr",
@@ -443,6 +453,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
         ]
     lines += _paired_lines(ev.get("paired"))
     lines += _training_lines(data)
+    lines += _selection_lines(data.get("selection"))
     for trace, section in (data.get("test") or {}).items():
         from hpcgym.evaluation.heldout import heldout_markdown
 
@@ -485,6 +496,34 @@ def _training_lines(data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"| {r['timesteps']:,} | {r['updates']} | {float(r['avg_bsld']):.2f} | {ratio} |"
             )
+    return lines
+
+
+def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
+    """The card's checkpoint selection on validation windows (``eval/select_checkpoint.py``)."""
+    if not sel:
+        return []
+    lines = [
+        "",
+        "## Checkpoint selection",
+        "",
+        f"Chosen: `{sel['chosen']}`, the lowest paired geometric-mean ratio of AVEbsld vs "
+        f"{sel['reference']} of {len(sel['candidates'])} checkpoints on {sel['windows']} "
+        f"windows of {sel['length']} jobs of the validation split (window seed {sel['seed']}; "
+        f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
+        f"Reproduce: `{sel['command']}`",
+        "",
+        "| checkpoint | steps | mean AVEbsld | ratio [95% interval] | wins |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in sel["candidates"]:
+        mark = "**" if r["model"] == sel["chosen"] else ""
+        steps = f"{r['steps']:,}" if r.get("steps") is not None else "?"
+        lines.append(
+            f"| {mark}{r['model']}{mark} | {steps} | {float(r['mean_avg_bsld']):.2f} | "
+            f"{float(r['geo_ratio']):.3f} [{float(r['ci_low']):.3f}, {float(r['ci_high']):.3f}]"
+            f" | {r['wins']}/{sel['windows']} |"
+        )
     return lines
 
 

@@ -98,7 +98,7 @@ PATH_TOKENS: tuple[str, ...] = ("<repo>", "<out>", "<traces>")
 PRETRAINED = (
     "agents/pretrained/sdsc-sp2-fcfs-guarded.zip",
     "agents/pretrained/sdsc-sp2-fcfs-free.zip",
-    "agents/pretrained/lublin1-fcfs-guarded.zip",
+    "agents/pretrained/lublin1-fcfs-guarded-paper.zip",
     "agents/pretrained/lublin1-fcfs-free.zip",
 )
 #: the engine schedulers of the compare recipes (the README's eval/compare.py command)
@@ -325,7 +325,7 @@ def table4(work: Path) -> dict[str, Any]:
 
 def table5(work: Path) -> dict[str, Any]:
     """``python eval/table5.py --cards agents/pretrained/sdsc-sp2-fcfs-guarded.json
-    agents/pretrained/lublin1-fcfs-guarded.json --traces SDSC-SP2 Lublin-2 --windows 2
+    agents/pretrained/lublin1-fcfs-guarded-paper.json --traces SDSC-SP2 Lublin-2 --windows 2
     --length 256 --split test --seed 1 --jobs 1 --no-progress --no-plots --out DIR``
     (sections FCFS and SJF; Lublin-1 is added as a row because an agent was trained on
     it): table5.csv, table5.json and every (trace, policy) folder's outputs."""
@@ -335,7 +335,7 @@ def table5(work: Path) -> dict[str, Any]:
             "eval/table5.py",
             "--cards",
             "agents/pretrained/sdsc-sp2-fcfs-guarded.json",
-            "agents/pretrained/lublin1-fcfs-guarded.json",
+            "agents/pretrained/lublin1-fcfs-guarded-paper.json",
             "--traces",
             "SDSC-SP2",
             "Lublin-2",

@@ -1,0 +1,92 @@
+"""Choose a run's checkpoint on validation windows (never the test split).
+
+    python eval/select_checkpoint.py RUN [--windows 30] [--length 1024] [--seed 7] \\
+        [--reference EASY-SJBF]
+    python eval/card.py RUN --model selected --name NAME     # ship the choice
+
+Evaluates ``best_model.zip``, ``final_model.zip`` and every ``checkpoints/*.zip`` and
+``kept/*.zip`` of a ``train/ppo.py`` run on ``--windows`` windows of ``--length`` jobs of
+the **validation** split, against the run's reward reference (``--reference`` to change
+it), prints every checkpoint's paired geometric-mean ratio of AVEbsld with its 95%
+bootstrap interval, and writes the choice (the lowest ratio) to ``RUN/selection.json``.
+Training's own evaluation (10 x 256 jobs) is too noisy to choose on; this is the second,
+larger look. For a seeds run (``--seeds``), give each ``RUN/seed-<s>`` folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval import _common as C  # noqa: E402
+from hpcgym.cli.errors import UsageError, check_schedulers  # noqa: E402
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the selection; returns the exit code (2 on user errors, one line on stderr).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/select_checkpoint.py", (__doc__ or "").split("\n\n")[0])
+    p.add_argument("run", help="train/ppo.py run folder")
+    p.add_argument("--windows", type=C.positive_int, default=30, help="validation windows (30)")
+    p.add_argument("--length", type=C.positive_int, default=1024, help="jobs per window (1024)")
+    p.add_argument("--seed", type=int, default=7, help="window seed (7)")
+    p.add_argument(
+        "--reference", default=None, help="scheduler of the ratio (default: the run's reference)"
+    )
+    p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hpcgym.evaluation.selection import SELECTION_FILE, select_checkpoint
+
+    run = Path(args.run)
+    if not (run / "config.json").is_file():
+        hint = ""
+        if (run / "seeds.json").is_file():
+            seeds = sorted(d.name for d in run.glob("seed-*") if d.is_dir())
+            hint = f" (a seeds run: give one of its folders: {', '.join(seeds)})"
+        raise UsageError(f"{run}: not a train/ppo.py run folder (no config.json){hint}")
+    if args.reference is not None:
+        check_schedulers([args.reference], "--reference")
+    try:
+        sel = select_checkpoint(
+            run,
+            agent_loader=C.agent_loader(),
+            windows=args.windows,
+            length=args.length,
+            seed=args.seed,
+            reference=args.reference,
+            jobs=args.jobs,
+            progress=args.progress,
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    print(
+        f"{sel['windows']} validation windows of {sel['length']} jobs (seed {sel['seed']}); "
+        f"{sel['reference']}: mean AVEbsld {sel['reference_mean_avg_bsld']:.2f}\n"
+    )
+    print(f"| checkpoint | steps | mean AVEbsld | ratio vs {sel['reference']} [95%] | wins |")
+    print("|---|---:|---:|---:|---:|")
+    for r in sel["candidates"]:
+        mark = " <- chosen" if r["model"] == sel["chosen"] else ""
+        print(
+            f"| {r['model']} | {r['steps']} | {r['mean_avg_bsld']:.2f} | {r['geo_ratio']:.3f} "
+            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['wins']}/{sel['windows']} |{mark}"
+        )
+    print(f"\nwrote {run / SELECTION_FILE}; ship it: python eval/card.py {run} --model selected")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

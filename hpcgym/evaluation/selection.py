@@ -1,0 +1,190 @@
+"""Checkpoint selection on validation windows (issue 14: select and stop on validation,
+report on test once).
+
+Training's own evaluation picks ``best_model.zip`` on a few short validation windows
+(10 x 256 jobs by default), which is noisy: a "best" checkpoint is often just a lucky one.
+:func:`select_checkpoint` re-evaluates every checkpoint a run kept
+(:func:`checkpoint_candidates`) on more and longer windows of the **validation** split
+(never the test split), against the run's own reference scheduler, and picks the one with
+the lowest paired geometric-mean ratio of AVEbsld. The result (every candidate's ratio,
+interval and wins, the windows, the chosen model and the command that reproduces it) is
+written to ``<run>/selection.json``; ``eval/card.py RUN --model selected`` ships the chosen
+model and copies the selection into the model card.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hpcgym.evaluation.cards import zip_timesteps
+from hpcgym.evaluation.loaders import AgentLoader
+from hpcgym.evaluation.methods import agent_method, scheduler_method
+from hpcgym.evaluation.runner import evaluate
+from hpcgym.evaluation.windows import select_windows
+
+__all__ = [
+    "SELECTION_FILE",
+    "checkpoint_candidates",
+    "load_selection",
+    "run_reference",
+    "select_checkpoint",
+]
+
+#: The file :func:`select_checkpoint` writes into the run folder.
+SELECTION_FILE = "selection.json"
+
+#: Candidate folders of a run (``kept/``: copies a user keeps beyond ``keep_checkpoints``).
+_CANDIDATE_DIRS = ("checkpoints", "kept")
+
+
+def checkpoint_candidates(run: str | os.PathLike[str]) -> list[Path]:
+    """The models of a ``train/ppo.py`` run folder: ``best_model.zip``,
+    ``final_model.zip`` and every ``checkpoints/*.zip`` and ``kept/*.zip``; one per
+    training step count (the first found of equal step counts), in step order.
+
+    :param run: the run folder
+    :raises FileNotFoundError: not a run folder, or no model in it
+    """
+    rdir = Path(run)
+    if not (rdir / "config.json").is_file():
+        raise FileNotFoundError(f"{rdir} is not a train/ppo.py run folder (no config.json)")
+    files = [rdir / "best_model.zip", rdir / "final_model.zip"]
+    for sub in _CANDIDATE_DIRS:
+        files += sorted((rdir / sub).glob("*.zip"))
+    seen: dict[int | str, Path] = {}
+    for f in files:
+        if not f.is_file():
+            continue
+        steps = zip_timesteps(f)
+        seen.setdefault(steps if steps is not None else str(f), f)
+    if not seen:
+        raise FileNotFoundError(f"no model .zip in the run {rdir}")
+    return sorted(seen.values(), key=lambda f: (zip_timesteps(f) or 0, f.name))
+
+
+def run_reference(config: dict[str, Any]) -> str:
+    """The scheduler a run's reward was relative to, with the run's queue policy (as the
+    env resolves it: ``EASY-SJBF`` under ``SJF`` is ``SJF+EASY-SJBF``).
+
+    :param config: the run's ``config.json``
+    :raises ValueError: the run had no reference (``--reference none``)
+    """
+    ref = config.get("reference", config.get("normalizer", "EASY-SJBF"))
+    if ref is None or str(ref).lower() == "none":
+        raise ValueError("the run has no reference scheduler: give one")
+    policy = str(config.get("policy", "FCFS")).upper()
+    ref = str(ref)
+    return ref if policy == "FCFS" or "+" in ref or "=" in ref else f"{policy}+{ref}"
+
+
+def _label(path: Path, rdir: Path) -> str:
+    return str(path.relative_to(rdir)).replace(os.sep, "/")
+
+
+def select_checkpoint(
+    run: str | os.PathLike[str],
+    *,
+    agent_loader: AgentLoader,
+    windows: int = 30,
+    length: int = 1024,
+    seed: int = 7,
+    reference: str | None = None,
+    candidates: Sequence[str | os.PathLike[str]] | None = None,
+    jobs: int | None = None,
+    progress: bool = False,
+    write: bool = True,
+) -> dict[str, Any]:
+    """Evaluate a run's checkpoints on validation windows and choose one.
+
+    :param run: the ``train/ppo.py`` run folder
+    :param agent_loader: turns a model into a policy (the loader ``eval/`` passes)
+    :param windows: validation windows (30 or more for an interval worth reading)
+    :param length: jobs per window (a window longer than the validation split is refused)
+    :param seed: window seed (a development seed: validation is for choosing)
+    :param reference: scheduler of the paired ratio (default: the run's reward reference)
+    :param candidates: the models to compare (default: :func:`checkpoint_candidates`)
+    :param jobs: worker processes (``None``: all cores)
+    :param progress: show a progress bar
+    :param write: write ``<run>/selection.json``
+    :return: the selection (JSON-able): ``chosen`` (path), ``candidates`` (per model its
+        steps, mean AVEbsld and paired statistics), the windows and ``command``
+    """
+    from hpcgym.workload import load
+
+    rdir = Path(run).resolve()
+    cfg = json.loads((rdir / "config.json").read_text(encoding="utf-8"))
+    models = [Path(c).resolve() for c in candidates] if candidates else checkpoint_candidates(rdir)
+    ref = reference or run_reference(cfg)
+    trace = cfg.get("trace", "synthetic")
+    wl = load(None if str(trace).lower() in ("synthetic", "none") else trace)
+    ws = select_windows(
+        len(wl), length, windows, "validation", seed, float(cfg.get("train_fraction", 0.7))
+    )
+    methods = [scheduler_method(ref)]
+    labels = {}
+    for m in models:
+        label = _label(m, rdir) if m.is_relative_to(rdir) else str(m)
+        labels[label] = m
+        methods.append(agent_method(str(m), label=label))
+    res = evaluate(
+        wl,
+        methods,
+        ws,
+        jobs=jobs,
+        progress=progress,
+        reference=None,
+        agent_loader=agent_loader,
+        ratio_reference=methods[0].label,
+    )
+    per = res.per_window("avg_bsld")
+    rows = []
+    for label, path in labels.items():
+        rows.append(
+            {
+                "model": label,
+                "steps": zip_timesteps(path),
+                "mean_avg_bsld": float(sum(per[label]) / len(per[label])),
+                **res.paired(label),
+            }
+        )
+    chosen = min(rows, key=lambda r: (r["geo_ratio"], r["steps"] or 0))
+    out = {
+        "run": str(rdir),
+        "split": "validation",
+        "trace": str(trace),
+        "windows": windows,
+        "length": length,
+        "seed": seed,
+        "starts": list(ws.starts),
+        "reference": ref,
+        "reference_mean_avg_bsld": float(sum(per[methods[0].label]) / len(ws.starts)),
+        "chosen": chosen["model"],
+        "chosen_path": str(labels[chosen["model"]]),
+        "candidates": rows,
+        "command": (
+            f"python eval/select_checkpoint.py {rdir} --windows {windows} "
+            f"--length {length} --seed {seed}" + (f" --reference {reference}" if reference else "")
+        ),
+    }
+    if write:
+        (rdir / SELECTION_FILE).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def load_selection(run: str | os.PathLike[str]) -> dict[str, Any]:
+    """The ``selection.json`` of a run folder.
+
+    :param run: the run folder
+    :raises FileNotFoundError: no selection was made (the message says how to make one)
+    """
+    p = Path(run) / SELECTION_FILE
+    if not p.is_file():
+        raise FileNotFoundError(
+            f"{p} not found: choose a checkpoint first with "
+            f"`python eval/select_checkpoint.py {run}`"
+        )
+    return json.loads(p.read_text(encoding="utf-8"))

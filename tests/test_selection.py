@@ -1,0 +1,127 @@
+"""Checkpoint selection on validation windows (``hpcgym.evaluation.selection``,
+``eval/select_checkpoint.py``, ``eval/card.py --model selected``), on the embedded
+synthetic workload with two tiny models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from hpcgym import evaluation as E  # noqa: E402
+from hpcgym.evaluation import selection as S  # noqa: E402
+from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
+from hpcgym.workload import load  # noqa: E402
+from hpcgym_agents import load_agent  # noqa: E402
+
+CFG = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "reference": "EASY-SJBF",
+       "max_queue": 16, "length": 64, "seed": 1, "train_fraction": 0.7}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    """A run folder: checkpoints at 128 and 192 steps, a kept copy of the first and a
+    best model equal to the second (same step counts: one candidate each)."""
+    pytest.importorskip("sb3_contrib")
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym_agents.kernel_policy import KernelPolicy
+
+    rdir = tmp_path_factory.mktemp("runs") / "r"
+    (rdir / "checkpoints").mkdir(parents=True)
+    (rdir / "kept").mkdir()
+    env = BackfillEnv(trace=None, sequence_length=64, max_queue=16, normalizer=None)
+    model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.learn(128)
+    model.save(rdir / "checkpoints" / "model_128_steps.zip")
+    model.save(rdir / "kept" / "model_128_steps.zip")
+    model.learn(64, reset_num_timesteps=False)
+    model.save(rdir / "checkpoints" / "model_192_steps.zip")
+    model.save(rdir / "best_model.zip")
+    (rdir / "config.json").write_text(json.dumps(CFG))
+    return rdir
+
+
+def test_candidates_one_per_step_count(run: Path) -> None:
+    cands = S.checkpoint_candidates(run)
+    assert [E.cards.zip_timesteps(c) for c in cands] == [128, 192]
+    assert cands[1].name == "best_model.zip"  # best_model.zip comes first among equals
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        S.checkpoint_candidates(run / "checkpoints")
+
+
+def test_run_reference() -> None:
+    assert S.run_reference({"reference": "EASY-SJBF"}) == "EASY-SJBF"
+    assert S.run_reference({"reference": "EASY-SJBF", "policy": "SJF"}) == "SJF+EASY-SJBF"
+    assert S.run_reference({"normalizer": "ELOSS", "policy": "sjf"}) == "SJF+ELOSS"
+    assert S.run_reference({"reference": "WFP3+EASY", "policy": "SJF"}) == "WFP3+EASY"
+    with pytest.raises(ValueError, match="no reference"):
+        S.run_reference({"reference": None})
+
+
+def test_select_checkpoint_chooses_the_lowest_ratio(run: Path) -> None:
+    sel = S.select_checkpoint(run, agent_loader=load_agent, windows=4, length=64, seed=3, jobs=1)
+    assert sel["split"] == "validation" and sel["reference"] == "EASY-SJBF"
+    assert [r["model"] for r in sel["candidates"]] == [
+        "checkpoints/model_128_steps.zip",
+        "best_model.zip",
+    ]
+    # each ratio is the paired comparison of that model alone against EASY-SJBF
+    wl = load(None)
+    ws = E.select_windows(len(wl), 64, 4, "validation", 3, 0.7)
+    assert sel["starts"] == list(ws.starts)
+    ref = E.scheduler_method("EASY-SJBF")
+    for row in sel["candidates"]:
+        m = E.agent_method(str(run / row["model"]), label="m")
+        res = E.evaluate(wl, [ref, m], ws, jobs=1, agent_loader=load_agent, reference=None)
+        per = res.per_window("avg_bsld")
+        pc = paired_comparison(per["m"], per["EASY-SJBF"])
+        assert row["geo_ratio"] == pytest.approx(pc.geo_ratio)
+        assert row["mean_avg_bsld"] == pytest.approx(float(np.mean(per["m"])))
+        assert row["steps"] == E.cards.zip_timesteps(run / row["model"])
+    best = min(sel["candidates"], key=lambda r: r["geo_ratio"])
+    assert sel["chosen"] == best["model"]
+    assert Path(sel["chosen_path"]) == run.resolve() / best["model"]
+    assert json.loads((run / S.SELECTION_FILE).read_text()) == sel
+
+
+def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
+    S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=5, jobs=1)
+    sel = S.load_selection(run)
+    card = E.card_from_run(run, model="selected")
+    assert card.model == Path(sel["chosen_path"])
+    data = card.to_dict()
+    assert data["selection"]["chosen"] == sel["chosen"]
+    md = E.cards.card_markdown(data)
+    assert "## Checkpoint selection" in md and sel["command"] in md
+    assert f"**{sel['chosen']}**" in md
+    paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected")
+    assert json.loads(paths["json"].read_text())["selection"]["seed"] == 5
+
+
+def test_selected_without_a_selection(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    with pytest.raises(FileNotFoundError, match="eval/select_checkpoint.py"):
+        E.card_from_run(tmp_path, model="selected")
+
+
+def test_cli_refuses_a_seeds_folder(tmp_path: Path) -> None:
+    (tmp_path / "seeds.json").write_text("{}")
+    (tmp_path / "seed-1").mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "eval" / "select_checkpoint.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "seeds run" in proc.stderr and "seed-1" in proc.stderr
