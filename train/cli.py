@@ -14,6 +14,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+from hpcgym.argtypes import positive_int
 from train.config import Option, TrainConfig
 
 __all__ = ["OneLineParser", "ParsedArgs", "build_parser", "parse_args"]
@@ -68,6 +69,7 @@ class ParsedArgs:
     options: dict[str, Any]
     resume: str | None
     seeds: list[int] | None = None
+    seed_jobs: int = 1
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -140,6 +142,14 @@ def build_parser() -> argparse.ArgumentParser:
         "ratio vs the reference [95%% interval] and across seeds its mean and spread "
         "(excludes --seed; --resume <run> resumes every unfinished seed)",
     )
+    groups["length"].add_argument(
+        "--seed-jobs",
+        type=positive_int,
+        metavar="N",
+        help="with --seeds (or resuming a seeds run): train N seeds at the same time, each "
+        "in its own process (default 1: one after the other); give each its core "
+        "(--torch-threads 1, the fast preset's default)",
+    )
     groups["eval"].add_argument(
         "--resume",
         metavar="PATH",
@@ -165,4 +175,7 @@ def parse_args(argv: list[str], parser: argparse.ArgumentParser | None = None) -
         )
     if seeds is not None and "seed" in given:
         parser.error("--seed and --seeds exclude each other: give one")
-    return ParsedArgs(options=given, resume=resume, seeds=seeds)
+    seed_jobs = given.pop("seed_jobs", None)
+    if seed_jobs is not None and seeds is None and resume is None:
+        parser.error("--seed-jobs trains the seeds of --seeds (or of a resumed seeds run)")
+    return ParsedArgs(options=given, resume=resume, seeds=seeds, seed_jobs=seed_jobs or 1)

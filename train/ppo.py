@@ -48,9 +48,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.seeds is not None:
-            return seeds.start_seeds(args.options, args.seeds)
+            return seeds.start_seeds(args.options, args.seeds, jobs=args.seed_jobs)
         if args.resume is not None and seeds.is_seeds_run(args.resume):
-            return seeds.resume_seeds(args.resume, args.options)
+            return seeds.resume_seeds(args.resume, args.options, jobs=args.seed_jobs)
+        if args.seed_jobs > 1:
+            parser.error(f"--seed-jobs: {args.resume} is not a seeds run (no seeds.json)")
         if args.resume is not None:
             return session.resume(args.resume, args.options)
         return session.start(TrainConfig.create(**args.options))

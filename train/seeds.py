@@ -1,7 +1,8 @@
 """Several training seeds of one configuration (``train/ppo.py --seeds 1 2 3``).
 
 Each seed is a normal, resumable run in a sub-folder of the seeds run, trained one after
-the other::
+the other, or ``--seed-jobs N`` at a time in N processes (one core each with the default
+one torch thread)::
 
     <logdir>/<run-name>/
         seeds.json          the seeds, the options, per seed the final validation figures
@@ -118,12 +119,14 @@ def _stored_options(options: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def start_seeds(options: Mapping[str, Any], seeds: Sequence[int]) -> dict[str, Any]:
-    """Train one run per seed, one after the other, in ``<logdir>/<run-name>/seed-<s>``;
-    write ``seeds.json``, print the table and return ``seeds.json``'s contents.
+def start_seeds(options: Mapping[str, Any], seeds: Sequence[int], jobs: int = 1) -> dict[str, Any]:
+    """Train one run per seed in ``<logdir>/<run-name>/seed-<s>``; write ``seeds.json``,
+    print the table and return ``seeds.json``'s contents.
 
     :param options: the options given (as for :meth:`TrainConfig.create`), without ``seed``
     :param seeds: the seeds
+    :param jobs: seeds trained at the same time, each in its own process (1: one after
+        the other in this process)
     :raises ConfigError: bad seeds or options, or the folder already holds a run
     """
     seeds = _check_seeds(seeds, options)
@@ -140,16 +143,17 @@ def start_seeds(options: Mapping[str, Any], seeds: Sequence[int]) -> dict[str, A
     except OSError as exc:
         raise ConfigError(f"cannot create the run folder {root}: {exc.strerror}") from None
     write_json(root / SEEDS_FILE, {"seeds": seeds, "options": _stored_options(options)})
-    return _train_seeds(root, {}, resume=False)
+    return _train_seeds(root, {}, resume=False, jobs=jobs)
 
 
-def resume_seeds(path: str | Path, options: Mapping[str, Any]) -> dict[str, Any]:
+def resume_seeds(path: str | Path, options: Mapping[str, Any], jobs: int = 1) -> dict[str, Any]:
     """Continue a seeds run: resume every unfinished seed, start the ones not begun,
     continue finished ones only when ``options`` set a new length.
 
     :param path: the seeds run's folder
     :param options: options given again (only :data:`~train.config.RESUME_OVERRIDABLE`
         ones may differ from the run's)
+    :param jobs: seeds trained at the same time (see :func:`start_seeds`)
     :raises ConfigError: not a seeds run, a conflicting option, a user error of set-up
     """
     root = Path(path)
@@ -157,36 +161,114 @@ def resume_seeds(path: str | Path, options: Mapping[str, Any]) -> dict[str, Any]
         raise ConfigError(f"--resume {root}: no {SEEDS_FILE} in it (not a --seeds run)")
     if "seed" in options:
         raise ConfigError("--seed cannot be given when resuming a --seeds run")
-    return _train_seeds(root, options, resume=True)
+    return _train_seeds(root, options, resume=True, jobs=jobs)
 
 
-def _train_seeds(root: Path, options: Mapping[str, Any], resume: bool) -> dict[str, Any]:
-    """Train (or continue) every seed of ``root``, then write ``seeds.json`` and print
-    the table; an interruption writes ``seeds.json`` first and says to resume ``root``."""
+def _train_seeds(
+    root: Path, options: Mapping[str, Any], resume: bool, jobs: int = 1
+) -> dict[str, Any]:
+    """Train (or continue) every seed of ``root``, ``jobs`` at a time, then write
+    ``seeds.json`` and print the table; an interruption writes ``seeds.json`` first and
+    says to resume ``root``."""
     from train import session
 
     data = RunDir(root).read_json(root / SEEDS_FILE) or {}
-    stored = dict(data.get("options") or {})
-    for seed in data["seeds"]:
-        run = RunDir(seed_folder(root, seed))
-        status = seed_status(run)
-        try:
-            if status == "not started":
-                cfg = TrainConfig.create(**stored, seed=seed).for_resume(options)
-                session.start(cfg.replace(logdir=str(root), run_name=run.path.name))
-            elif resume and (status == "unfinished" or set(_LENGTH_OPTIONS) & set(options)):
-                if run.latest_checkpoint() is None:
-                    raise ConfigError(
-                        f"--resume {root}: seed {seed} was stopped before its first checkpoint "
-                        f"({run.checkpoint_dir} is empty); delete {run.path} to train it anew"
-                    )
-                session.resume(str(run.path), options)
-        except session.Interrupted as exc:
-            _write_results(root, data)
-            raise exc.continue_with(root) from None
+    todo = [s for s in data["seeds"] if _seed_action(root, s, options, resume) is not None]
+    try:
+        if jobs <= 1 or len(todo) <= 1:
+            for seed in todo:
+                _train_seed(root, seed, options, resume)
+        else:
+            _train_parallel(root, todo, options, resume, jobs)
+    except session.Interrupted as exc:
+        _write_results(root, data)
+        raise exc.continue_with(root) from None
     results = _write_results(root, data)
     print(seeds_table(results))
     return results
+
+
+def _seed_action(root: Path, seed: int, options: Mapping[str, Any], resume: bool) -> str | None:
+    """``start``, ``resume`` or ``None`` (nothing to do) for one seed of ``root``.
+
+    :raises ConfigError: the seed must be resumed and has no checkpoint
+    """
+    run = RunDir(seed_folder(root, seed))
+    status = seed_status(run)
+    if status == "not started":
+        return "start"
+    if resume and (status == "unfinished" or set(_LENGTH_OPTIONS) & set(options)):
+        if run.latest_checkpoint() is None:
+            raise ConfigError(
+                f"--resume {root}: seed {seed} was stopped before its first checkpoint "
+                f"({run.checkpoint_dir} is empty); delete {run.path} to train it anew"
+            )
+        return "resume"
+    return None
+
+
+def _train_seed(root: Path, seed: int, options: Mapping[str, Any], resume: bool) -> None:
+    """Start or continue one seed of ``root`` in this process (see :func:`_seed_action`)."""
+    from train import session
+
+    run = RunDir(seed_folder(root, seed))
+    action = _seed_action(root, seed, options, resume)
+    if action == "start":
+        stored = dict((RunDir(root).read_json(root / SEEDS_FILE) or {}).get("options") or {})
+        cfg = TrainConfig.create(**stored, seed=seed).for_resume(options)
+        session.start(cfg.replace(logdir=str(root), run_name=run.path.name))
+    elif action == "resume":
+        session.resume(str(run.path), options)
+
+
+def _seed_worker(
+    root: str, seed: int, options: dict[str, Any], resume: bool
+) -> tuple[str, int] | None:
+    """One seed in a worker process; an interruption comes back as ``(signal, steps)``
+    (exceptions of other kinds travel back as themselves)."""
+    from train import session
+
+    try:
+        _train_seed(Path(root), seed, options, resume)
+    except session.Interrupted as exc:
+        return exc.signal, exc.timesteps
+    except KeyboardInterrupt:  # Ctrl-C during the worker's set-up: nothing saved
+        return "SIGINT", 0
+    return None
+
+
+def _train_parallel(
+    root: Path, seeds: Sequence[int], options: Mapping[str, Any], resume: bool, jobs: int
+) -> None:
+    """Train ``seeds`` in ``jobs`` worker processes (``spawn``: a fresh interpreter each,
+    as torch wants). Ctrl-C reaches every worker (same process group): each saves a
+    checkpoint; the first interruption is raised here once every worker has stopped.
+
+    :raises session.Interrupted: a seed was interrupted (resume ``root``)
+    """
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    from train import session
+
+    stopped: list[tuple[int, tuple[str, int]]] = []
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(jobs, len(seeds)), mp_context=ctx) as pool:
+        futures = {s: pool.submit(_seed_worker, str(root), s, dict(options), resume) for s in seeds}
+        for seed, fut in futures.items():
+            while True:
+                try:
+                    out = fut.result()
+                    break
+                except KeyboardInterrupt:  # the workers got it too: wait for their checkpoints
+                    for f in futures.values():
+                        f.cancel()  # seeds not begun stay "not started"
+                    continue
+            if out is not None:
+                stopped.append((seed, out))
+    if stopped:
+        seed, (signal, steps) = stopped[0]
+        raise session.Interrupted(RunDir(seed_folder(root, seed)), steps, signal)
 
 
 def _seed_row(seed: int, run: RunDir) -> dict[str, Any]:

@@ -1,0 +1,112 @@
+"""``train/ppo.py --seeds ... --seed-jobs N``: seeds trained at the same time in worker
+processes give the runs of one-after-the-other training; Ctrl-C stops every worker with a
+checkpoint and ``--resume`` continues them (the sequential path is tested in
+tests/test_train.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from train.ppo import main  # noqa: E402
+
+pytest.importorskip("sb3_contrib")
+
+SMALL = ["--seq-len", "32", "--n-envs", "1", "--eval-windows", "2", "--eval-length", "64",
+         "--n-steps", "128", "--n-epochs", "2", "--baselines", "EASY,EASY-SJBF",
+         "--no-progress"]  # fmt: skip
+
+
+def _weights(path: Path) -> dict[str, list[float]]:
+    from sb3_contrib import MaskablePPO
+
+    model = MaskablePPO.load(path, device="cpu")
+    return {k: v.flatten().tolist() for k, v in model.policy.state_dict().items()}
+
+
+def test_parallel_seeds_equal_sequential_seeds(tmp_path: Path) -> None:
+    seq = main([*SMALL, "--total-steps", "256", "--seeds", "1", "2", "--logdir", str(tmp_path),
+                "--run-name", "seq"])  # fmt: skip
+    par = main([*SMALL, "--total-steps", "256", "--seeds", "1", "2", "--seed-jobs", "2",
+                "--logdir", str(tmp_path), "--run-name", "par"])  # fmt: skip
+    assert [r["status"] for r in par["runs"]] == ["finished", "finished"]
+    for key in ("timesteps", "avg_bsld", "best_avg_bsld"):
+        assert [r[key] for r in par["runs"]] == [r[key] for r in seq["runs"]], key
+    assert par["across"] == seq["across"]
+    for s in (1, 2):
+        a = _weights(tmp_path / "seq" / f"seed-{s}" / "final_model.zip")
+        b = _weights(tmp_path / "par" / f"seed-{s}" / "final_model.zip")
+        assert a == b, f"seed {s}: other weights in a worker process"
+    # a new length continues every seed, in parallel too
+    longer = main(["--resume", str(tmp_path / "par"), "--total-steps", "384", "--seed-jobs",
+                   "2", "--no-progress"])  # fmt: skip
+    assert [r["timesteps"] for r in longer["runs"]] == [384, 384]
+
+
+def test_seed_jobs_needs_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*SMALL, "--seed-jobs", "2"])
+    assert exc.value.code == 2
+    assert "--seed-jobs trains the seeds of --seeds" in capsys.readouterr().err
+    run = tmp_path / "single"
+    run.mkdir()
+    with pytest.raises(SystemExit) as exc:
+        main(["--resume", str(run), "--seed-jobs", "2"])
+    assert exc.value.code == 2
+    assert "is not a seeds run" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([*SMALL, "--seeds", "1", "--seed-jobs", "0"])
+    assert exc.value.code == 2
+
+
+def test_ctrl_c_stops_every_worker_with_a_checkpoint(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    cmd = [sys.executable, str(REPO / "train" / "ppo.py"), *SMALL, "--total-steps", "1000000",
+           "--checkpoint-every", "1", "--seeds", "1", "2", "--seed-jobs", "2", "--logdir",
+           str(tmp_path), "--run-name", "p"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: Ctrl-C reaches parent and workers
+    )
+    try:
+        t0 = time.monotonic()
+        dirs = [root / f"seed-{s}" / "checkpoints" for s in (1, 2)]
+        while not all(any(d.glob("model_*_steps.zip")) for d in dirs):
+            assert proc.poll() is None, proc.communicate()[1][-3000:]
+            assert time.monotonic() - t0 < 180, "the workers did not checkpoint"
+            time.sleep(0.2)
+        os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err[-3000:]
+    assert f"continue with --resume {root}" in err
+    data = json.loads((root / "seeds.json").read_text())
+    assert [r["status"] for r in data["runs"]] == ["unfinished", "unfinished"]
+    steps = [r["timesteps"] for r in data["runs"]]
+    assert all(s >= 128 for s in steps)
+    for s, n in zip((1, 2), steps, strict=True):
+        summary = json.loads((root / f"seed-{s}" / "summary.json").read_text())
+        assert [x["stop_reason"] for x in summary["sessions"]] == ["SIGINT"]
+        assert (root / f"seed-{s}" / "checkpoints" / f"model_{n}_steps.zip").is_file()
+    target = max(steps) + 128
+    done = main(["--resume", str(root), "--total-steps", str(target), "--seed-jobs", "2",
+                 "--no-progress"])  # fmt: skip
+    assert [r["status"] for r in done["runs"]] == ["finished", "finished"]
+    assert [r["timesteps"] for r in done["runs"]] == [target, target]
