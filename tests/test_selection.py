@@ -125,3 +125,42 @@ def test_cli_refuses_a_seeds_folder(tmp_path: Path) -> None:
     )
     assert proc.returncode == 2
     assert "seeds run" in proc.stderr and "seed-1" in proc.stderr
+
+
+def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None:
+    """A seed of a ``--seeds`` run: its card lists every seed's final and selected ratio
+    and their spread (``seeds.json`` as train/seeds.py writes it)."""
+    import shutil
+
+    from hpcgym.evaluation.statistics import spread
+
+    root = tmp_path / "seeds-run"
+    finals = {1: 1.05, 2: 0.97}
+    rows = []
+    for s in (1, 2):
+        shutil.copytree(run, root / f"seed-{s}", ignore=shutil.ignore_patterns("selection.json"))
+        paired = {"reference": "EASY-SJBF", "geo_ratio": finals[s], "ci_low": 0.9, "ci_high": 1.1}
+        rows.append({"seed": s, "run": str(root / f"seed-{s}"), "status": "finished",
+                     "timesteps": 192, "paired": paired})  # fmt: skip
+    (root / "seeds.json").write_text(json.dumps({"seeds": [1, 2], "reference": "EASY-SJBF",
+                                                  "runs": rows}))  # fmt: skip
+    sel = {
+        s: S.select_checkpoint(
+            root / f"seed-{s}", agent_loader=load_agent, windows=3, length=64, seed=10 + s, jobs=1
+        )
+        for s in (1, 2)
+    }
+    data = E.card_from_run(root / "seed-1", model="selected").to_dict()
+    seeds = data["seeds"]
+    assert [r["seed"] for r in seeds["runs"]] == [1, 2]
+    chosen = [
+        next(c for c in sel[s]["candidates"] if c["model"] == sel[s]["chosen"]) for s in (1, 2)
+    ]
+    assert [r["selected"]["geo_ratio"] for r in seeds["runs"]] == [c["geo_ratio"] for c in chosen]
+    assert seeds["across"]["selected"] == spread([c["geo_ratio"] for c in chosen])
+    assert seeds["across"]["final"] == spread([1.05, 0.97])
+    md = E.cards.card_markdown(data)
+    assert "## Seeds" in md and "| 2 | finished | 192 | 0.970 [0.900, 1.100] |" in md
+    assert f"mean {spread([1.05, 0.97])['mean']:.3f}" in md
+    # a run that is not a seed of a seeds run has no seeds section
+    assert "seeds" not in E.card_from_run(run).to_dict()

@@ -18,13 +18,11 @@ say: the claim is the spread across seeds (issue 13).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from hpcgym.evaluation.statistics import spread
 from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, write_json
 from train.summary import format_paired
@@ -79,24 +77,6 @@ def seed_status(run: RunDir) -> str:
     if sessions and sessions[-1].get("stop_reason") in _FINISHED and run.final_model.is_file():
         return "finished"
     return "unfinished"
-
-
-def spread(values: Sequence[float | None]) -> dict[str, float | int] | None:
-    """``mean``, ``std`` (sample standard deviation, 0 for one value), ``min``, ``max``
-    and ``n`` of the finite ``values`` (``None`` without any).
-
-    :param values: one value per seed (``None``: missing)
-    """
-    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
-    if len(x) == 0:
-        return None
-    return {
-        "mean": float(x.mean()),
-        "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
-        "min": float(x.min()),
-        "max": float(x.max()),
-        "n": len(x),
-    }
 
 
 def _check_seeds(seeds: Sequence[int], options: Mapping[str, Any]) -> list[int]:

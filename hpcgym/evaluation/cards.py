@@ -300,6 +300,9 @@ def card_from_run(
         data["validation_curve"] = curve
     if selection is not None:
         data["selection"] = selection
+    seeds = seeds_section(rdir.parent)
+    if seeds is not None:
+        data["seeds"] = seeds
     hp_keys = (
         "learning_rate",
         "value_lr",
@@ -332,6 +335,51 @@ def card_from_run(
     except Exception as exc:  # the trace is only needed for the scale constants
         data["est_scale_note"] = f"trace not loadable here ({type(exc).__name__}: {exc})"
     return ModelCard.from_dict(data, rdir)
+
+
+def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The seeds of a ``train/ppo.py --seeds`` run (``seeds.json`` in ``root``): per seed
+    its steps, the final model's paired ratio on training's validation windows and, when
+    ``eval/select_checkpoint.py`` was run in the seed's folder, its selected checkpoint's
+    ratio; across the seeds the spread of both (:func:`statistics.spread`). ``None``
+    when ``root`` is not a seeds run.
+
+    :param root: the seeds run's folder (the parent of a seed's run folder)
+    """
+    from hpcgym.evaluation.statistics import spread
+
+    p = Path(root) / "seeds.json"
+    if not p.is_file():
+        return None
+    data = json.loads(p.read_text(encoding="utf-8"))
+    rows = []
+    for r in data.get("runs") or []:
+        row: dict[str, Any] = {
+            "seed": r.get("seed"),
+            "run": r.get("run"),
+            "status": r.get("status"),
+            "timesteps": r.get("timesteps"),
+            "final": r.get("paired"),
+        }
+        sel_p = Path(str(r.get("run"))) / "selection.json"
+        if sel_p.is_file():
+            sel = json.loads(sel_p.read_text(encoding="utf-8"))
+            best = next(c for c in sel["candidates"] if c["model"] == sel["chosen"])
+            row["selected"] = {
+                **{k: best.get(k) for k in ("model", "steps", "geo_ratio", "ci_low", "ci_high")},
+                **{k: sel.get(k) for k in ("windows", "length", "seed", "reference")},
+            }
+        rows.append(row)
+
+    def ratios(key: str) -> list[float | None]:
+        return [(r.get(key) or {}).get("geo_ratio") for r in rows]
+
+    return {
+        "root": str(Path(root)),
+        "reference": data.get("reference"),
+        "runs": rows,
+        "across": {"final": spread(ratios("final")), "selected": spread(ratios("selected"))},
+    }
 
 
 def validation_curve(run: str | os.PathLike[str], points: int = 16) -> list[dict[str, Any]]:
@@ -454,6 +502,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     lines += _paired_lines(ev.get("paired"))
     lines += _training_lines(data)
     lines += _selection_lines(data.get("selection"))
+    lines += _seeds_lines(data.get("seeds"))
     for trace, section in (data.get("test") or {}).items():
         from hpcgym.evaluation.heldout import heldout_markdown
 
@@ -524,6 +573,54 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
             f"{float(r['geo_ratio']):.3f} [{float(r['ci_low']):.3f}, {float(r['ci_high']):.3f}]"
             f" | {r['wins']}/{sel['windows']} |"
         )
+    return lines
+
+
+def _seeds_lines(seeds: dict[str, Any] | None) -> list[str]:
+    """The card's spread across training seeds (:func:`seeds_section`)."""
+    if not seeds:
+        return []
+
+    def cell(p: dict[str, Any] | None) -> str:
+        if not p or p.get("geo_ratio") is None:
+            return "—"
+        ci = (
+            f" [{float(p['ci_low']):.3f}, {float(p['ci_high']):.3f}]"
+            if p.get("ci_low") is not None
+            else ""
+        )
+        return f"{float(p['geo_ratio']):.3f}{ci}"
+
+    sel = next((r["selected"] for r in seeds["runs"] if r.get("selected")), None)
+    sel_head = (
+        f"selected checkpoint ({sel['windows']} x {sel['length']} validation windows)"
+        if sel
+        else "selected checkpoint"
+    )
+    lines = [
+        "",
+        "## Seeds",
+        "",
+        f"This configuration was trained with {len(seeds['runs'])} seeds (`{seeds['root']}`); "
+        f"paired geometric-mean ratio of AVEbsld vs {seeds.get('reference') or 'the reference'}"
+        " on validation windows:",
+        "",
+        f"| seed | status | steps | final model (training's evaluation) | {sel_head} |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for r in seeds["runs"]:
+        steps = f"{r['timesteps']:,}" if r.get("timesteps") is not None else "—"
+        lines.append(
+            f"| {r['seed']} | {r.get('status')} | {steps} | {cell(r.get('final'))} | "
+            f"{cell(r.get('selected'))} |"
+        )
+    for key, what in (("final", "final models"), ("selected", "selected checkpoints")):
+        s = seeds["across"].get(key)
+        if s:
+            lines.append(
+                f"\nAcross seeds, {what}: mean {s['mean']:.3f}, std {s['std']:.3f} "
+                f"(min {s['min']:.3f}, max {s['max']:.3f}, {s['n']} seeds)."
+            )
     return lines
 
 

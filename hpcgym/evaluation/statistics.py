@@ -19,6 +19,7 @@ fewer windows, whose interval is too unreliable for a claim.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -35,6 +36,7 @@ __all__ = [
     "bootstrap_interval",
     "geo_ratio",
     "paired_comparison",
+    "spread",
     "verdict",
     "wins",
 ]
@@ -205,3 +207,22 @@ def paired_comparison(
         wins=wins(values, reference),
         windows=len(values),
     )
+
+
+def spread(values: Sequence[float | None]) -> dict[str, float | int] | None:
+    """``mean``, ``std`` (sample standard deviation, 0 for one value), ``min``, ``max``
+    and ``n`` of the finite ``values`` (``None`` without any): the spread of a figure
+    across training seeds.
+
+    :param values: one value per seed (``None``: missing)
+    """
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=np.float64)
+    if len(x) == 0:
+        return None
+    return {
+        "mean": float(x.mean()),
+        "std": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+        "min": float(x.min()),
+        "max": float(x.max()),
+        "n": len(x),
+    }
