@@ -70,7 +70,13 @@ def test_seed_jobs_needs_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert exc.value.code == 2
 
 
-def test_ctrl_c_stops_every_worker_with_a_checkpoint(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_every_worker_with_a_checkpoint(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C, or a batch system's SIGTERM, to the process group: every worker
+    checkpoints, seeds.json is written, the exit status says which signal, and
+    ``--resume --seed-jobs 2`` finishes both seeds."""
     root = tmp_path / "p"
     cmd = [sys.executable, str(REPO / "train" / "ppo.py"), *SMALL, "--total-steps", "1000000",
            "--checkpoint-every", "1", "--seeds", "1", "2", "--seed-jobs", "2", "--logdir",
@@ -90,12 +96,12 @@ def test_ctrl_c_stops_every_worker_with_a_checkpoint(tmp_path: Path) -> None:
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             assert time.monotonic() - t0 < 180, "the workers did not checkpoint"
             time.sleep(0.2)
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, sig)
         _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err[-3000:]
+    assert proc.returncode == 128 + int(sig), err[-3000:]
     assert f"continue with --resume {root}" in err
     data = json.loads((root / "seeds.json").read_text())
     assert [r["status"] for r in data["runs"]] == ["unfinished", "unfinished"]
@@ -103,7 +109,7 @@ def test_ctrl_c_stops_every_worker_with_a_checkpoint(tmp_path: Path) -> None:
     assert all(s >= 128 for s in steps)
     for s, n in zip((1, 2), steps, strict=True):
         summary = json.loads((root / f"seed-{s}" / "summary.json").read_text())
-        assert [x["stop_reason"] for x in summary["sessions"]] == ["SIGINT"]
+        assert [x["stop_reason"] for x in summary["sessions"]] == [sig.name]
         assert (root / f"seed-{s}" / "checkpoints" / f"model_{n}_steps.zip").is_file()
     target = max(steps) + 128
     done = main(["--resume", str(root), "--total-steps", str(target), "--seed-jobs", "2",

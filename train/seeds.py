@@ -222,17 +222,46 @@ def _train_parallel(
 ) -> None:
     """Train ``seeds`` in ``jobs`` worker processes (``spawn``: a fresh interpreter each,
     as torch wants). Ctrl-C reaches every worker (same process group): each saves a
-    checkpoint; the first interruption is raised here once every worker has stopped.
+    checkpoint; the first interruption is raised here once every worker has stopped. A
+    SIGTERM to the whole process group (a batch system stopping the job) does the same.
 
     :raises session.Interrupted: a seed was interrupted (resume ``root``)
     """
     import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor
+    import signal
+    import threading
 
     from train import session
 
+    def on_sigterm(_signum: int, _frame: object) -> None:  # the group's SIGTERM: as Ctrl-C
+        raise KeyboardInterrupt
+
     stopped: list[tuple[int, tuple[str, int]]] = []
     ctx = mp.get_context("spawn")
+    main = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+    try:
+        _wait_workers(root, seeds, options, resume, jobs, ctx, stopped)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, old)
+    if stopped:
+        seed, (name, steps) = stopped[0]
+        raise session.Interrupted(RunDir(seed_folder(root, seed)), steps, name)
+
+
+def _wait_workers(
+    root: Path,
+    seeds: Sequence[int],
+    options: Mapping[str, Any],
+    resume: bool,
+    jobs: int,
+    ctx: Any,
+    stopped: list[tuple[int, tuple[str, int]]],
+) -> None:
+    """Run the seeds in the pool and wait for all; interruptions go to ``stopped``."""
+    from concurrent.futures import ProcessPoolExecutor
+
     with ProcessPoolExecutor(max_workers=min(jobs, len(seeds)), mp_context=ctx) as pool:
         futures = {s: pool.submit(_seed_worker, str(root), s, dict(options), resume) for s in seeds}
         for seed, fut in futures.items():
@@ -246,9 +275,6 @@ def _train_parallel(
                     continue
             if out is not None:
                 stopped.append((seed, out))
-    if stopped:
-        seed, (signal, steps) = stopped[0]
-        raise session.Interrupted(RunDir(seed_folder(root, seed)), steps, signal)
 
 
 def _seed_row(seed: int, run: RunDir) -> dict[str, Any]:
