@@ -27,7 +27,7 @@ SHIPPED = sorted(pretrained_dir().glob("*.zip"))
 
 def test_shipped_agents_exist_and_pickle_the_old_module_path() -> None:
     assert {p.stem for p in SHIPPED} >= {"sdsc-sp2-fcfs-guarded", "lublin1-fcfs-guarded"}
-    legacy = pretrained_dir() / "sdsc-sp2-fcfs-guarded.zip"
+    legacy = pretrained_dir() / "sdsc-sp2-fcfs-guarded-paper.zip"
     data = json.loads(zipfile.ZipFile(legacy).read("data"))
     # what makes the loading test meaningful: the legacy files pickle the old module path
     import base64

@@ -104,8 +104,12 @@ def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
     md = E.cards.card_markdown(data)
     assert "## Checkpoint selection" in md and sel["command"] in md
     assert f"**{sel['chosen']}**" in md
-    paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected")
-    assert json.loads(paths["json"].read_text())["selection"]["seed"] == 5
+    paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
+    shipped = json.loads(paths["json"].read_text())
+    assert shipped["selection"]["seed"] == 5
+    # the notes live in the card: a re-rendered .md (eval/heldout.py does) keeps them
+    assert shipped["notes"] == "Why: notes." and "Why: notes." in paths["md"].read_text()
+    assert E.cards.card_markdown(shipped).rstrip().endswith("Why: notes.")
 
 
 def test_selected_without_a_selection(tmp_path: Path) -> None:

@@ -439,6 +439,8 @@ def ship_model(
     data = card.to_dict()
     data["model"] = zdst.name
     data["name"] = name
+    if notes:
+        data["notes"] = notes  # kept in the card: re-rendering the .md keeps them
     jpath = out / f"{name}.json"
     jpath.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
     mpath = out / f"{name}.md"
@@ -450,8 +452,9 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     """The human-readable card ``<name>.md``.
 
     :param data: the card dict
-    :param notes: free text appended at the end
+    :param notes: free text appended at the end (default: the card's ``notes``)
     """
+    notes = notes or str(data.get("notes") or "")
     lines = [
         f"# {data['name']}",
         "",

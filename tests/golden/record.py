@@ -96,7 +96,7 @@ PATH_TOKENS: tuple[str, ...] = ("<repo>", "<out>", "<traces>")
 
 #: the pretrained agents evaluated by the compare recipes
 PRETRAINED = (
-    "agents/pretrained/sdsc-sp2-fcfs-guarded.zip",
+    "agents/pretrained/sdsc-sp2-fcfs-guarded-paper.zip",
     "agents/pretrained/sdsc-sp2-fcfs-free.zip",
     "agents/pretrained/lublin1-fcfs-guarded-paper.zip",
     "agents/pretrained/lublin1-fcfs-free.zip",
@@ -324,7 +324,7 @@ def table4(work: Path) -> dict[str, Any]:
 
 
 def table5(work: Path) -> dict[str, Any]:
-    """``python eval/table5.py --cards agents/pretrained/sdsc-sp2-fcfs-guarded.json
+    """``python eval/table5.py --cards agents/pretrained/sdsc-sp2-fcfs-guarded-paper.json
     agents/pretrained/lublin1-fcfs-guarded-paper.json --traces SDSC-SP2 Lublin-2 --windows 2
     --length 256 --split test --seed 1 --jobs 1 --no-progress --no-plots --out DIR``
     (sections FCFS and SJF; Lublin-1 is added as a row because an agent was trained on
@@ -334,7 +334,7 @@ def table5(work: Path) -> dict[str, Any]:
         [
             "eval/table5.py",
             "--cards",
-            "agents/pretrained/sdsc-sp2-fcfs-guarded.json",
+            "agents/pretrained/sdsc-sp2-fcfs-guarded-paper.json",
             "agents/pretrained/lublin1-fcfs-guarded-paper.json",
             "--traces",
             "SDSC-SP2",
