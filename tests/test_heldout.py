@@ -128,6 +128,18 @@ def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
     row = next(line for line in md.splitlines() if line.startswith("| tiny |"))
     assert "| synthetic | 2 |" in row and row.count("**on par**") == 3
     assert f"`{sec['command']}`" in md and "Not yet tested on held-out windows: untested" in md
+    # a free agent gets its own table after the guarded one, never a row in it
+    free = {**data, "name": "tiny-free", "mode": "free", "policy": "SJF"}
+    lines = "\n".join(agents_markdown([free, data])).splitlines()
+    g, f = (
+        lines.index(next(x for x in lines if x.startswith("### Guarded"))),
+        lines.index(next(x for x in lines if x.startswith("### Free"))),
+    )
+    assert g < f
+    assert [x.split(" | ")[0] for x in lines[g:f] if x.startswith("| tiny")] == ["| tiny"]
+    assert [x.split(" | ")[:2] for x in lines[f:] if x.startswith("| tiny")] == [
+        ["| tiny-free", "SJF"]
+    ]
     d = tmp_path / "agents"
     d.mkdir()
     (d / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())

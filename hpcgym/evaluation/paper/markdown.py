@@ -133,9 +133,19 @@ def _ratio_cell(p: dict[str, Any] | None) -> str:
     )
 
 
+#: The held-out tables of :func:`agents_markdown`, one per env mode, in this order.
+_MODE_TITLES: tuple[tuple[str, str], ...] = (
+    ("guarded", "Guarded agents (only what EASY allows: zero reservation violations)"),
+    ("penalized", "Penalized agents (every fitting job; delays of the reservation penalized)"),
+    ("free", "Free agents (every fitting job: they may delay the head job; reported apart)"),
+)
+
+
 def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
     """The "Shipped agents" section: one row per agent and held-out trace (the ``test``
-    sections of the cards, ``eval/heldout.py``), with the command reproducing it.
+    sections of the cards, ``eval/heldout.py``), one table per env mode (free and
+    penalized agents are never mixed into the guarded rows), with the commands
+    reproducing the rows.
 
     :param cards: model card dicts
     """
@@ -145,23 +155,37 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
         "Each row: the agent's paired geometric-mean ratio of AVEbsld against a heuristic "
         "on the same test windows, its 95% bootstrap interval, windows won, and the verdict "
         "of the interval (*better* only when the whole interval is below 1 over at least 30 "
-        "windows). `late heads`: jobs started after their request-based reservation (the "
-        "agent / ELOSS). Windows come from the test split with a window seed not used in "
-        "development; the test was looked at once per agent (`eval/heldout.py`). Reproduce "
-        "a row with the command under the table.",
-        "",
-        "| agent | mode | estimator | test trace | windows | vs EASY-SJBF | vs EASY++ | "
+        "windows). The heuristics run with the agent's base queue policy (`SJF+EASY-SJBF`... "
+        "for an SJF agent). `late heads`: jobs started after their request-based reservation "
+        "(the agent / ELOSS). Windows come from the test split with a window seed not used "
+        "in development; the test was looked at once per agent (`eval/heldout.py`). "
+        "Reproduce a row with the command under its table.",
+    ]
+    untested = [str(c.get("name")) for c in cards if not c.get("test")]
+    known = {m for m, _ in _MODE_TITLES}
+    groups = [
+        *_MODE_TITLES,
+        *((m, f"Mode {m}") for m in sorted({str(c.get("mode")) for c in cards} - known)),
+    ]
+    for mode, title in groups:
+        rows = [c for c in cards if c.get("test") and str(c.get("mode")) == mode]
+        if rows:
+            out += ["", f"### {title}", "", *_agents_table(rows)]
+    if untested:
+        out += ["", "Not yet tested on held-out windows: " + ", ".join(untested) + "."]
+    return out
+
+
+def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
+    """The rows of one mode's table of :func:`agents_markdown` and their commands."""
+    out = [
+        "| agent | base | estimator | test trace | windows | vs EASY-SJBF | vs EASY++ | "
         "vs ELOSS | violations | late heads (agent / ELOSS) |",
         "|---|---|---|---|---:|---|---|---|---:|---|",
     ]
     commands: list[str] = []
-    untested: list[str] = []
     for card in cards:
-        tests = card.get("test") or {}
-        if not tests:
-            untested.append(str(card.get("name")))
-            continue
-        for trace, sec in tests.items():
+        for trace, sec in (card.get("test") or {}).items():
             paired = sec.get("paired") or {}
             refs = list(paired)
             cells = [_ratio_cell(paired.get(r)) for r in refs[:3]] + ["—"] * (3 - len(refs))
@@ -170,13 +194,11 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
             eloss = next((v for k, v in meth.items() if k.endswith("ELOSS")), {})
             late = f"{agent.get('head_delayed', '—')} / {eloss.get('head_delayed', '—')}"
             out.append(
-                f"| {card.get('name')} | {card.get('mode')} | {card.get('estimator', 'request')} "
+                f"| {card.get('name')} | {card.get('policy', 'FCFS')} "
+                f"| {card.get('estimator', 'request')} "
                 f"| {trace}{' (transfer)' if sec.get('transfer') else ''} | {sec['windows']} | "
                 + " | ".join(cells)
                 + f" | {(sec.get('agent') or {}).get('violations', '—')} | {late} |"
             )
             commands.append(f"- {card.get('name')} on {trace}: `{sec['command']}`")
-    out += ["", *commands]
-    if untested:
-        out += ["", "Not yet tested on held-out windows: " + ", ".join(untested) + "."]
-    return out
+    return [*out, "", *commands]
