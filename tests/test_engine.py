@@ -315,6 +315,12 @@ def test_scheduler_specs():
     assert get_scheduler("easy").name == "EASY"
     s = get_scheduler("WFP3+EASY-AR")
     assert (s.policy, s.backfill, s.estimate) == ("WFP3", "easy", "actual")
+    # POLICY+NAME where NAME itself holds "+" (EASY++ under SJF, as eval/heldout.py names it)
+    plus, sjf = get_scheduler("EASY++"), get_scheduler("SJF+EASY++")
+    assert sjf.name == "SJF+EASY++" and sjf.policy == "SJF"
+    assert sjf.to_dict() | {"name": "", "policy": ""} == plus.to_dict() | {"name": "", "policy": ""}
+    with pytest.raises(ValueError, match="valid names"):
+        get_scheduler("NOPE+EASY")
     s = get_scheduler("policy=sjf,backfill=conservative,estimate=actual,starvation=auto")
     assert (s.policy, s.backfill, s.estimate, s.starvation) == (
         "SJF",

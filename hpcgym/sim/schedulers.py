@@ -324,8 +324,8 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
         return _with_options(SchedulerSpec(name=name, **kw), opts, spec)
     if text.lower() in _LOOKUP:
         return _LOOKUP[text.lower()]
-    if "+" in text and not text.endswith("+"):
-        policy, rest = text.split("+", 1)
+    policy, _, rest = text.partition("+")
+    if rest and policy.upper() in POLICIES:  # POLICY+NAME (NAME may hold "+": SJF+EASY++)
         base = _LOOKUP.get(rest.lower())
         if base is None:
             raise ValueError(f"unknown scheduler {rest!r} in {spec!r}; valid: {', '.join(NAMED)}")
