@@ -140,6 +140,9 @@ def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
     assert [x.split(" | ")[:2] for x in lines[f:] if x.startswith("| tiny")] == [
         ["| tiny-free", "SJF"]
     ]
+    sjf = {**sec, "methods": {k: {**v, "head_delayed": None} for k, v in sec["methods"].items()}}
+    row = agents_markdown([{**data, "test": {"synthetic": sjf}}])
+    assert next(x for x in row if x.startswith("| tiny |")).endswith("| — / — |")
     d = tmp_path / "agents"
     d.mkdir()
     (d / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())

@@ -192,7 +192,10 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
             meth = sec.get("methods") or {}
             agent = meth.get(str(card.get("name"))) or {}
             eloss = next((v for k, v in meth.items() if k.endswith("ELOSS")), {})
-            late = f"{agent.get('head_delayed', '—')} / {eloss.get('head_delayed', '—')}"
+            late = " / ".join(
+                "—" if m.get("head_delayed") is None else str(m["head_delayed"])
+                for m in (agent, eloss)
+            )  # none for a non-FCFS queue: the head is not known from the schedule alone
             out.append(
                 f"| {card.get('name')} | {card.get('policy', 'FCFS')} "
                 f"| {card.get('estimator', 'request')} "
