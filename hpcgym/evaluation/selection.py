@@ -120,7 +120,7 @@ def select_checkpoint(
     models = [Path(c).resolve() for c in candidates] if candidates else checkpoint_candidates(rdir)
     ref = reference or run_reference(cfg)
     trace = cfg.get("trace", "synthetic")
-    wl = load(None if str(trace).lower() in ("synthetic", "none") else trace)
+    wl = load(trace)  # a registered name, an SWF path or "synthetic"
     ws = select_windows(
         len(wl), length, windows, "validation", seed, float(cfg.get("train_fraction", 0.7))
     )
