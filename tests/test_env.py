@@ -270,6 +270,74 @@ def test_terminal_reward_formula(objective, normalizer):
         assert info["backfills"] == agent["backfilled"]
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"objective": "wait"},
+        {"normalizer": None},
+        {"policy": "SJF", "mode": "penalized"},
+        {"mode": "free", "normalizer": "EASY"},
+    ],
+)
+def test_dense_reward_redistributes_the_terminal_reward(kw):
+    """reward_mode='dense': the same episode (observations, penalties, metrics); each step
+    pays the jobs that started since the previous step (at the first: since the window
+    began), each against the same job in the reference's schedule; the episode's sum is
+    the terminal reward."""
+    dense, term = make(reward_mode="dense", **kw), make(**kw)
+    objective = kw.get("objective", "bsld")
+
+    def per_job(window, start):
+        wait = start - window.submit
+        if objective == "wait":
+            return wait
+        return np.maximum((wait + window.runtime) / np.maximum(window.runtime, 10.0), 1.0)
+
+    for seed in range(3):
+        agent = RandomValid(seed=seed)
+        o1, i1 = dense.reset(seed=seed)
+        o2, _ = term.reset(seed=seed)
+        window = dense.simulation.workload
+        n = len(window)
+        if dense.reference is None:
+            ref_value, scale = np.zeros(n), 1.0 / n
+        else:
+            ref_value = per_job(window, dense.reference.simulate(window).start)
+            mean = ref_value.mean()
+            scale = 1.0 / (n * (mean if objective == "bsld" else max(mean, 1.0)))
+        paid = np.zeros(n, dtype=bool)
+        total_d = total_t = 0.0
+        nonzero, done = 0, False
+        while not done:
+            a, _ = agent.predict(o1, action_masks=i1["action_mask"])
+            o1, r1, done, _, i1 = dense.step(a)
+            o2, r2, done2, _, i2 = term.step(a)
+            np.testing.assert_array_equal(o1, o2)
+            assert done == done2
+            start = dense.simulation.start_times
+            new = ~np.isnan(start) & ~paid
+            paid |= new
+            expected = float(((ref_value - per_job(window, start))[new]).sum()) * scale
+            penalty = r2 - (term.terminal_reward(i2["agent"], i2["reference"]) if done else 0.0)
+            assert r1 == pytest.approx(penalty + expected, rel=1e-9, abs=1e-12)
+            total_d, total_t = total_d + r1, total_t + r2
+            nonzero += bool(new.any())
+        assert paid.all() and i1["agent"] == i2["agent"]
+        assert total_d == pytest.approx(total_t, rel=1e-9, abs=1e-12)
+        if dense.simulation.counters["decisions"] > 1:
+            assert nonzero > 1  # jobs paid along the way, not only at the end
+
+
+def test_dense_reward_validation():
+    with pytest.raises(ValueError, match="terminal.*dense|dense.*terminal"):
+        make(reward_mode="sparse")
+    with pytest.raises(ValueError, match="per-job objective"):
+        make(reward_mode="dense", objective="utilization")
+    env = make(reward_mode="dense")
+    assert pickle.loads(pickle.dumps(env)).reward_mode == "dense"
+
+
 def test_normalizer_follows_base_policy_and_is_cached(monkeypatch):
     assert make(policy="SJF").normalizer.name == "SJF+EASY-SJBF"
     assert make(policy="SJF", normalizer="FCFS+EASY-SJBF").normalizer.policy == "FCFS"

@@ -26,6 +26,10 @@ def test_env_options_reach_the_env():
     kw = env_kwargs(cfg, "train", 64)
     assert kw["estimator"] == "eloss" and kw["correction"] == "incremental-offset"
     assert kw["features"] == "paper" and kw["feature_predictor"] is None
+    assert kw["reward_mode"] == "terminal"
+    assert env_kwargs(_cfg(reward_mode="dense"), "train", 64)["reward_mode"] == "dense"
+    with pytest.raises(ConfigError, match="--reward-mode: expected one of .*dense"):
+        _cfg(reward_mode="sparse")
     with pytest.raises(ConfigError, match="--correction: expected one of .*incremental-offset"):
         _cfg(correction="sometimes")
 

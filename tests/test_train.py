@@ -193,6 +193,19 @@ def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> No
     assert f"**{ev['best']['paired']['verdict']}**" in card_markdown(card.data)
 
 
+def test_dense_reward_run_trains_and_records_the_mode(tmp_path: Path) -> None:
+    from hpcgym.evaluation.cards import card_from_run
+
+    summary = _run(tmp_path, "--total-steps", "256", "--reward-mode", "dense", "--seed", "2")
+    run = tmp_path / "r"
+    assert summary["timesteps"] == 256
+    assert json.loads((run / "config.json").read_text())["reward_mode"] == "dense"
+    # the episode returns are the terminal formula (the dense steps sum to it)
+    sc = _scalars(run)
+    assert sc["rollout/reward"] and all(math.isfinite(v) for _, v in sc["rollout/reward"])
+    assert card_from_run(run).data["reward_mode"] == "dense"
+
+
 def test_resume_continues_step_counter(tmp_path: Path) -> None:
     first = _run(tmp_path, "--total-steps", "256", "--checkpoint-every", "1")
     run = tmp_path / "r"

@@ -138,6 +138,7 @@ def compare_with_sync(
         ({"mode": "penalized", "invalid_action": "penalty", "objective": "wait"}, True),
         ({"policy": "SJF", "reference": None, "window_length": 24, "max_queue": 8}, True),
         ({"feature_predictor": "ave2", "window_length": 32}, False),
+        ({"reward_mode": "dense", "window_length": 48}, True),
     ],
 )
 def test_matches_sync_vector_env_step_for_step(config, full_info):

@@ -51,6 +51,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "correction": cfg.correction,
         "feature_predictor": cfg.feature_predictor,
         "features": cfg.features,
+        "reward_mode": cfg.reward_mode,
         "window_length": int(length),
         "split": split,
         "train_fraction": float(cfg.train_fraction),

@@ -188,6 +188,12 @@ def _feature_sets() -> tuple[str, ...]:
     return tuple(FEATURE_SETS)
 
 
+def _reward_modes() -> tuple[str, ...]:
+    from hpcgym.envs.reward import REWARD_MODES
+
+    return REWARD_MODES
+
+
 def layer_widths(text: str) -> tuple[int, ...]:
     """Comma-separated positive layer widths such as ``32,16,8``.
 
@@ -344,6 +350,13 @@ class TrainConfig:
         "observation columns: paper (the 12 of RLBackfilling) or extended (+ online time of "
         "day, load, queue, user-history columns: hpcgym.envs.features)",
         choices=_feature_sets,
+    )
+    reward_mode: str = _opt(
+        "terminal",
+        "workload",
+        "when the reward is paid: terminal (at the episode's end) or dense (the same total, "
+        "job by job as jobs start, relative to the same job under the reference)",
+        choices=_reward_modes,
     )
     init_from: str | None = _opt(
         None,

@@ -20,6 +20,8 @@ from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext
 from hpcgym.envs.predictions import episode_predictions
 from hpcgym.envs.reward import (
     OBJECTIVES,
+    REWARD_MODES,
+    JobCredit,
     clear_normalizer_cache,
     deterministic_metrics,
     reference_metrics,
@@ -174,7 +176,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
 
     Intermediate rewards are 0, plus ``violation_penalty`` for a start that delays the
     reservation in ``penalized`` mode and ``invalid_penalty`` for an invalid action.
-    The last step adds the terminal reward comparing the
+    The last step adds the terminal reward (``reward_mode="dense"``: the same total
+    paid job by job instead, each job's share at the step in which it starts, relative
+    to the same job in the reference's schedule; see
+    :class:`~hpcgym.envs.reward.JobCredit`) comparing the
     agent's schedule of the window with that of the ``reference`` scheduler on the same
     window (objective ``bsld``: ``(b_norm - b_agent) / b_norm`` with AVEbsld ``b``;
     ``wait``: the same with the mean wait, denominator ``max(w_norm, 1 s)``;
@@ -212,6 +217,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
     | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
+    | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense`` (see *Rewards*)         |
     | `max_queue`         | `128`           | ``K``: observation rows                           |
     | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
     | `invalid_action`    | `"stop"`        | ``stop``, ``penalty`` (STOP + -1) or ``raise``    |
@@ -294,6 +300,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         render_mode: str | None = None,
         est_scale: float | None = None,
         features: str = "paper",
+        reward_mode: str = "terminal",
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -318,6 +325,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self.mode = _choice("mode", mode, MODES)
         self.objective = _choice("objective", objective, OBJECTIVES)
         self.invalid_action = _choice("invalid_action", invalid_action, INVALID_ACTIONS)
+        self.reward_mode = _choice("reward_mode", reward_mode, REWARD_MODES)
+        if self.reward_mode == "dense":
+            JobCredit.check_objective(self.objective)
         if int(max_queue) < 1:
             raise ValueError(f"max_queue must be >= 1, got {max_queue}")
         if int(window_length) < 1:
@@ -428,6 +438,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self._steps = 0
         self._overflow = 0
         self._final_info: dict[str, Any] = {}
+        self._credit: JobCredit | None = None  # reward_mode="dense"
         # batched mode (BackfillVectorEnv): observation and mask are written into these
         # slices of the vector env's buffers instead of fresh arrays
         self._out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -544,6 +555,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self._ext = EpisodeFeatures(self._ext_ctx, self._sim, start, self.max_queue)
         self._done = False
         self._final_info = {}
+        if self.reward_mode == "dense":
+            key = self._norm_cache_key()
+            self._credit = JobCredit.of(self.objective, window, self.reference, key)
         ev = self._sim.advance()
         self._observe(ev)
 
@@ -684,10 +698,13 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             ev = Event.DONE
         self._steps += 1
         self._observe(ev)
+        if self._credit is not None:
+            reward += self._credit.step(sim.start_times)
         terminated = ev == Event.DONE
         if terminated:
             self._done = True
-            reward += self._terminal()
+            final = self._terminal()
+            reward += final if self._credit is None else 0.0
         return reward, terminated, violation, invalid
 
     # --------------------------------------------------------------- reward
@@ -695,8 +712,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         """Metrics of the reference scheduler on the current window (cached), or ``None``."""
         if self.reference is None or self._sim is None:
             return None
-        key = (self._fingerprint, self._start, self.window_length, self._norm_key)
-        return reference_metrics(self.reference, self._sim.workload, key)
+        return reference_metrics(self.reference, self._sim.workload, self._norm_cache_key())
+
+    def _norm_cache_key(self) -> tuple[Any, ...]:
+        return (self._fingerprint, self._start, self.window_length, self._norm_key)
 
     def _terminal(self) -> float:
         """The terminal reward; records the episode-end infos in ``self._final_info``."""

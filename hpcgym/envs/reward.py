@@ -1,10 +1,12 @@
-"""The reward of the backfilling env: the terminal comparison with a reference scheduler.
+"""The reward of the backfilling env: the comparison with a reference scheduler.
 
 The reference scheduler (``reference=`` of :class:`~hpcgym.envs.backfill_env.BackfillEnv`,
 default EASY-SJBF) is simulated once per window with the engine's built-in backfiller;
-its metrics are cached per process (bounded LRU keyed by the workload's content, the
-window and the scheduler), so that every episode on the same window pays for it once.
-:func:`terminal_reward` is the formula of the env's docstring (*Rewards*).
+its metrics (and, for the dense reward, its start times) are cached per process
+(bounded LRU keyed by the workload's content, the window and the scheduler), so that
+every episode on the same window pays for it once. :func:`terminal_reward` is the
+formula of the env's docstring (*Rewards*); :class:`JobCredit` spreads the same total
+over the steps (``reward_mode="dense"``).
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ from hpcgym.workload.core import Workload
 __all__ = [
     "NORMALIZER_CACHE_SIZE",
     "OBJECTIVES",
+    "REWARD_MODES",
+    "JobCredit",
     "clear_normalizer_cache",
     "deterministic_metrics",
     "reference_metrics",
+    "reference_starts",
     "terminal_reward",
     "workload_fingerprint",
 ]
@@ -31,10 +36,16 @@ __all__ = [
 #: optimisation objectives: name -> metric of :func:`hpcgym.sim.metrics.compute_metrics`
 OBJECTIVES: dict[str, str] = {"bsld": "avg_bsld", "wait": "avg_wait", "utilization": "utilization"}
 
+#: when the reward is paid: ``terminal`` (all at the episode's end) or ``dense`` (the
+#: same total, paid job by job at the step in which each job starts: :class:`JobCredit`)
+REWARD_MODES: tuple[str, ...] = ("terminal", "dense")
+
 # ----------------------------------------------------------- normalizer cache
 #: maximum number of cached normalizer results (one small dict per window)
 NORMALIZER_CACHE_SIZE = 8192
-_NORM_CACHE: OrderedDict[tuple[Any, ...], dict[str, float]] = OrderedDict()
+_NORM_CACHE: OrderedDict[tuple[Any, ...], tuple[dict[str, float], np.ndarray | None]] = (
+    OrderedDict()
+)
 
 
 def clear_normalizer_cache() -> None:
@@ -56,6 +67,24 @@ def deterministic_metrics(metrics: dict[str, float]) -> dict[str, float]:
     return {k: v for k, v in metrics.items() if k != "sim_seconds"}
 
 
+def _reference_entry(
+    reference: SchedulerSpec, window: Workload, key: tuple[Any, ...], starts: bool
+) -> tuple[dict[str, float], np.ndarray | None]:
+    """The cached ``(metrics, start times or None)`` of ``reference`` on ``window``;
+    simulates (engine seed 0) on a miss, or when ``starts`` are wanted and not kept."""
+    hit = _NORM_CACHE.get(key)
+    if hit is not None and (hit[1] is not None or not starts):
+        _NORM_CACHE.move_to_end(key)
+        return hit
+    result = reference.simulate(window, seed=0)
+    entry = (deterministic_metrics(result.metrics), result.start.copy() if starts else None)
+    _NORM_CACHE[key] = entry
+    _NORM_CACHE.move_to_end(key)
+    if len(_NORM_CACHE) > NORMALIZER_CACHE_SIZE:
+        _NORM_CACHE.popitem(last=False)
+    return entry
+
+
 def reference_metrics(
     reference: SchedulerSpec, window: Workload, key: tuple[Any, ...]
 ) -> dict[str, float]:
@@ -66,15 +95,112 @@ def reference_metrics(
     :param key: cache key identifying (workload, window, reference)
     :return: a fresh copy of the metrics (without wall-clock times)
     """
-    hit = _NORM_CACHE.get(key)
-    if hit is not None:
-        _NORM_CACHE.move_to_end(key)
-        return dict(hit)
-    metrics = deterministic_metrics(reference.simulate(window, seed=0).metrics)
-    _NORM_CACHE[key] = metrics
-    if len(_NORM_CACHE) > NORMALIZER_CACHE_SIZE:
-        _NORM_CACHE.popitem(last=False)
-    return dict(metrics)
+    return dict(_reference_entry(reference, window, key, starts=False)[0])
+
+
+def reference_starts(
+    reference: SchedulerSpec, window: Workload, key: tuple[Any, ...]
+) -> np.ndarray:
+    """Start time of every job of ``window`` under ``reference`` (engine seed 0; cached
+    with the metrics under ``key``; read-only).
+
+    :param reference: the reference scheduler
+    :param window: the window's workload
+    :param key: cache key identifying (workload, window, reference)
+    """
+    starts = _reference_entry(reference, window, key, starts=True)[1]
+    assert starts is not None
+    return starts
+
+
+class JobCredit:
+    """The dense reward (``reward_mode="dense"``): the terminal reward paid job by job.
+
+    Each step earns, for every job that started since the previous step (at the first
+    step: since the window began), its share of the terminal formula: with objective
+    ``bsld`` and a reference, ``(b_ref_j - b_j) / (n * B_ref)`` where ``b_j`` is the job's
+    bounded slowdown in the agent's schedule, ``b_ref_j`` the same job's in the
+    reference's schedule of the window, ``n`` the window's jobs and ``B_ref`` the
+    reference's AVEbsld; ``wait`` uses the waits and ``max(W_ref, 1 s)``; without a
+    reference, ``-b_j / n`` (``-w_j / n``). A job's value is known when it starts (its
+    run time is the trace's), so over an episode the steps sum to the terminal reward
+    (up to rounding): the return is unchanged, the credit comes closer to the decisions
+    that caused it. The agent's observation is not affected.
+
+    :param objective: ``bsld`` or ``wait`` (``utilization`` is not a sum over jobs)
+    :param window: the episode's window
+    :param reference_start: the reference's start time of every job, or ``None``
+    :raises ValueError: for ``utilization``
+    """
+
+    def __init__(
+        self, objective: str, window: Workload, reference_start: np.ndarray | None
+    ) -> None:
+        self.check_objective(objective)
+        from hpcgym.sim.metrics import TAU, bounded_slowdown
+
+        self._bsld = bounded_slowdown if objective == "bsld" else None
+        self._submit = window.submit
+        self._runtime = window.runtime
+        n = len(window)
+        self._waiting = np.ones(n, dtype=bool)  # not started at the last call
+        if reference_start is None:
+            self._ref = np.zeros(n)
+            self._scale = -1.0 / n  # -(sum of values) / n
+        else:
+            self._ref = self._values(reference_start, slice(None))
+            mean = float(self._ref.mean()) if n else 1.0
+            self._scale = -1.0 / (n * (mean if objective == "bsld" else max(mean, 1.0)))
+        self._lists = (self._submit.tolist(), self._runtime.tolist(), self._ref.tolist(), TAU)
+
+    @classmethod
+    def of(
+        cls,
+        objective: str,
+        window: Workload,
+        reference: SchedulerSpec | None,
+        key: tuple[Any, ...],
+    ) -> JobCredit:
+        """The credit of an episode on ``window`` relative to ``reference`` (its start
+        times from the cache under ``key``; ``None``: no reference)."""
+        ref = None if reference is None else reference_starts(reference, window, key)
+        return cls(objective, window, ref)
+
+    @staticmethod
+    def check_objective(objective: str) -> None:
+        """:raises ValueError: unless ``objective`` is a sum over jobs (``bsld``, ``wait``)"""
+        if objective not in ("bsld", "wait"):
+            raise ValueError(
+                f"reward_mode='dense' needs a per-job objective ('bsld' or 'wait'), got "
+                f"{objective!r}: utilization is not a sum over jobs (use reward_mode='terminal')"
+            )
+
+    def _values(self, start: np.ndarray, jobs: Any) -> np.ndarray:
+        wait = start[jobs] - self._submit[jobs]
+        return wait if self._bsld is None else self._bsld(wait, self._runtime[jobs])
+
+    def step(self, start: np.ndarray) -> float:
+        """The credit of the jobs started since the last call.
+
+        :param start: the agent's start times (``NaN``: not started yet)
+        :return: the step's dense reward
+        """
+        waiting = np.isnan(start)
+        new = np.flatnonzero(self._waiting > waiting)  # waiting then, started now
+        if new.size == 0:
+            return 0.0
+        self._waiting = waiting
+        if new.size > 8:
+            return float((self._values(start, new) - self._ref[new]).sum()) * self._scale
+        # the usual one or two jobs: scalar arithmetic is several times faster than numpy
+        sub, run, ref, tau = self._lists
+        total = 0.0
+        for j in new.tolist():
+            v = float(start[j]) - sub[j]
+            if self._bsld is not None:
+                v = max((v + run[j]) / max(run[j], tau), 1.0)
+            total += v - ref[j]
+        return total * self._scale
 
 
 def terminal_reward(

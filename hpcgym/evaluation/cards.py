@@ -253,7 +253,11 @@ def card_from_run(
         "normalizer": cfg.get("reference", cfg.get("normalizer")),  # the reward's reference
         "objective": cfg.get("objective", "bsld"),
         "estimator": cfg.get("estimator", "request"),
-        **{k: cfg[k] for k in ("correction", "feature_predictor", "features") if cfg.get(k)},
+        **{
+            k: cfg[k]
+            for k in ("correction", "feature_predictor", "features", "reward_mode")
+            if cfg.get(k)
+        },
         "max_queue": cfg.get("max_queue", 128),
         "sequence_length": cfg.get("length", cfg.get("seq_len")),  # training window length
         "seed": cfg.get("seed"),
