@@ -770,6 +770,10 @@ def test_seeds_trains_one_run_per_seed_and_resumes(
     # a new length continues every seed
     longer = main(["--resume", str(root), "--total-steps", "256", "--no-progress"])
     assert [r["timesteps"] for r in longer["runs"]] == [256, 256]
+    # nothing to do: resuming says how to continue
+    capsys.readouterr()
+    main(["--resume", str(root), "--no-progress"])
+    assert "every seed of" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:  # the folder holds a run
         _run(tmp_path, "--total-steps", "128", "--seeds", "1", "2", name="multi")
     assert exc.value.code == 2
@@ -780,6 +784,31 @@ def test_seeds_trains_one_run_per_seed_and_resumes(
         main(["--resume", str(root), "--no-progress"])
     assert exc.value.code == 2
     assert f"delete {root / 'seed-2'} to train it anew" in capsys.readouterr().err
+
+
+def test_seeds_stopped_on_their_time_limit_continue_with_a_new_time_limit(
+    tmp_path: Path,
+) -> None:
+    """A seeds run whose seeds stopped on ``--time-limit`` continues when ``--resume`` gives
+    a new ``--time-limit`` (like one run), and only then."""
+    from train.seeds import seed_status
+
+    root = tmp_path / "multi"
+    _run(tmp_path, "--total-steps", "100000", "--time-limit", "0.02", "--seeds", "1", "2",
+         name="multi")  # fmt: skip
+    steps = []
+    for s in (1, 2):
+        run = RunDir(root / f"seed-{s}")
+        summary = json.loads(run.summary.read_text())
+        assert summary["sessions"][-1]["stop_reason"] == "time limit"
+        assert seed_status(run) == "finished"
+        steps.append(summary["timesteps"])
+    same = main(["--resume", str(root), "--no-progress"])
+    assert [r["timesteps"] for r in same["runs"]] == steps
+    more = main(["--resume", str(root), "--time-limit", "0.02", "--no-progress"])
+    for s, r in zip((1, 2), more["runs"], strict=True):
+        sessions = json.loads((root / f"seed-{s}" / "summary.json").read_text())["sessions"]
+        assert len(sessions) == 2 and r["timesteps"] > steps[s - 1]
 
 
 def test_seed_status_and_spread(tmp_path: Path) -> None:

@@ -64,6 +64,12 @@ def is_seeds_run(path: str | Path) -> bool:
     return (Path(path) / SEEDS_FILE).is_file()
 
 
+def _last_stop(run: RunDir) -> str | None:
+    """The stop reason of the seed's last session (``None``: no summary yet)."""
+    sessions = (run.read_json(run.summary) or {}).get("sessions") or []
+    return sessions[-1].get("stop_reason") if sessions else None
+
+
 def seed_status(run: RunDir) -> str:
     """``not started`` (no ``config.json``), ``finished`` (its last session reached the
     target or the time limit and saved the final model) or ``unfinished``.
@@ -72,9 +78,7 @@ def seed_status(run: RunDir) -> str:
     """
     if not run.holds_run():
         return "not started"
-    summary = run.read_json(run.summary) or {}
-    sessions = summary.get("sessions") or []
-    if sessions and sessions[-1].get("stop_reason") in _FINISHED and run.final_model.is_file():
+    if _last_stop(run) in _FINISHED and run.final_model.is_file():
         return "finished"
     return "unfinished"
 
@@ -128,7 +132,9 @@ def start_seeds(options: Mapping[str, Any], seeds: Sequence[int], jobs: int = 1)
 
 def resume_seeds(path: str | Path, options: Mapping[str, Any], jobs: int = 1) -> dict[str, Any]:
     """Continue a seeds run: resume every unfinished seed, start the ones not begun,
-    continue finished ones only when ``options`` set a new length.
+    continue finished ones when ``options`` set a new length, and the ones that stopped
+    on their time limit when ``options`` give a (new) ``time_limit`` (as ``--resume`` of
+    one run does).
 
     :param path: the seeds run's folder
     :param options: options given again (only :data:`~train.config.RESUME_OVERRIDABLE`
@@ -154,6 +160,11 @@ def _train_seeds(
 
     data = RunDir(root).read_json(root / SEEDS_FILE) or {}
     todo = [s for s in data["seeds"] if _seed_action(root, s, options, resume) is not None]
+    if resume and not todo:
+        print(
+            f"every seed of {root} is finished: give --time-limit to continue the seeds that "
+            "stopped on their time limit, or a larger --total-steps / --epochs"
+        )
     try:
         if jobs <= 1 or len(todo) <= 1:
             for seed in todo:
@@ -177,7 +188,8 @@ def _seed_action(root: Path, seed: int, options: Mapping[str, Any], resume: bool
     status = seed_status(run)
     if status == "not started":
         return "start"
-    if resume and (status == "unfinished" or set(_LENGTH_OPTIONS) & set(options)):
+    more_time = "time_limit" in options and _last_stop(run) == "time limit"
+    if resume and (status == "unfinished" or more_time or set(_LENGTH_OPTIONS) & set(options)):
         if run.latest_checkpoint() is None:
             raise ConfigError(
                 f"--resume {root}: seed {seed} was stopped before its first checkpoint "
