@@ -176,22 +176,17 @@ def none_or_name(text: str) -> str | None:
     return None if text.strip().lower() in ("", "none") else text.strip()
 
 
-def _corrections() -> tuple[str, ...]:
-    from hpcgym.sim import CORRECTIONS
+def _names(module: str, attr: str, sort: bool = False) -> Callable[[], list[str]]:
+    """The valid names ``module.attr`` (a mapping or sequence of the library), imported
+    only when the choices are needed (``--help``, a check of a value)."""
 
-    return tuple(CORRECTIONS)
+    def names() -> list[str]:
+        import importlib
 
+        values = list(getattr(importlib.import_module(module), attr))
+        return sorted(values) if sort else values
 
-def _feature_sets() -> tuple[str, ...]:
-    from hpcgym.envs.backfill_env import FEATURE_SETS
-
-    return tuple(FEATURE_SETS)
-
-
-def _reward_modes() -> tuple[str, ...]:
-    from hpcgym.envs.reward import REWARD_MODES
-
-    return REWARD_MODES
+    return names
 
 
 def layer_widths(text: str) -> tuple[int, ...]:
@@ -218,18 +213,6 @@ def names(text: str) -> tuple[str, ...]:
     :param text: the command-line text
     """
     return tuple(x.strip() for x in text.split(",") if x.strip())
-
-
-def _policies() -> list[str]:
-    from hpcgym.sim.engine import POLICIES
-
-    return sorted(POLICIES)
-
-
-def _modes() -> list[str]:
-    from hpcgym.envs.backfill_env import MODES
-
-    return sorted(MODES)
 
 
 # --------------------------------------------------------------------------- options
@@ -303,7 +286,7 @@ class TrainConfig:
         "workload",
         "base queue policy",
         parse=str.upper,
-        choices=_policies,
+        choices=_names("hpcgym.sim.engine", "POLICIES", sort=True),
         metavar="POLICY",
     )
     reference: str = _opt(
@@ -317,7 +300,7 @@ class TrainConfig:
         "workload",
         "backfill candidates: guarded (only what EASY allows), penalized (every fitting job, "
         "reservation delays penalized), free",
-        choices=_modes,
+        choices=_names("hpcgym.envs.backfill_env", "MODES", sort=True),
     )
     length: int = _opt(
         256,
@@ -334,7 +317,7 @@ class TrainConfig:
         "incremental",
         "workload",
         "correction of the engine's under-estimates (ELOSS and EASY++ use incremental-offset)",
-        choices=_corrections,
+        choices=_names("hpcgym.sim", "CORRECTIONS"),
     )
     feature_predictor: str | None = _opt(
         None,
@@ -349,14 +332,14 @@ class TrainConfig:
         "workload",
         "observation columns: paper (the 12 of RLBackfilling) or extended (+ online time of "
         "day, load, queue, user-history columns: hpcgym.envs.features)",
-        choices=_feature_sets,
+        choices=_names("hpcgym.envs.backfill_env", "FEATURE_SETS"),
     )
     reward_mode: str = _opt(
         "terminal",
         "workload",
         "when the reward is paid: terminal (at the episode's end) or dense (the same total, "
         "job by job as jobs start, relative to the same job under the reference)",
-        choices=_reward_modes,
+        choices=_names("hpcgym.envs.reward", "REWARD_MODES"),
     )
     init_from: str | None = _opt(
         None,
