@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import io
+import itertools
 import pstats
 import statistics
 import time
@@ -66,11 +67,24 @@ def run(env: BackfillEnv, rng: np.random.Generator, steps: int) -> tuple[float, 
     return CLOCK() - t0, t_reset, episodes
 
 
-def bench(trace: str, mode: str, normalizer: str | None, steps: int, repeat: int) -> dict:
+def bench(
+    trace: str,
+    mode: str,
+    normalizer: str | None,
+    steps: int,
+    repeat: int,
+    reward_mode: str = "terminal",
+) -> dict:
     rates, resets, eps = [], [], []
     for r in range(repeat):
         clear_normalizer_cache()
-        env = BackfillEnv(trace=trace, mode=mode, normalizer=normalizer, sequence_length=256)
+        env = BackfillEnv(
+            trace=trace,
+            mode=mode,
+            normalizer=normalizer,
+            sequence_length=256,
+            reward_mode=reward_mode,
+        )
         rng = np.random.default_rng(r)
         run(env, rng, 500)  # warm-up (numba cache load, trace load)
         clear_normalizer_cache()
@@ -204,6 +218,13 @@ def main() -> None:
     )
     ap.add_argument("--vector-sizes", nargs="*", type=int, default=[1, 16, 64])
     ap.add_argument(
+        "--reward-modes",
+        nargs="*",
+        choices=["terminal", "dense"],
+        default=["terminal"],
+        help="reward modes of the single-env table (default terminal)",
+    )
+    ap.add_argument(
         "--clock",
         choices=["wall", "cpu"],
         default="wall",
@@ -225,15 +246,16 @@ def main() -> None:
 
 def single_table(args: argparse.Namespace) -> None:
     print(
-        "| trace | mode | normalizer | steps/s (all-in) | vs reference | reset ms | steps/episode |"
+        "| trace | mode | normalizer | reward | steps/s (all-in) | vs reference | reset ms "
+        "| steps/episode |"
     )
-    print("|---|---|---|---:|---:|---:|---:|")
+    print("|---|---|---|---|---:|---:|---:|---:|")
     for trace in args.traces:
         for mode in args.modes:
-            for norm in ("EASY-SJBF", None):
-                r = bench(trace, mode, norm, args.steps, args.repeat)
+            for norm, reward in itertools.product(("EASY-SJBF", None), args.reward_modes):
+                r = bench(trace, mode, norm, args.steps, args.repeat, reward)
                 print(
-                    f"| {trace} | {mode} | {norm or 'none'} | {r['steps_per_s']:,.0f} | "
+                    f"| {trace} | {mode} | {norm or 'none'} | {reward} | {r['steps_per_s']:,.0f} | "
                     f"{r['steps_per_s'] / REFERENCE_STEPS_PER_S:.1f}x | {r['reset_ms']:.3f} | "
                     f"{r['steps_per_episode']:.0f} |",
                     flush=True,

@@ -137,7 +137,7 @@ class JobCredit:
         self, objective: str, window: Workload, reference_start: np.ndarray | None
     ) -> None:
         self.check_objective(objective)
-        from hpcgym.sim.metrics import TAU, bounded_slowdown
+        from hpcgym.sim.metrics import bounded_slowdown
 
         self._bsld = bounded_slowdown if objective == "bsld" else None
         self._submit = window.submit
@@ -151,7 +151,6 @@ class JobCredit:
             self._ref = self._values(reference_start, slice(None))
             mean = float(self._ref.mean()) if n else 1.0
             self._scale = -1.0 / (n * (mean if objective == "bsld" else max(mean, 1.0)))
-        self._lists = (self._submit.tolist(), self._runtime.tolist(), self._ref.tolist(), TAU)
 
     @classmethod
     def of(
@@ -190,17 +189,7 @@ class JobCredit:
         if new.size == 0:
             return 0.0
         self._waiting = waiting
-        if new.size > 8:
-            return float((self._values(start, new) - self._ref[new]).sum()) * self._scale
-        # the usual one or two jobs: scalar arithmetic is several times faster than numpy
-        sub, run, ref, tau = self._lists
-        total = 0.0
-        for j in new.tolist():
-            v = float(start[j]) - sub[j]
-            if self._bsld is not None:
-                v = max((v + run[j]) / max(run[j], tau), 1.0)
-            total += v - ref[j]
-        return total * self._scale
+        return float((self._values(start, new) - self._ref[new]).sum()) * self._scale
 
 
 def terminal_reward(
