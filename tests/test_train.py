@@ -266,9 +266,12 @@ def _wait_for(path: Path, proc: subprocess.Popen, timeout: float = 120.0) -> Non
         time.sleep(0.2)
 
 
-def test_sigterm_checkpoints_writes_summary_and_resumes(tmp_path: Path) -> None:
-    """SIGTERM (how clusters stop jobs) mid-training: a checkpoint and summary.json are
-    written, exit status 143; --resume then continues the run."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_sigint_or_sigterm_checkpoints_writes_summary_and_resumes(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """Ctrl-C, or SIGTERM (how clusters stop jobs), mid-training: a checkpoint and
+    summary.json are written, exit status 130 / 143; --resume then continues the run."""
     cmd = [
         sys.executable,
         str(REPO / "train" / "ppo.py"),
@@ -288,21 +291,21 @@ def test_sigterm_checkpoints_writes_summary_and_resumes(tmp_path: Path) -> None:
     try:
         run = tmp_path / "t"
         _wait_for(run / "checkpoints" / "model_256_steps.zip", proc)
-        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
-    assert proc.returncode == 143, err[-3000:]
-    assert "SIGTERM" in err and f"--resume {run}" in err
+    assert proc.returncode == 128 + int(sig), err[-3000:]
+    assert sig.name in err and f"--resume {run}" in err
     first = json.loads((run / "summary.json").read_text())
     (session,) = first["sessions"]
-    assert session["stop_reason"] == "SIGTERM"
+    assert session["stop_reason"] == sig.name
     steps = first["timesteps"]
     assert steps >= 256 and steps % 128 == 0  # the unfinished rollout is discarded
     assert (run / "checkpoints" / f"model_{steps}_steps.zip").is_file()
     summary = main(["--resume", str(run), "--total-steps", str(steps + 128), "--no-progress"])
     assert summary["timesteps"] == steps + 128
-    assert [s["stop_reason"] for s in summary["sessions"]] == ["SIGTERM", "target reached"]
+    assert [s["stop_reason"] for s in summary["sessions"]] == [sig.name, "target reached"]
 
 
 def test_keep_checkpoints_and_step_progress_bar(

@@ -116,3 +116,32 @@ def test_ctrl_c_or_sigterm_stops_every_worker_with_a_checkpoint(
                  "--no-progress"])  # fmt: skip
     assert [r["status"] for r in done["runs"]] == ["finished", "finished"]
     assert [r["timesteps"] for r in done["runs"]] == [target, target]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_worker_signal_during_set_up_and_idle(
+    monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+) -> None:
+    """A worker: idle (pool initializer), it ignores Ctrl-C and SIGTERM (one dying would
+    break the pool and end the other workers' seeds); during a seed's set-up a signal
+    interrupts the seed and says which signal; the idle handlers come back afterwards."""
+    from train import seeds
+
+    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    reached: list[bool] = []
+
+    def set_up(*_args: object) -> None:
+        os.kill(os.getpid(), sig)
+        reached.append(True)  # not reached: the signal interrupts the set-up
+
+    try:
+        seeds._idle_worker()
+        os.kill(os.getpid(), sig)  # ignored
+        monkeypatch.setattr(seeds, "_train_seed", set_up)
+        assert seeds._seed_worker("unused", 1, {}, False) == (sig.name, 0)
+        assert not reached
+        assert signal.getsignal(sig) is signal.SIG_IGN
+        os.kill(os.getpid(), sig)  # idle again: ignored
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)

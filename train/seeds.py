@@ -213,19 +213,42 @@ def _train_seed(root: Path, seed: int, options: Mapping[str, Any], resume: bool)
         session.resume(str(run.path), options)
 
 
+def _idle_worker() -> None:
+    """Pool initializer: an idle worker ignores Ctrl-C and SIGTERM (one dying would break
+    the pool and end the seeds still running in the other workers)."""
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, signal.SIG_IGN)
+
+
 def _seed_worker(
     root: str, seed: int, options: dict[str, Any], resume: bool
 ) -> tuple[str, int] | None:
     """One seed in a worker process; an interruption comes back as ``(signal, steps)``
-    (exceptions of other kinds travel back as themselves)."""
+    (exceptions of other kinds travel back as themselves). While the seed trains, the
+    session catches Ctrl-C and SIGTERM and stops with a checkpoint; before and after,
+    they interrupt the seed."""
+    import signal
+
     from train import session
 
+    caught: list[str] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        caught.append(signal.Signals(signum).name)
+        raise KeyboardInterrupt
+
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         _train_seed(Path(root), seed, options, resume)
     except session.Interrupted as exc:
         return exc.signal, exc.timesteps
-    except KeyboardInterrupt:  # Ctrl-C during the worker's set-up: nothing saved
-        return "SIGINT", 0
+    except KeyboardInterrupt:  # during the seed's set-up: nothing saved
+        return (caught or ["SIGINT"])[0], 0
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
     return None
 
 
@@ -237,6 +260,9 @@ def _train_parallel(
     checkpoint; the first interruption is raised here once every worker has stopped. A
     SIGTERM to the whole process group (a batch system stopping the job) does the same.
 
+    Here the signals only set a flag (seeds not begun are then cancelled): an exception
+    raised inside the pool's locks and queues could leave them inconsistent.
+
     :raises session.Interrupted: a seed was interrupted (resume ``root``)
     """
     import multiprocessing as mp
@@ -245,18 +271,21 @@ def _train_parallel(
 
     from train import session
 
-    def on_sigterm(_signum: int, _frame: object) -> None:  # the group's SIGTERM: as Ctrl-C
-        raise KeyboardInterrupt
+    caught: list[str] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        caught.append(signal.Signals(signum).name)
 
     stopped: list[tuple[int, tuple[str, int]]] = []
     ctx = mp.get_context("spawn")
+    sigs = (signal.SIGINT, signal.SIGTERM)
     main = threading.current_thread() is threading.main_thread()
-    old = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+    old = {s: signal.signal(s, on_signal) for s in sigs} if main else {}
     try:
-        _wait_workers(root, seeds, options, resume, jobs, ctx, stopped)
+        _wait_workers(root, seeds, options, resume, jobs, ctx, stopped, caught)
     finally:
-        if main:
-            signal.signal(signal.SIGTERM, old)
+        for s, h in old.items():
+            signal.signal(s, h)
     if stopped:
         seed, (name, steps) = stopped[0]
         raise session.Interrupted(RunDir(seed_folder(root, seed)), steps, name)
@@ -270,21 +299,27 @@ def _wait_workers(
     jobs: int,
     ctx: Any,
     stopped: list[tuple[int, tuple[str, int]]],
+    caught: Sequence[str] = (),
 ) -> None:
-    """Run the seeds in the pool and wait for all; interruptions go to ``stopped``."""
-    from concurrent.futures import ProcessPoolExecutor
+    """Run the seeds in the pool and wait for all; interruptions go to ``stopped``. Once
+    ``caught`` (filled by a signal handler) is not empty, seeds not begun are cancelled
+    (they stay "not started"); the running ones stop by themselves (they got the signal)."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    with ProcessPoolExecutor(max_workers=min(jobs, len(seeds)), mp_context=ctx) as pool:
+    with ProcessPoolExecutor(
+        max_workers=min(jobs, len(seeds)), mp_context=ctx, initializer=_idle_worker
+    ) as pool:
         futures = {s: pool.submit(_seed_worker, str(root), s, dict(options), resume) for s in seeds}
+        cancelled = False
+        pending = set(futures.values())
+        while pending:
+            _done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+            if caught and not cancelled:
+                for f in pending:
+                    f.cancel()
+                cancelled = True
         for seed, fut in futures.items():
-            while True:
-                try:
-                    out = fut.result()
-                    break
-                except KeyboardInterrupt:  # the workers got it too: wait for their checkpoints
-                    for f in futures.values():
-                        f.cancel()  # seeds not begun stay "not started"
-                    continue
+            out = None if fut.cancelled() else fut.result()
             if out is not None:
                 stopped.append((seed, out))
 

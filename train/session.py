@@ -12,6 +12,7 @@ import logging
 import math
 import os
 import shlex
+import signal
 import sys
 import time
 import warnings as warnings_module
@@ -65,9 +66,7 @@ class Interrupted(Exception):
     @property
     def exit_status(self) -> int:
         """The shell's convention: 128 + the signal number (130 Ctrl-C, 143 SIGTERM)."""
-        import signal as signal_module
-
-        return 128 + int(signal_module.Signals[self.signal])
+        return 128 + int(signal.Signals[self.signal])
 
 
 def start(cfg: TrainConfig) -> dict[str, Any]:
@@ -216,7 +215,10 @@ def run_session(
     cfg.to_json(run.config, extra=plan.to_config())
     t_learn = time.perf_counter()
     interrupted = False
-    with stop.catching(), _quiet_cut_updates():
+    # Ctrl-C and SIGTERM set a flag that the callbacks and the update honour within seconds
+    # (a second one raises KeyboardInterrupt): no exception lands inside torch, the
+    # logger or a checkpoint being written
+    with stop.catching((signal.SIGINT, signal.SIGTERM)), _quiet_cut_updates():
         try:
             model.learn(
                 total_timesteps=plan.target_timesteps - start_steps,
