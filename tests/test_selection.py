@@ -168,3 +168,26 @@ def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None
     assert f"mean {spread([1.05, 0.97])['mean']:.3f}" in md
     # a run that is not a seed of a seeds run has no seeds section
     assert "seeds" not in E.card_from_run(run).to_dict()
+
+
+def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path: Path) -> None:
+    """A run trained with ``--validation-fraction 0.3`` is chosen on windows of its own,
+    larger validation split, and its card records the fraction (older runs: 0.1)."""
+    import shutil
+
+    from hpcgym.workload import split_range
+
+    wide = tmp_path / "wide"
+    shutil.copytree(run, wide)
+    (wide / S.SELECTION_FILE).unlink(missing_ok=True)
+    (wide / "config.json").write_text(json.dumps({**CFG, "validation_fraction": 0.3}))
+    sel = S.select_checkpoint(wide, agent_loader=load_agent, windows=8, length=64, seed=3, jobs=1)
+    n = len(load(None))
+    assert sel["starts"] == list(E.select_windows(n, 64, 8, "validation", 3, 0.7, None, False,
+                                                  None, 0.3).starts)  # fmt: skip
+    lo, hi = split_range(n, "validation", 0.7, 0.3)
+    narrow_lo, _ = split_range(n, "validation", 0.7)
+    assert all(lo <= s <= hi - 64 for s in sel["starts"])
+    assert min(sel["starts"]) < narrow_lo  # outside the default 10 % validation split
+    assert E.card_from_run(wide, model="selected").to_dict()["validation_fraction"] == 0.3
+    assert E.card_from_run(run, model="selected").to_dict()["validation_fraction"] == 0.1

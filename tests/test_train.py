@@ -404,6 +404,34 @@ def test_eval_window_starts() -> None:
     r1 = eval_window_starts(100_000, 1024, 10, seed=3)
     assert r1 == eval_window_starts(100_000, 1024, 10, seed=3)
     assert all(63_000 <= s <= 70_000 - 1024 for s in r1)
+    # --validation-fraction 0.3: the last 30 % of the training range, jobs 49,000..69,999
+    wide = eval_window_starts(100_000, 1024, 10, validation_fraction=0.3)
+    assert wide[0] == 49_000 and wide[-1] == 70_000 - 1024
+
+
+def test_validation_fraction_reaches_env_evaluation_and_messages() -> None:
+    """``--validation-fraction`` is checked, reaches the env's kwargs (its validation
+    split) and the evaluation length's message; the test split does not move."""
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.workload import split_range
+    from train.build import env_kwargs
+
+    for bad in (0.0, 1.0, -0.1):
+        with pytest.raises(ConfigError, match="--validation-fraction"):
+            TrainConfig.create(validation_fraction=bad)
+    cfg = TrainConfig.create(validation_fraction=0.3, trace="synthetic")
+    kw = env_kwargs(cfg, "validation", 64)
+    assert kw["validation_fraction"] == 0.3
+    env = BackfillEnv(**{**kw, "max_queue": 16})
+    n = len(env._workload)
+    lo, hi = split_range(n, "validation", 0.7, 0.3)
+    assert (env._sampler.lo, env._sampler.hi) == (lo, hi)
+    assert hi - lo > split_range(n, "validation", 0.7)[1] - split_range(n, "validation", 0.7)[0]
+    assert split_range(n, "test", 0.7, 0.3) == split_range(n, "test", 0.7)
+    _obs, info = env.reset(seed=1)
+    assert lo <= info["start"] and info["start"] + 64 <= hi
+    with pytest.raises(ConfigError, match="--validation-fraction 0.3"):
+        eval_length(cfg.replace(eval_length=hi - lo), n)
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "window_length": int(length),
         "split": split,
         "train_fraction": float(cfg.train_fraction),
+        "validation_fraction": float(cfg.validation_fraction),
         "mode": cfg.mode,
         "reference": None if str(reference).lower() == "none" else reference,
         "max_queue": int(cfg.max_queue),

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.argtypes import nonneg_float, nonneg_int, positive_float, positive_int, unit_float
+from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
     "DEFAULT_BASELINES",
@@ -351,6 +352,13 @@ class TrainConfig:
     )
     train_fraction: float = _opt(
         0.7, "workload", "share of the jobs in the training split (time split)", parse=fraction
+    )
+    validation_fraction: float = _opt(
+        VALIDATION_FRACTION,
+        "workload",
+        "share of the training split held back as the validation split (evaluation during "
+        "training, best model; eval/select_checkpoint.py); the test split does not change",
+        parse=fraction,
     )
     lenient: bool = _opt(
         False,

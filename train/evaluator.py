@@ -20,6 +20,7 @@ from hpcgym.evaluation.play import Policy, play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import select_windows
+from hpcgym.workload.sequences import VALIDATION_FRACTION
 from train.build import env_kwargs
 from train.config import DEFAULT_EVAL_LENGTH, ConfigError, TrainConfig
 
@@ -66,6 +67,7 @@ def eval_window_starts(
     train_fraction: float = 0.7,
     seed: int | None = None,
     split: str = "validation",
+    validation_fraction: float = VALIDATION_FRACTION,
 ) -> list[int]:
     """Starts of the ``k`` evaluation windows of ``length`` jobs in ``split``: evenly
     spaced (``seed=None``) or drawn with ``seed``. Deterministic.
@@ -76,9 +78,12 @@ def eval_window_starts(
     :param train_fraction: share of the jobs in the training split
     :param seed: ``None``: evenly spaced; else the seed of the draw
     :param split: the split the windows are in
+    :param validation_fraction: share of the training split that is the validation split
     :raises ValueError: the windows do not fit in the split
     """
-    ws = select_windows(n_jobs, length, k, split=split, seed=seed, train_fraction=train_fraction)
+    ws = select_windows(
+        n_jobs, length, k, split, seed, train_fraction, validation_fraction=validation_fraction
+    )
     return [int(s) for s in ws.starts]
 
 
@@ -95,12 +100,13 @@ def eval_length(cfg: TrainConfig, n_jobs: int, warn: Callable[[str], None] | Non
     """
     from hpcgym.workload import split_range
 
-    lo, hi = split_range(n_jobs, cfg.eval_split, cfg.train_fraction)
+    lo, hi = split_range(n_jobs, cfg.eval_split, cfg.train_fraction, cfg.validation_fraction)
     size, k = hi - lo, cfg.eval_windows
     longest = size - k + 1  # the longest length with k distinct starts
     where = (
         f"the {cfg.eval_split!r} split of {cfg.trace} has {size} jobs (jobs {lo}..{hi - 1} "
-        f"of {n_jobs}, --train-fraction {cfg.train_fraction})"
+        f"of {n_jobs}, --train-fraction {cfg.train_fraction}, --validation-fraction "
+        f"{cfg.validation_fraction})"
     )
     if cfg.eval_length is not None:
         length = int(cfg.eval_length)
@@ -173,6 +179,7 @@ class Evaluator:
                 cfg.train_fraction,
                 cfg.eval_seed,
                 cfg.eval_split,
+                cfg.validation_fraction,
             )
         except ValueError as exc:
             raise ConfigError(f"evaluation windows (--eval-windows/--eval-length): {exc}") from None

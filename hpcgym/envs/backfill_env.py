@@ -32,7 +32,7 @@ from hpcgym.sim.engine import EstimatorFeed, Event, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name, make_estimator
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 from hpcgym.workload.core import Workload
-from hpcgym.workload.sequences import WindowSampler
+from hpcgym.workload.sequences import VALIDATION_FRACTION, WindowSampler
 
 __all__ = [
     "BackfillEnv",
@@ -212,8 +212,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `correction`        | `"incremental"` | correction of under-estimates (engine)            |
     | `starvation`        | `None`          | starvation threshold of the queue policy (engine) |
     | `window_length`     | `256`           | jobs per episode (old name: ``sequence_length``)  |
-    | `split`             | `"train"`       | ``train``, ``test`` or ``all`` (time split)       |
+    | `split`             | `"train"`       | ``train``, ``validation``, ``test`` or ``all``    |
     | `train_fraction`    | `0.7`           | share of the jobs in the training range           |
+    | `validation_fraction` | `0.1`         | share of that range held back as ``validation``   |
     | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
     | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
@@ -221,13 +222,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `max_queue`         | `128`           | ``K``: observation rows                           |
     | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
     | `invalid_action`    | `"stop"`        | ``stop``, ``penalty`` (STOP + -1) or ``raise``    |
-    | `invalid_penalty`   | `None`          | reward of an invalid action, <= 0 (default 0;     |
-    |                     |                 | -1 with ``invalid_action="penalty"``)             |
+    | `invalid_penalty`   | `None`          | invalid action's reward <= 0 (0; -1 if `penalty`) |
     | `feature_predictor` | `None`          | predictor name / Estimator: ``prediction`` column |
     | `wait_scale`        | `None`          | wait normalization, seconds (default est_scale)   |
-    | `est_scale`         | `None`          | estimate normalization, seconds (default: the     |
-    |                     |                 | largest request of the trace; an agent trained on |
-    |                     |                 | another trace passes that trace's, see its card)  |
+    | `est_scale`         | `None`          | estimate scale, seconds (default: the largest     |
+    |                     |                 | request; transferred agents pass their card's)    |
     | `features`          | `"paper"`       | ``paper`` (columns 0-11 [+12]) or ``extended``    |
     |                     |                 | (+14 online columns, see above)                   |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
@@ -286,6 +285,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         window_length: int | None = None,
         split: str = "train",
         train_fraction: float = 0.7,
+        validation_fraction: float = VALIDATION_FRACTION,
         mode: str = "guarded",
         reference: str | SchedulerSpec | None | _Unset = _UNSET,
         objective: str = "bsld",
@@ -360,9 +360,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self.trace_label = str(trace)
         self.split = split
         self._sampler = WindowSampler(
-            len(workload), self.window_length, split, train_fraction, seed=0
+            len(workload), self.window_length, split, train_fraction, 0, None, validation_fraction
         )
-        self.train_fraction = float(train_fraction)
+        self.train_fraction, self.validation_fraction = self._sampler.fractions
 
         # ---- scheduler of the agent (external backfilling) and the reference
         if not isinstance(estimator, str):

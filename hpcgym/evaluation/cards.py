@@ -19,6 +19,7 @@ import numpy as np
 
 from hpcgym.evaluation.loaders import default_agents_dir
 from hpcgym.evaluation.statistics import verdict
+from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
     "CARD_ENV_KEYS",
@@ -248,6 +249,7 @@ def card_from_run(
         "trace": cfg.get("trace", "synthetic"),
         "split": "train",
         "train_fraction": cfg.get("train_fraction", 0.7),
+        "validation_fraction": cfg.get("validation_fraction", VALIDATION_FRACTION),
         "policy": cfg.get("policy", "FCFS"),
         "mode": cfg.get("mode", "guarded"),
         "normalizer": cfg.get("reference", cfg.get("normalizer")),  # the reward's reference
@@ -473,6 +475,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
         "trace",
         "split",
         "train_fraction",
+        "validation_fraction",
         "policy",
         "mode",
         "normalizer",

@@ -25,6 +25,7 @@ from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.windows import select_windows
+from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
     "SELECTION_FILE",
@@ -122,7 +123,13 @@ def select_checkpoint(
     trace = cfg.get("trace", "synthetic")
     wl = load(trace)  # a registered name, an SWF path or "synthetic"
     ws = select_windows(
-        len(wl), length, windows, "validation", seed, float(cfg.get("train_fraction", 0.7))
+        len(wl),
+        length,
+        windows,
+        "validation",
+        seed,
+        float(cfg.get("train_fraction", 0.7)),
+        validation_fraction=float(cfg.get("validation_fraction", VALIDATION_FRACTION)),
     )
     methods = [scheduler_method(ref)]
     labels = {}

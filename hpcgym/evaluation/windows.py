@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from hpcgym.workload.sequences import VALIDATION_FRACTION
+
 __all__ = ["PAPER_LENGTH", "PAPER_WINDOWS", "WindowSet", "select_windows"]
 
 #: The paper's evaluation protocol (section 4.3): 10 random sequences of 1024 jobs.
@@ -21,10 +23,13 @@ class WindowSet:
     :param length: jobs per window
     :param how: ``sampled`` (seeded uniform draws), ``evenly`` (evenly spaced),
         ``explicit`` (given) or ``full`` (the whole split as one window)
-    :param split: ``train``, ``test`` or ``all``
+    :param split: ``train``, ``validation``, ``test`` or ``all``
     :param seed: sampler seed (``sampled``)
-    :param train_fraction: share of the jobs in the training split
+    :param train_fraction: share of the jobs in the training range (the test split
+        begins after it)
     :param prefix: only the first ``prefix`` jobs of the trace were considered
+    :param validation_fraction: share of the training range held back as the validation
+        split (:func:`hpcgym.workload.split_range`)
     """
 
     starts: tuple[int, ...]
@@ -34,6 +39,7 @@ class WindowSet:
     seed: int | None = None
     train_fraction: float = 0.7
     prefix: int | None = None
+    validation_fraction: float = VALIDATION_FRACTION
 
     def to_dict(self) -> dict[str, Any]:
         """The windows as the JSON of ``results.json`` (``windows``)."""
@@ -45,6 +51,7 @@ class WindowSet:
             "seed": self.seed,
             "train_fraction": self.train_fraction,
             "prefix": self.prefix,
+            "validation_fraction": self.validation_fraction,
         }
 
 
@@ -58,6 +65,7 @@ def select_windows(
     starts: Sequence[int] | None = None,
     full_trace: bool = False,
     prefix: int | None = None,
+    validation_fraction: float = VALIDATION_FRACTION,
 ) -> WindowSet:
     """Choose evaluation windows.
 
@@ -71,8 +79,11 @@ def select_windows(
     :param n_jobs: jobs in the trace
     :param prefix: consider only the first ``prefix`` jobs (the paper used the first
         10,000 jobs of each trace); the split is taken inside the prefix
+    :param validation_fraction: share of the training range that is the validation split
     """
     from hpcgym.workload import WindowSampler, split_range
+
+    vf = float(validation_fraction)
 
     n = int(n_jobs)
     if prefix is not None:
@@ -87,17 +98,19 @@ def select_windows(
                     f"window start {s} with length {length} is outside the trace "
                     f"({n} jobs): valid starts are 0..{n - length}"
                 )
-        return WindowSet(st, int(length), "explicit", "all", None, train_fraction, prefix)
+        return WindowSet(st, int(length), "explicit", "all", None, train_fraction, prefix, vf)
     if full_trace:
-        lo, hi = split_range(n, split, train_fraction)
+        lo, hi = split_range(n, split, train_fraction, vf)
         if hi <= lo:
             raise ValueError(f"the {split!r} split of the trace is empty")
-        return WindowSet((lo,), hi - lo, "full", split, None, train_fraction, prefix)
+        return WindowSet((lo,), hi - lo, "full", split, None, train_fraction, prefix, vf)
     if count <= 0:
         raise ValueError(f"the number of windows must be positive, got {count}")
-    sampler = WindowSampler(n, length, split=split, train_fraction=train_fraction, seed=seed)
+    sampler = WindowSampler(
+        n, length, split=split, train_fraction=train_fraction, seed=seed, validation_fraction=vf
+    )
     if seed is None:
         st = tuple(int(s) for s in sampler.evenly_spaced(count))
-        return WindowSet(st, int(length), "evenly", split, None, train_fraction, prefix)
+        return WindowSet(st, int(length), "evenly", split, None, train_fraction, prefix, vf)
     st = tuple(int(s) for s in sampler.sample_many(count))
-    return WindowSet(st, int(length), "sampled", split, int(seed), train_fraction, prefix)
+    return WindowSet(st, int(length), "sampled", split, int(seed), train_fraction, prefix, vf)

@@ -172,6 +172,11 @@ class WindowSampler:
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
 
     @property
+    def fractions(self) -> tuple[float, float]:
+        """``(train_fraction, validation_fraction)`` of the split."""
+        return self.train_fraction, self.validation_fraction
+
+    @property
     def n_starts(self) -> int:
         """Number of valid window starts."""
         return self.hi - self.length + 1 - self.lo
