@@ -191,3 +191,43 @@ def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path
     assert min(sel["starts"]) < narrow_lo  # outside the default 10 % validation split
     assert E.card_from_run(wide, model="selected").to_dict()["validation_fraction"] == 0.3
     assert E.card_from_run(run, model="selected").to_dict()["validation_fraction"] == 0.1
+
+
+def test_selection_survives_pruning_of_a_running_run(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run still training prunes ``checkpoints/`` while the selection evaluates: the
+    selection evaluates snapshots, and a chosen checkpoint that is gone is kept in
+    ``kept/``."""
+    import shutil
+
+    live = tmp_path / "live"
+    shutil.copytree(run, live)
+    for f in ("best_model.zip", "kept/model_128_steps.zip"):
+        (live / f).unlink()  # only checkpoints/ remain
+    real = S.evaluate
+
+    def pruning_evaluate(*args, **kw):  # type: ignore[no-untyped-def]
+        for f in (live / "checkpoints").glob("*.zip"):
+            f.unlink()  # the trainer pruned them meanwhile
+        return real(*args, **kw)
+
+    monkeypatch.setattr(S, "evaluate", pruning_evaluate)
+    sel = S.select_checkpoint(live, agent_loader=load_agent, windows=3, length=64, seed=5, jobs=1)
+    assert [r["model"] for r in sel["candidates"]] == [
+        "checkpoints/model_128_steps.zip",
+        "checkpoints/model_192_steps.zip",
+    ]
+    chosen = Path(sel["chosen_path"])
+    assert chosen.parent == live.resolve() / "kept" and chosen.is_file()
+    assert E.cards.zip_timesteps(chosen) == next(
+        r["steps"] for r in sel["candidates"] if r["model"] == sel["chosen"]
+    )
+    # same figures as evaluating the untouched run's checkpoints
+    ref = S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=5, jobs=1,
+                              candidates=[run / "checkpoints" / "model_128_steps.zip",
+                                          run / "checkpoints" / "model_192_steps.zip"],
+                              write=False)  # fmt: skip
+    ratios = [r["geo_ratio"] for r in ref["candidates"]]
+    assert [r["geo_ratio"] for r in sel["candidates"]] == ratios
+    assert not list(live.glob(".selecting-*"))  # the snapshots are removed

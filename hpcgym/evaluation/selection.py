@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -132,33 +134,42 @@ def select_checkpoint(
         validation_fraction=float(cfg.get("validation_fraction", VALIDATION_FRACTION)),
     )
     methods = [scheduler_method(ref)]
-    labels = {}
-    for m in models:
-        label = _label(m, rdir) if m.is_relative_to(rdir) else str(m)
-        labels[label] = m
-        methods.append(agent_method(str(m), label=label))
-    res = evaluate(
-        wl,
-        methods,
-        ws,
-        jobs=jobs,
-        progress=progress,
-        reference=None,
-        agent_loader=agent_loader,
-        ratio_reference=methods[0].label,
-    )
-    per = res.per_window("avg_bsld")
-    rows = []
-    for label, path in labels.items():
-        rows.append(
-            {
-                "model": label,
-                "steps": zip_timesteps(path),
-                "mean_avg_bsld": float(sum(per[label]) / len(per[label])),
-                **res.paired(label),
-            }
+    labels: dict[str, Path] = {}
+    # a run still training prunes its checkpoints/: evaluate snapshots (hard links) of the
+    # models, in a folder of the run (an agent's env options come from its run's config)
+    with tempfile.TemporaryDirectory(prefix=".selecting-", dir=rdir) as tmp:
+        snaps = _snapshot(models, Path(tmp))
+        for m, snap in snaps.items():
+            label = _label(m, rdir) if m.is_relative_to(rdir) else str(m)
+            labels[label] = m
+            methods.append(agent_method(str(snap), label=label))
+        res = evaluate(
+            wl,
+            methods,
+            ws,
+            jobs=jobs,
+            progress=progress,
+            reference=None,
+            agent_loader=agent_loader,
+            ratio_reference=methods[0].label,
         )
-    chosen = min(rows, key=lambda r: (r["geo_ratio"], r["steps"] or 0))
+        per = res.per_window("avg_bsld")
+        rows = []
+        for label, path in labels.items():
+            rows.append(
+                {
+                    "model": label,
+                    "steps": zip_timesteps(snaps[path]),
+                    "mean_avg_bsld": float(sum(per[label]) / len(per[label])),
+                    **res.paired(label),
+                }
+            )
+        chosen = min(rows, key=lambda r: (r["geo_ratio"], r["steps"] or 0))
+        if not labels[chosen["model"]].is_file():  # pruned meanwhile: keep the snapshot
+            kept = rdir / "kept" / labels[chosen["model"]].name
+            kept.parent.mkdir(exist_ok=True)
+            shutil.copy2(snaps[labels[chosen["model"]]], kept)
+            labels[chosen["model"]] = kept
     out = {
         "run": str(rdir),
         "split": "validation",
@@ -179,6 +190,27 @@ def select_checkpoint(
     }
     if write:
         (rdir / SELECTION_FILE).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _snapshot(models: Sequence[Path], folder: Path) -> dict[Path, Path]:
+    """Hard links (or copies) of ``models`` in ``folder``, by model; a model that is gone
+    already (pruned by its run) is left out."""
+    out: dict[Path, Path] = {}
+    for i, m in enumerate(models):
+        snap = folder / f"{i}-{m.name}"
+        try:
+            try:
+                os.link(m, snap)
+            except OSError:
+                if not m.is_file():
+                    raise
+                shutil.copy2(m, snap)
+        except FileNotFoundError:
+            continue
+        out[m] = snap
+    if not out:
+        raise FileNotFoundError(f"none of the models is left: {', '.join(map(str, models))}")
     return out
 
 
