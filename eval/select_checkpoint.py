@@ -10,7 +10,13 @@ the **validation** split, against the run's reward reference (``--reference`` to
 it), prints every checkpoint's paired geometric-mean ratio of AVEbsld with its 95%
 bootstrap interval, and writes the choice (the lowest ratio) to ``RUN/selection.json``.
 Training's own evaluation (10 x 256 jobs) is too noisy to choose on; this is the second,
-larger look. For a seeds run (``--seeds``), give each ``RUN/seed-<s>`` folder.
+larger look.
+
+For a seeds run (``train/ppo.py --seeds``), give its folder: the checkpoints of all seeds
+are compared on the same windows and the choice is made across seeds (each seed's best is
+listed too); give a ``RUN/seed-<s>`` folder to choose within one seed. With several seeds
+and a validation split large enough to tell policies apart (``--validation-fraction``),
+this is the way to ship one agent whose quality does not hang on a lucky seed.
 """
 
 from __future__ import annotations
@@ -51,12 +57,11 @@ def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation.selection import SELECTION_FILE, select_checkpoint
 
     run = Path(args.run)
-    if not (run / "config.json").is_file():
-        hint = ""
-        if (run / "seeds.json").is_file():
-            seeds = sorted(d.name for d in run.glob("seed-*") if d.is_dir())
-            hint = f" (a seeds run: give one of its folders: {', '.join(seeds)})"
-        raise UsageError(f"{run}: not a train/ppo.py run folder (no config.json){hint}")
+    if not (run / "config.json").is_file() and not (run / "seeds.json").is_file():
+        raise UsageError(
+            f"{run}: neither a train/ppo.py run folder (no config.json) nor a seeds run "
+            "(no seeds.json)"
+        )
     if args.reference is not None:
         check_schedulers([args.reference], "--reference")
     try:
@@ -70,7 +75,7 @@ def _run(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             progress=args.progress,
         )
-    except ValueError as exc:
+    except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     print(
         f"{sel['windows']} validation windows of {sel['length']} jobs (seed {sel['seed']}); "
@@ -83,6 +88,11 @@ def _run(args: argparse.Namespace) -> int:
         print(
             f"| {r['model']} | {r['steps']} | {r['mean_avg_bsld']:.2f} | {r['geo_ratio']:.3f} "
             f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['wins']}/{sel['windows']} |{mark}"
+        )
+    for b in sel.get("seeds") or []:
+        print(
+            f"best of {b['run']}: {b['model']} {b['geo_ratio']:.3f} "
+            f"[{b['ci_low']:.3f}, {b['ci_high']:.3f}]"
         )
     print(f"\nwrote {run / SELECTION_FILE}; ship it: python eval/card.py {run} --model selected")
     return 0

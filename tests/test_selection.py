@@ -118,17 +118,78 @@ def test_selected_without_a_selection(tmp_path: Path) -> None:
         E.card_from_run(tmp_path, model="selected")
 
 
-def test_cli_refuses_a_seeds_folder(tmp_path: Path) -> None:
-    (tmp_path / "seeds.json").write_text("{}")
-    (tmp_path / "seed-1").mkdir()
-    proc = subprocess.run(
-        [sys.executable, str(REPO / "eval" / "select_checkpoint.py"), str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 2
-    assert "seeds run" in proc.stderr and "seed-1" in proc.stderr
+def _seeds_root(run: Path, root: Path, keep: dict[int, str]) -> Path:
+    """A seeds run (``seeds.json`` as train/seeds.py writes it) whose seed ``s`` holds
+    only the model ``keep[s]`` of ``run`` (as its checkpoint)."""
+    import shutil
+
+    rows = []
+    for s, model in keep.items():
+        d = root / f"seed-{s}"
+        (d / "checkpoints").mkdir(parents=True)
+        shutil.copy2(run / model, d / "checkpoints" / Path(model).name)
+        (d / "config.json").write_text(json.dumps({**CFG, "seed": s}))
+        rows.append({"seed": s, "run": str(d), "status": "finished", "timesteps": 192})
+    (root / "seeds.json").write_text(json.dumps({"seeds": list(keep), "reference": "EASY-SJBF",
+                                                  "runs": rows}))  # fmt: skip
+    return root
+
+
+def test_selection_across_seeds(run: Path, tmp_path: Path) -> None:
+    """A seeds run's folder: every seed's checkpoints compete on the same windows; the
+    choice, each seed's best and the card shipped from the root agree with selecting in
+    each seed's folder."""
+    keep = {1: "checkpoints/model_128_steps.zip", 2: "checkpoints/model_192_steps.zip"}
+    root = _seeds_root(run, tmp_path / "seeds-run", keep)
+    kw = {"agent_loader": load_agent, "windows": 3, "length": 64, "seed": 4, "jobs": 1}
+    sel = S.select_checkpoint(root, **kw)
+    per = {s: S.select_checkpoint(root / f"seed-{s}", write=False, **kw) for s in keep}
+    assert [r["model"] for r in sel["candidates"]] == [
+        "seed-1/checkpoints/model_128_steps.zip",
+        "seed-2/checkpoints/model_192_steps.zip",
+    ]
+    for s in keep:  # the same windows: the same figures as within the seed
+        (alone,) = per[s]["candidates"]
+        assert sel["seeds"][s - 1]["run"] == f"seed-{s}"
+        assert sel["seeds"][s - 1]["geo_ratio"] == pytest.approx(alone["geo_ratio"])
+        assert per[s]["starts"] == sel["starts"]
+    best = min(sel["candidates"], key=lambda r: (r["geo_ratio"], r["steps"]))
+    assert sel["chosen"] == best["model"]
+    assert Path(sel["chosen_path"]) == root.resolve() / best["model"]
+    assert json.loads((root / S.SELECTION_FILE).read_text()) == sel
+    assert not list(root.glob("seed-*/.selecting-*"))
+    # ship the choice from the root: the chosen seed's run, the root's name
+    data = E.card_from_run(root, model="selected").to_dict()
+    assert data["name"] == "seeds-run" and data["selection"]["chosen"] == sel["chosen"]
+    assert data["seed"] == int(best["model"].split("/")[0].removeprefix("seed-"))
+    assert [r["selected"]["geo_ratio"] for r in data["seeds"]["runs"]] == [
+        b["geo_ratio"] for b in sel["seeds"]
+    ]
+    md = E.cards.card_markdown(data)
+    assert "checkpoints of all 2 seeds" in md and f"seed-2 {sel['seeds'][1]['geo_ratio']:.3f}" in md
+    with pytest.raises(FileNotFoundError, match="seeds run: give one of its seed"):
+        E.card_from_run(root, model="best")
+
+
+def test_selection_across_seeds_refuses_what_cannot_be_compared(run: Path, tmp_path: Path) -> None:
+    root = _seeds_root(run, tmp_path / "r", {1: "best_model.zip", 2: "best_model.zip"})
+    (root / "seed-2" / "config.json").write_text(json.dumps({**CFG, "train_fraction": 0.6}))
+    with pytest.raises(ValueError, match="differ in 'train_fraction'"):
+        S.select_checkpoint(root, agent_loader=load_agent, windows=2, length=64, jobs=1)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "seeds.json").write_text("{}")
+    (empty / "seed-1").mkdir()  # never started: no config.json
+    with pytest.raises(FileNotFoundError, match="without a started seed"):
+        S.select_checkpoint(empty, agent_loader=load_agent)
+    for folder, words in ((empty, "without a started seed"), (tmp_path, "nor a seeds run")):
+        proc = subprocess.run(
+            [sys.executable, str(REPO / "eval" / "select_checkpoint.py"), str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 2 and words in proc.stderr, proc.stderr
 
 
 def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None:

@@ -200,7 +200,8 @@ def card_from_run(
     """A model card for a ``train/ppo.py`` run folder (``config.json``, ``summary.json``,
     ``best_model.json``), or for a ``.zip`` inside one.
 
-    :param run: the run folder, or a model ``.zip`` in it (``checkpoints/`` too)
+    :param run: the run folder, or a model ``.zip`` in it (``checkpoints/`` too), or a
+        ``--seeds`` run's folder with ``model="selected"`` (the choice across its seeds)
     :param model: ``best`` (``best_model.zip``, default; falls back to ``final``),
         ``final`` (``final_model.zip``), ``selected`` (the choice of ``eval/select_checkpoint.py``
         on validation windows, :mod:`hpcgym.evaluation.selection`; copied into the card as
@@ -216,6 +217,23 @@ def card_from_run(
         rdir = run_dir_of(p)
         if rdir is None:
             raise FileNotFoundError(f"{p}: no config.json of a train/ppo.py run next to it")
+    elif not (p / "config.json").is_file() and (p / "seeds.json").is_file():
+        # a --seeds run: only its choice across seeds (eval/select_checkpoint.py ROOT)
+        if model != "selected":
+            raise FileNotFoundError(
+                f"{p} is a seeds run: give one of its seed-<s> folders, or choose across "
+                f"the seeds with `python eval/select_checkpoint.py {p}` and ship "
+                "--model selected"
+            )
+        from hpcgym.evaluation.selection import load_selection
+
+        selection = load_selection(p)
+        zpath = Path(selection["chosen_path"])
+        found = run_dir_of(zpath)
+        if found is None:
+            raise FileNotFoundError(f"{zpath}: chosen in {p}, not inside one of its seeds")
+        rdir = found
+        name = name or p.name
     else:
         rdir = p
         if not (rdir / "config.json").is_file():
@@ -346,9 +364,9 @@ def card_from_run(
 def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The seeds of a ``train/ppo.py --seeds`` run (``seeds.json`` in ``root``): per seed
     its steps, the final model's paired ratio on training's validation windows and, when
-    ``eval/select_checkpoint.py`` was run in the seed's folder, its selected checkpoint's
-    ratio; across the seeds the spread of both (:func:`statistics.spread`). ``None``
-    when ``root`` is not a seeds run.
+    ``eval/select_checkpoint.py`` was run in the seed's folder (or across the seeds, in
+    ``root``), its selected checkpoint's ratio; across the seeds the spread of both
+    (:func:`statistics.spread`). ``None`` when ``root`` is not a seeds run.
 
     :param root: the seeds run's folder (the parent of a seed's run folder)
     """
@@ -358,6 +376,9 @@ def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     if not p.is_file():
         return None
     data = json.loads(p.read_text(encoding="utf-8"))
+    across_p = Path(root) / "selection.json"  # a choice across the seeds, if one was made
+    across = json.loads(across_p.read_text(encoding="utf-8")) if across_p.is_file() else {}
+    per_seed = {Path(root, b["run"]).name: b for b in across.get("seeds") or []}
     rows = []
     for r in data.get("runs") or []:
         row: dict[str, Any] = {
@@ -368,9 +389,14 @@ def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
             "final": r.get("paired"),
         }
         sel_p = Path(str(r.get("run"))) / "selection.json"
+        found: tuple[dict[str, Any], dict[str, Any]] | None = None
         if sel_p.is_file():
             sel = json.loads(sel_p.read_text(encoding="utf-8"))
-            best = next(c for c in sel["candidates"] if c["model"] == sel["chosen"])
+            found = next(c for c in sel["candidates"] if c["model"] == sel["chosen"]), sel
+        elif Path(str(r.get("run"))).name in per_seed:  # its best in the choice across seeds
+            found = per_seed[Path(str(r.get("run"))).name], across
+        if found is not None:
+            best, sel = found
             row["selected"] = {
                 **{k: best.get(k) for k in ("model", "steps", "geo_ratio", "ci_low", "ci_high")},
                 **{k: sel.get(k) for k in ("windows", "length", "seed", "reference")},
@@ -571,6 +597,12 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
         f"windows of {sel['length']} jobs of the validation split (window seed {sel['seed']}; "
         f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
         f"Reproduce: `{sel['command']}`",
+    ]
+    if sel.get("seeds"):  # a choice across the seeds of a --seeds run
+        bests = ", ".join(f"{b['run']} {float(b['geo_ratio']):.3f}" for b in sel["seeds"])
+        lines += ["", f"The candidates are the checkpoints of all {len(sel['seeds'])} seeds "
+                  f"of the seeds run, on the same windows; each seed's best: {bests}."]  # fmt: skip
+    lines += [
         "",
         "| checkpoint | steps | mean AVEbsld | ratio [95% interval] | wins |",
         "|---|---:|---:|---:|---:|",

@@ -10,6 +10,12 @@ the lowest paired geometric-mean ratio of AVEbsld. The result (every candidate's
 interval and wins, the windows, the chosen model and the command that reproduces it) is
 written to ``<run>/selection.json``; ``eval/card.py RUN --model selected`` ships the chosen
 model and copies the selection into the model card.
+
+For a ``train/ppo.py --seeds`` run (the folder holding ``seeds.json`` and its ``seed-<s>``
+run folders), the checkpoints of **every seed** are compared on the same windows and the
+choice is made across seeds (``<root>/selection.json``; ``eval/card.py ROOT --model
+selected`` ships it). This is the recipe against a lucky or unlucky seed: train several,
+choose on validation only, test the one choice once.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +41,18 @@ __all__ = [
     "checkpoint_candidates",
     "load_selection",
     "run_reference",
+    "seed_runs",
     "select_checkpoint",
 ]
 
 #: The file :func:`select_checkpoint` writes into the run folder.
 SELECTION_FILE = "selection.json"
+
+#: The file of a ``train/ppo.py --seeds`` run, next to its ``seed-<s>`` run folders.
+SEEDS_FILE = "seeds.json"
+
+#: Config keys the seeds of one selection must share (same windows, same reference).
+_SHARED_KEYS = ("trace", "train_fraction", "validation_fraction", "policy", "reference")
 
 #: Candidate folders of a run (``kept/``: copies a user keeps beyond ``keep_checkpoints``).
 _CANDIDATE_DIRS = ("checkpoints", "kept")
@@ -67,6 +81,51 @@ def checkpoint_candidates(run: str | os.PathLike[str]) -> list[Path]:
     if not seen:
         raise FileNotFoundError(f"no model .zip in the run {rdir}")
     return sorted(seen.values(), key=lambda f: (zip_timesteps(f) or 0, f.name))
+
+
+def seed_runs(root: str | os.PathLike[str]) -> list[Path]:
+    """The run folders (``seed-<s>`` with a ``config.json``) of a ``--seeds`` run, in seed
+    order; empty when ``root`` holds no ``seeds.json``.
+
+    :param root: a folder
+    """
+    rdir = Path(root)
+    if not (rdir / SEEDS_FILE).is_file():
+        return []
+
+    def seed(d: Path) -> int:
+        tail = d.name.removeprefix("seed-")
+        return int(tail) if tail.lstrip("-").isdigit() else 0
+
+    runs = [d for d in rdir.glob("seed-*") if (d / "config.json").is_file()]
+    return sorted(runs, key=lambda d: (seed(d), d.name))
+
+
+def _runs_and_config(rdir: Path) -> tuple[list[Path], dict[str, Any]]:
+    """The run folders a selection in ``rdir`` compares and their shared config.
+
+    :raises FileNotFoundError: ``rdir`` is neither a run nor a seeds run with a seed in it
+    :raises ValueError: the seeds differ in a key that decides the windows or the reference
+    """
+    if (rdir / "config.json").is_file():
+        return [rdir], json.loads((rdir / "config.json").read_text(encoding="utf-8"))
+    runs = seed_runs(rdir)
+    if not runs:
+        what = (
+            "a seeds run without a started seed"
+            if (rdir / SEEDS_FILE).is_file()
+            else ("not a train/ppo.py run folder (no config.json) nor a seeds run (no seeds.json)")
+        )
+        raise FileNotFoundError(f"{rdir}: {what}")
+    cfgs = [json.loads((r / "config.json").read_text(encoding="utf-8")) for r in runs]
+    for key in _SHARED_KEYS:
+        values = {json.dumps(c.get(key)) for c in cfgs}
+        if len(values) > 1:
+            raise ValueError(
+                f"{rdir}: its seeds differ in {key!r} ({', '.join(sorted(values))}): "
+                "they cannot be compared on the same windows; select in each seed's folder"
+            )
+    return runs, cfgs[0]
 
 
 def run_reference(config: dict[str, Any]) -> str:
@@ -103,7 +162,9 @@ def select_checkpoint(
 ) -> dict[str, Any]:
     """Evaluate a run's checkpoints on validation windows and choose one.
 
-    :param run: the ``train/ppo.py`` run folder
+    :param run: the ``train/ppo.py`` run folder, or a ``--seeds`` run's folder (the
+        checkpoints of all its seeds compete; the result also lists each seed's best as
+        ``seeds``)
     :param agent_loader: turns a model into a policy (the loader ``eval/`` passes)
     :param windows: validation windows (30 or more for an interval worth reading)
     :param length: jobs per window (a window longer than the validation split is refused)
@@ -113,14 +174,18 @@ def select_checkpoint(
     :param jobs: worker processes (``None``: all cores)
     :param progress: show a progress bar
     :param write: write ``<run>/selection.json``
+    :raises ValueError: the seeds of a seeds run differ in their trace, split or reference
     :return: the selection (JSON-able): ``chosen`` (path), ``candidates`` (per model its
         steps, mean AVEbsld and paired statistics), the windows and ``command``
     """
     from hpcgym.workload import load
 
     rdir = Path(run).resolve()
-    cfg = json.loads((rdir / "config.json").read_text(encoding="utf-8"))
-    models = [Path(c).resolve() for c in candidates] if candidates else checkpoint_candidates(rdir)
+    runs, cfg = _runs_and_config(rdir)
+    if candidates:
+        models = [Path(c).resolve() for c in candidates]
+    else:
+        models = [m for r in runs for m in checkpoint_candidates(r)]
     ref = reference or run_reference(cfg)
     trace = cfg.get("trace", "synthetic")
     wl = load(trace)  # a registered name, an SWF path or "synthetic"
@@ -136,9 +201,17 @@ def select_checkpoint(
     methods = [scheduler_method(ref)]
     labels: dict[str, Path] = {}
     # a run still training prunes its checkpoints/: evaluate snapshots (hard links) of the
-    # models, in a folder of the run (an agent's env options come from its run's config)
-    with tempfile.TemporaryDirectory(prefix=".selecting-", dir=rdir) as tmp:
-        snaps = _snapshot(models, Path(tmp))
+    # models, in a folder of their run (an agent's env options come from its run's config)
+    owner = {m: next((r for r in runs if m.is_relative_to(r)), runs[0]) for m in models}
+    with ExitStack() as stack:
+        snaps: dict[Path, Path] = {}
+        for r in runs:
+            mine = [m for m in models if owner[m] == r]
+            if mine:
+                tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix=".selecting-", dir=r))
+                snaps.update(_snapshot(mine, Path(tmp)))
+        if not snaps:
+            raise FileNotFoundError(f"none of the models is left: {', '.join(map(str, models))}")
         for m, snap in snaps.items():
             label = _label(m, rdir) if m.is_relative_to(rdir) else str(m)
             labels[label] = m
@@ -166,7 +239,7 @@ def select_checkpoint(
             )
         chosen = min(rows, key=lambda r: (r["geo_ratio"], r["steps"] or 0))
         if not labels[chosen["model"]].is_file():  # pruned meanwhile: keep the snapshot
-            kept = rdir / "kept" / labels[chosen["model"]].name
+            kept = owner[labels[chosen["model"]]] / "kept" / labels[chosen["model"]].name
             kept.parent.mkdir(exist_ok=True)
             shutil.copy2(snaps[labels[chosen["model"]]], kept)
             labels[chosen["model"]] = kept
@@ -183,6 +256,7 @@ def select_checkpoint(
         "chosen": chosen["model"],
         "chosen_path": str(labels[chosen["model"]]),
         "candidates": rows,
+        **({"seeds": _best_per_seed(rows, labels, owner, rdir)} if runs != [rdir] else {}),
         "command": (
             f"python eval/select_checkpoint.py {rdir} --windows {windows} "
             f"--length {length} --seed {seed}" + (f" --reference {reference}" if reference else "")
@@ -209,8 +283,21 @@ def _snapshot(models: Sequence[Path], folder: Path) -> dict[Path, Path]:
         except FileNotFoundError:
             continue
         out[m] = snap
-    if not out:
-        raise FileNotFoundError(f"none of the models is left: {', '.join(map(str, models))}")
+    return out
+
+
+def _best_per_seed(
+    rows: Sequence[dict[str, Any]], labels: dict[str, Path], owner: dict[Path, Path], root: Path
+) -> list[dict[str, Any]]:
+    """Per seed run of a seeds selection, its best candidate (``run``, ``model``,
+    ``steps`` and the paired statistics): the spread the choice was made from."""
+    out = []
+    for r in dict.fromkeys(owner.values()):
+        mine = [row for row in rows if owner[labels[row["model"]]] == r]
+        if mine:
+            best = min(mine, key=lambda x: (x["geo_ratio"], x["steps"] or 0))
+            keys = ("model", "steps", "geo_ratio", "ci_low", "ci_high", "wins")
+            out.append({"run": _label(r, root), **{k: best.get(k) for k in keys}})
     return out
 
 
