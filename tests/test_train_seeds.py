@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from train import stopping  # noqa: E402
 from train.ppo import main  # noqa: E402
 
 pytest.importorskip("sb3_contrib")
@@ -70,13 +71,17 @@ def test_seed_jobs_needs_seeds(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert exc.value.code == 2
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(
+    ("sig", "to"),
+    [(signal.SIGINT, "group"), (signal.SIGTERM, "group"), (signal.SIGTERM, "leader")],
+)
 def test_ctrl_c_or_sigterm_stops_every_worker_with_a_checkpoint(
-    tmp_path: Path, sig: signal.Signals
+    tmp_path: Path, sig: signal.Signals, to: str
 ) -> None:
-    """Ctrl-C, or a batch system's SIGTERM, to the process group: every worker
-    checkpoints, seeds.json is written, the exit status says which signal, and
-    ``--resume --seed-jobs 2`` finishes both seeds."""
+    """Ctrl-C, or a batch system's SIGTERM, to the process group — or a SIGTERM to the
+    main process alone (a container runtime stopping its first process), which passes it
+    on: every worker checkpoints, seeds.json is written, the exit status says which
+    signal, and ``--resume --seed-jobs 2`` finishes both seeds."""
     root = tmp_path / "p"
     cmd = [sys.executable, str(REPO / "train" / "ppo.py"), *SMALL, "--total-steps", "1000000",
            "--checkpoint-every", "1", "--seeds", "1", "2", "--seed-jobs", "2", "--logdir",
@@ -96,7 +101,10 @@ def test_ctrl_c_or_sigterm_stops_every_worker_with_a_checkpoint(
             assert proc.poll() is None, proc.communicate()[1][-3000:]
             assert time.monotonic() - t0 < 180, "the workers did not checkpoint"
             time.sleep(0.2)
-        os.killpg(proc.pid, sig)
+        if to == "group":
+            os.killpg(proc.pid, sig)
+        else:
+            os.kill(proc.pid, sig)
         _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -118,30 +126,64 @@ def test_ctrl_c_or_sigterm_stops_every_worker_with_a_checkpoint(
     assert [r["timesteps"] for r in done["runs"]] == [target, target]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+_PASSED = [(v, k) for k, v in stopping.PASS_ON.items()]  # (signal sent, name passed on)
+
+
+@pytest.mark.parametrize(
+    ("sig", "name"), [(signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM"), *_PASSED]
+)
 def test_worker_signal_during_set_up_and_idle(
-    monkeypatch: pytest.MonkeyPatch, sig: signal.Signals
+    monkeypatch: pytest.MonkeyPatch, sig: signal.Signals, name: str
 ) -> None:
-    """A worker: idle (pool initializer), it ignores Ctrl-C and SIGTERM (one dying would
-    break the pool and end the other workers' seeds); during a seed's set-up a signal
-    interrupts the seed and says which signal; the idle handlers come back afterwards."""
+    """A worker: idle (pool initializer), it ignores Ctrl-C, SIGTERM and the parent's
+    passed-on signals (one dying would break the pool and end the other workers'
+    seeds); during a seed's set-up a signal interrupts the seed and says which signal (a
+    passed-on one: the signal it passes on); the idle handlers come back afterwards."""
     from train import seeds
 
-    old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    all_sigs = (signal.SIGINT, signal.SIGTERM, *stopping.PASS_ON.values())
+    old = {s: signal.getsignal(s) for s in all_sigs}
     reached: list[bool] = []
 
     def set_up(*_args: object) -> None:
         os.kill(os.getpid(), sig)
+        os.kill(os.getpid(), sig)  # a second copy (group signal + passed on): no effect
         reached.append(True)  # not reached: the signal interrupts the set-up
 
     try:
         seeds._idle_worker()
-        os.kill(os.getpid(), sig)  # ignored
+        for s in all_sigs:
+            os.kill(os.getpid(), s)  # ignored
         monkeypatch.setattr(seeds, "_train_seed", set_up)
-        assert seeds._seed_worker("unused", 1, {}, False) == (sig.name, 0)
+        assert seeds._seed_worker("unused", 1, {}, False) == (name, 0)
         assert not reached
         assert signal.getsignal(sig) is signal.SIG_IGN
         os.kill(os.getpid(), sig)  # idle again: ignored
     finally:
+        stopping.passed_on = {}
         for s, h in old.items():
             signal.signal(s, h)
+
+
+@pytest.mark.skipif(not stopping.PASS_ON, reason="no SIGUSR1/SIGUSR2 on this platform")
+def test_a_passed_on_signal_stops_once_and_never_escalates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In a seeds worker, a session's stop control takes the parent's passed-on signal
+    as the signal it passes on; after the original signal (group) it changes nothing,
+    where a second original escalates."""
+    monkeypatch.setattr(stopping, "passed_on", {v: k for k, v in stopping.PASS_ON.items()})
+    stop = stopping.StopControl()
+    with stop.catching((signal.SIGINT, signal.SIGTERM)):
+        os.kill(os.getpid(), stopping.PASS_ON["SIGTERM"])
+        assert stop.reason() == "SIGTERM"
+        os.kill(os.getpid(), stopping.PASS_ON["SIGTERM"])  # its copy: still one request
+        os.kill(os.getpid(), stopping.PASS_ON["SIGINT"])
+        assert stop.reason() == "SIGTERM"
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)  # a second original: stop at once
+    stop = stopping.StopControl()
+    with stop.catching((signal.SIGINT,)):
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), stopping.PASS_ON["SIGINT"])  # the group's signal passed on
+        assert stop.reason() == "SIGINT"

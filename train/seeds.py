@@ -215,10 +215,14 @@ def _train_seed(root: Path, seed: int, options: Mapping[str, Any], resume: bool)
 
 def _idle_worker() -> None:
     """Pool initializer: an idle worker ignores Ctrl-C and SIGTERM (one dying would break
-    the pool and end the seeds still running in the other workers)."""
+    the pool and end the seeds still running in the other workers), and the parent's
+    passed-on signals (:data:`train.stopping.PASS_ON`), which it will take as such."""
     import signal
 
-    for s in (signal.SIGINT, signal.SIGTERM):
+    from train import stopping
+
+    stopping.passed_on = {v: k for k, v in stopping.PASS_ON.items()}
+    for s in (signal.SIGINT, signal.SIGTERM, *stopping.passed_on):
         signal.signal(s, signal.SIG_IGN)
 
 
@@ -231,15 +235,18 @@ def _seed_worker(
     they interrupt the seed."""
     import signal
 
-    from train import session
+    from train import session, stopping
 
     caught: list[str] = []
 
     def interrupt(signum: int, _frame: object) -> None:
-        caught.append(signal.Signals(signum).name)
+        if caught:  # once (a group signal and its passed-on copy are one request)
+            return
+        caught.append(stopping.passed_on.get(signum) or signal.Signals(signum).name)
         raise KeyboardInterrupt
 
-    old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    sigs = (signal.SIGINT, signal.SIGTERM, *stopping.passed_on)
+    old = {s: signal.signal(s, interrupt) for s in sigs}
     try:
         _train_seed(Path(root), seed, options, resume)
     except session.Interrupted as exc:
@@ -258,7 +265,8 @@ def _train_parallel(
     """Train ``seeds`` in ``jobs`` worker processes (``spawn``: a fresh interpreter each,
     as torch wants). Ctrl-C reaches every worker (same process group): each saves a
     checkpoint; the first interruption is raised here once every worker has stopped. A
-    SIGTERM to the whole process group (a batch system stopping the job) does the same.
+    SIGTERM to the whole process group (a batch system stopping the job) does the same,
+    and so does a signal to this process alone (it is passed on to the workers).
 
     Here the signals only set a flag (seeds not begun are then cancelled): an exception
     raised inside the pool's locks and queues could leave them inconsistent.
@@ -318,10 +326,33 @@ def _wait_workers(
                 for f in pending:
                     f.cancel()
                 cancelled = True
+                _pass_on(caught[0])
         for seed, fut in futures.items():
             out = None if fut.cancelled() else fut.result()
             if out is not None:
                 stopped.append((seed, out))
+
+
+def _pass_on(name: str) -> None:
+    """Pass the signal ``name`` on to the worker processes (:data:`stopping.PASS_ON`): a
+    signal sent to this process alone — a container runtime or batch system that signals
+    only the job's leader — then stops the seeds too. A worker that got the signal itself
+    (sent to the process group) takes the copy as the same request; an idle one ignores it.
+    """
+    import multiprocessing as mp
+    import os
+
+    from train import stopping
+
+    sig = stopping.PASS_ON.get(name)
+    if sig is None:
+        return
+    for child in mp.active_children():
+        if child.pid is not None:
+            try:
+                os.kill(child.pid, sig)
+            except ProcessLookupError:  # ended meanwhile
+                pass
 
 
 def _seed_row(seed: int, run: RunDir) -> dict[str, Any]:

@@ -35,6 +35,18 @@ __all__ = [
 #: Stop reasons written to ``summary.json`` (``sessions[i]["stop_reason"]``).
 TARGET, TIME_LIMIT = "target reached", "time limit"
 
+#: Signals a ``--seeds`` parent sends its workers to pass on a signal that reached it alone
+#: (a container's or batch system's SIGTERM to the job's leader), by the name passed on.
+#: They request a stop under that name and never escalate: a worker that got the original
+#: too (a signal to the whole process group) just stops once. ``{}`` where they do not exist.
+PASS_ON: dict[str, int] = (
+    {"SIGTERM": signal.SIGUSR1, "SIGINT": signal.SIGUSR2} if hasattr(signal, "SIGUSR2") else {}
+)
+
+#: Which signals :meth:`StopControl.catching` also takes as passed-on ones (set by a seeds
+#: worker process, :func:`train.seeds._seed_worker`; empty elsewhere).
+passed_on: dict[int, str] = {}
+
 
 class StopControl:
     """When the training of a session must stop: a deadline, or a caught signal.
@@ -79,7 +91,9 @@ class StopControl:
     @contextmanager
     def catching(self, signals: Sequence[int] = (signal.SIGTERM,)) -> Iterator[StopControl]:
         """While in the block, ``signals`` request a graceful stop (a second one raises
-        ``KeyboardInterrupt``). Only in the main thread; previous handlers are restored.
+        ``KeyboardInterrupt``), and so do the signals of :data:`passed_on` (under the name
+        they pass on; never escalating). Only in the main thread; previous handlers are
+        restored.
 
         :param signals: the signals to catch
         """
@@ -92,7 +106,11 @@ class StopControl:
                 raise KeyboardInterrupt
             self.request(signal.Signals(signum).name)
 
+        def passed(signum: int, _frame: FrameType | None) -> None:  # never escalates
+            self.request(passed_on[signum])
+
         old = {s: signal.signal(s, handler) for s in signals}
+        old.update({s: signal.signal(s, passed) for s in passed_on})
         try:
             yield self
         finally:
