@@ -1,7 +1,7 @@
 """Choose a run's checkpoint on validation windows (never the test split).
 
     python eval/select_checkpoint.py RUN [--windows 30] [--length 1024] [--seed 7] \\
-        [--reference EASY-SJBF]
+        [--reference EASY-SJBF] [--max-candidates N]
     python eval/card.py RUN --model selected --name NAME     # ship the choice
 
 Evaluates ``best_model.zip``, ``final_model.zip`` and every ``checkpoints/*.zip`` and
@@ -47,6 +47,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--reference", default=None, help="scheduler of the ratio (default: the run's reference)"
     )
+    p.add_argument(
+        "--max-candidates",
+        type=C.positive_int,
+        default=None,
+        help="at most N checkpoints per run (seed), evenly spaced in steps; the best and "
+        "final models stay (for runs trained with --keep-checkpoints 0; default: all)",
+    )
     p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     args = p.parse_args(argv)
@@ -72,6 +79,7 @@ def _run(args: argparse.Namespace) -> int:
             length=args.length,
             seed=args.seed,
             reference=args.reference,
+            max_candidates=args.max_candidates,
             jobs=args.jobs,
             progress=args.progress,
         )

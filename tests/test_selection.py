@@ -292,3 +292,39 @@ def test_selection_survives_pruning_of_a_running_run(
     ratios = [r["geo_ratio"] for r in ref["candidates"]]
     assert [r["geo_ratio"] for r in sel["candidates"]] == ratios
     assert not list(live.glob(".selecting-*"))  # the snapshots are removed
+
+
+def test_thin_candidates_keeps_best_final_and_evenly_spaced() -> None:
+    ckpts = [Path(f"checkpoints/model_{i}_steps.zip") for i in range(1, 101)]
+    models = [*ckpts[:40], Path("best_model.zip"), *ckpts[40:], Path("final_model.zip")]
+    assert S.thin_candidates(models, None) == models
+    assert S.thin_candidates(models[:5], 10) == models[:5]
+    kept = S.thin_candidates(models, 6)
+    assert len(kept) == 6 and kept[0] == models[0]
+    assert Path("best_model.zip") in kept and kept[-1] == Path("final_model.zip")
+    idx = [models.index(k) for k in kept if k.name.startswith("model_")]
+    gaps = np.diff(idx)
+    assert gaps.min() >= 20 and gaps.max() <= 30  # evenly spaced over the 102
+    assert kept == sorted(kept, key=models.index)  # still in step order
+    with pytest.raises(ValueError, match="at least 1"):
+        S.thin_candidates(models, 0)
+
+
+def test_selection_limits_candidates_per_seed(
+    run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``max_candidates`` thins each seed's candidates on its own (one call per seed)."""
+    keep = {1: "checkpoints/model_128_steps.zip", 2: "checkpoints/model_192_steps.zip"}
+    root = _seeds_root(run, tmp_path / "thin", keep)
+    calls: list[tuple[list[str], int | None]] = []
+    real = S.thin_candidates
+
+    def spy(models, limit):  # type: ignore[no-untyped-def]
+        calls.append(([str(m.relative_to(root.resolve())) for m in models], limit))
+        return real(models, limit)
+
+    monkeypatch.setattr(S, "thin_candidates", spy)
+    sel = S.select_checkpoint(root, agent_loader=load_agent, windows=2, length=64, jobs=1,
+                              max_candidates=3, write=False)  # fmt: skip
+    assert calls == [([f"seed-{s}/{m}"], 3) for s, m in keep.items()]
+    assert "--max-candidates 3" in sel["command"]

@@ -43,6 +43,7 @@ __all__ = [
     "run_reference",
     "seed_runs",
     "select_checkpoint",
+    "thin_candidates",
 ]
 
 #: The file :func:`select_checkpoint` writes into the run folder.
@@ -81,6 +82,26 @@ def checkpoint_candidates(run: str | os.PathLike[str]) -> list[Path]:
     if not seen:
         raise FileNotFoundError(f"no model .zip in the run {rdir}")
     return sorted(seen.values(), key=lambda f: (zip_timesteps(f) or 0, f.name))
+
+
+def thin_candidates(models: Sequence[Path], limit: int | None) -> list[Path]:
+    """At most ``limit`` of ``models`` (in step order, as :func:`checkpoint_candidates`
+    gives them), evenly spaced over their order; ``best_model.zip``, ``final_model.zip``
+    and the last model always stay. ``None``: all.
+
+    :param models: the candidates, in step order
+    :param limit: how many to keep (at least 1)
+    :raises ValueError: ``limit`` below 1
+    """
+    if limit is None or len(models) <= limit:
+        return list(models)
+    if limit < 1:
+        raise ValueError(f"max_candidates must be at least 1, got {limit}")
+    fixed = {i for i, m in enumerate(models) if m.name in ("best_model.zip", "final_model.zip")}
+    fixed.add(len(models) - 1)
+    free = max(limit - len(fixed), 0)
+    spaced = {round(i * (len(models) - 1) / max(free, 1)) for i in range(free)} if free else set()
+    return [models[i] for i in sorted(fixed | spaced)]
 
 
 def seed_runs(root: str | os.PathLike[str]) -> list[Path]:
@@ -156,6 +177,7 @@ def select_checkpoint(
     seed: int = 7,
     reference: str | None = None,
     candidates: Sequence[str | os.PathLike[str]] | None = None,
+    max_candidates: int | None = None,
     jobs: int | None = None,
     progress: bool = False,
     write: bool = True,
@@ -171,6 +193,9 @@ def select_checkpoint(
     :param seed: window seed (a development seed: validation is for choosing)
     :param reference: scheduler of the paired ratio (default: the run's reward reference)
     :param candidates: the models to compare (default: :func:`checkpoint_candidates`)
+    :param max_candidates: at most this many candidates per run (seed), evenly spaced in
+        steps (:func:`thin_candidates`; ``best_model.zip`` and ``final_model.zip`` always
+        stay): for a run that kept every checkpoint (``--keep-checkpoints 0``)
     :param jobs: worker processes (``None``: all cores)
     :param progress: show a progress bar
     :param write: write ``<run>/selection.json``
@@ -185,7 +210,9 @@ def select_checkpoint(
     if candidates:
         models = [Path(c).resolve() for c in candidates]
     else:
-        models = [m for r in runs for m in checkpoint_candidates(r)]
+        models = [
+            m for r in runs for m in thin_candidates(checkpoint_candidates(r), max_candidates)
+        ]
     ref = reference or run_reference(cfg)
     trace = cfg.get("trace", "synthetic")
     wl = load(trace)  # a registered name, an SWF path or "synthetic"
@@ -259,7 +286,9 @@ def select_checkpoint(
         **({"seeds": _best_per_seed(rows, labels, owner, rdir)} if runs != [rdir] else {}),
         "command": (
             f"python eval/select_checkpoint.py {rdir} --windows {windows} "
-            f"--length {length} --seed {seed}" + (f" --reference {reference}" if reference else "")
+            f"--length {length} --seed {seed}"
+            + (f" --reference {reference}" if reference else "")
+            + (f" --max-candidates {max_candidates}" if max_candidates else "")
         ),
     }
     if write:
