@@ -74,6 +74,7 @@ def bench(
     steps: int,
     repeat: int,
     reward_mode: str = "terminal",
+    features: str = "paper",
 ) -> dict:
     rates, resets, eps = [], [], []
     for r in range(repeat):
@@ -84,6 +85,7 @@ def bench(
             normalizer=normalizer,
             sequence_length=256,
             reward_mode=reward_mode,
+            features=features,
         )
         rng = np.random.default_rng(r)
         run(env, rng, 500)  # warm-up (numba cache load, trace load)
@@ -117,18 +119,22 @@ def run_vector(venv: BackfillVectorEnv, rng: np.random.Generator, steps: int) ->
     return CLOCK() - t0, taken
 
 
-def vector_rate(trace: str, mode: str, n: int | None, steps: int, seed: int, copy: bool) -> float:
+def vector_rate(
+    trace: str, mode: str, n: int | None, steps: int, seed: int, copy: bool, features: str = "paper"
+) -> float:
     """One all-in run of about ``steps`` env-steps: the single env (``n=None``) or the vector
     env with ``n`` sub-envs; returns env-steps/s (empty normalizer cache, after a warm-up)."""
     clear_normalizer_cache()
     rng = np.random.default_rng(seed)
     if n is None:
-        env = BackfillEnv(trace=trace, mode=mode, window_length=256)
+        env = BackfillEnv(trace=trace, mode=mode, window_length=256, features=features)
         run(env, rng, 500)  # warm-up
         clear_normalizer_cache()
         secs, _, _ = run(env, rng, steps)
         return steps / secs
-    venv = BackfillVectorEnv(n, copy=copy, trace=trace, mode=mode, window_length=256)
+    venv = BackfillVectorEnv(
+        n, copy=copy, trace=trace, mode=mode, window_length=256, features=features
+    )
     run_vector(venv, rng, max(500 // n, 2))  # warm-up
     clear_normalizer_cache()
     secs, taken = run_vector(venv, rng, max(steps // n, 1))
@@ -149,7 +155,7 @@ def vector_table(args: argparse.Namespace) -> None:
             best: dict[tuple[int | None, bool], float] = {}
             for r in range(args.repeat):
                 for n, copy in configs:
-                    rate = vector_rate(trace, mode, n, args.steps, r, copy)
+                    rate = vector_rate(trace, mode, n, args.steps, r, copy, args.features)
                     best[n, copy] = max(best.get((n, copy), 0.0), rate)
             single = best[None, True]
             for copy in (True, False):
@@ -225,6 +231,12 @@ def main() -> None:
         help="reward modes of the single-env table (default terminal)",
     )
     ap.add_argument(
+        "--features",
+        choices=["paper", "extended"],
+        default="paper",
+        help="observation columns (docs/env.md; default paper)",
+    )
+    ap.add_argument(
         "--clock",
         choices=["wall", "cpu"],
         default="wall",
@@ -253,7 +265,7 @@ def single_table(args: argparse.Namespace) -> None:
     for trace in args.traces:
         for mode in args.modes:
             for norm, reward in itertools.product(("EASY-SJBF", None), args.reward_modes):
-                r = bench(trace, mode, norm, args.steps, args.repeat, reward)
+                r = bench(trace, mode, norm, args.steps, args.repeat, reward, args.features)
                 print(
                     f"| {trace} | {mode} | {norm or 'none'} | {reward} | {r['steps_per_s']:,.0f} | "
                     f"{r['steps_per_s'] / REFERENCE_STEPS_PER_S:.1f}x | {r['reset_ms']:.3f} | "
