@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hpcgym.evaluation.cards import SEEDS_FILE  # the file of a seeds run
 from hpcgym.evaluation.statistics import spread
 from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, write_json
@@ -37,8 +38,6 @@ __all__ = [
     "start_seeds",
 ]
 
-#: The file of a seeds run (next to its ``seed-<s>`` folders).
-SEEDS_FILE = "seeds.json"
 
 #: Stop reasons of a session that finished its run (a final model was saved).
 _FINISHED = ("target reached", "time limit")

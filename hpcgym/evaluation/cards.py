@@ -24,6 +24,8 @@ from hpcgym.workload.sequences import VALIDATION_FRACTION
 __all__ = [
     "CARD_ENV_KEYS",
     "MODEL_CARD_SCHEMA",
+    "SEEDS_FILE",
+    "SELECTION_FILE",
     "ModelCard",
     "canonical_trace",
     "card_from_run",
@@ -39,6 +41,13 @@ __all__ = [
 
 #: Model-card schema identifier (see docs/evaluation.md).
 MODEL_CARD_SCHEMA = "hpcgym-model-card/1"
+
+#: The file of a ``train/ppo.py --seeds`` run, next to its ``seed-<s>`` run folders.
+SEEDS_FILE = "seeds.json"
+
+#: The checkpoint choice on validation windows in a run (or seeds run) folder
+#: (:mod:`hpcgym.evaluation.selection`).
+SELECTION_FILE = "selection.json"
 
 #: BackfillEnv arguments a model card may set (everything else comes from the evaluation).
 CARD_ENV_KEYS: tuple[str, ...] = (
@@ -217,7 +226,7 @@ def card_from_run(
         rdir = run_dir_of(p)
         if rdir is None:
             raise FileNotFoundError(f"{p}: no config.json of a train/ppo.py run next to it")
-    elif not (p / "config.json").is_file() and (p / "seeds.json").is_file():
+    elif not (p / "config.json").is_file() and (p / SEEDS_FILE).is_file():
         # a --seeds run: only its choice across seeds (eval/select_checkpoint.py ROOT)
         if model != "selected":
             raise FileNotFoundError(
@@ -372,11 +381,11 @@ def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     """
     from hpcgym.evaluation.statistics import spread
 
-    p = Path(root) / "seeds.json"
+    p = Path(root) / SEEDS_FILE
     if not p.is_file():
         return None
     data = json.loads(p.read_text(encoding="utf-8"))
-    across_p = Path(root) / "selection.json"  # a choice across the seeds, if one was made
+    across_p = Path(root) / SELECTION_FILE  # a choice across the seeds, if one was made
     across = json.loads(across_p.read_text(encoding="utf-8")) if across_p.is_file() else {}
     per_seed = {Path(root, b["run"]).name: b for b in across.get("seeds") or []}
     rows = []
@@ -388,7 +397,7 @@ def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
             "timesteps": r.get("timesteps"),
             "final": r.get("paired"),
         }
-        sel_p = Path(str(r.get("run"))) / "selection.json"
+        sel_p = Path(str(r.get("run"))) / SELECTION_FILE
         found: tuple[dict[str, Any], dict[str, Any]] | None = None
         if sel_p.is_file():
             sel = json.loads(sel_p.read_text(encoding="utf-8"))

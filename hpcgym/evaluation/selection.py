@@ -29,7 +29,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.cards import zip_timesteps
+from hpcgym.evaluation.cards import SEEDS_FILE, SELECTION_FILE, zip_timesteps
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
@@ -45,12 +45,6 @@ __all__ = [
     "select_checkpoint",
     "thin_candidates",
 ]
-
-#: The file :func:`select_checkpoint` writes into the run folder.
-SELECTION_FILE = "selection.json"
-
-#: The file of a ``train/ppo.py --seeds`` run, next to its ``seed-<s>`` run folders.
-SEEDS_FILE = "seeds.json"
 
 #: Config keys the seeds of one selection must share (same windows, same reference).
 _SHARED_KEYS = ("trace", "train_fraction", "validation_fraction", "policy", "reference")
@@ -132,11 +126,9 @@ def _runs_and_config(rdir: Path) -> tuple[list[Path], dict[str, Any]]:
         return [rdir], json.loads((rdir / "config.json").read_text(encoding="utf-8"))
     runs = seed_runs(rdir)
     if not runs:
-        what = (
-            "a seeds run without a started seed"
-            if (rdir / SEEDS_FILE).is_file()
-            else ("not a train/ppo.py run folder (no config.json) nor a seeds run (no seeds.json)")
-        )
+        what = "a seeds run without a started seed"
+        if not (rdir / SEEDS_FILE).is_file():
+            what = "not a train/ppo.py run folder (no config.json) nor a seeds run (no seeds.json)"
         raise FileNotFoundError(f"{rdir}: {what}")
     cfgs = [json.loads((r / "config.json").read_text(encoding="utf-8")) for r in runs]
     for key in _SHARED_KEYS:
