@@ -137,26 +137,32 @@ def test_worker_signal_during_set_up_and_idle(
 ) -> None:
     """A worker: idle (pool initializer), it ignores Ctrl-C, SIGTERM and the parent's
     passed-on signals (one dying would break the pool and end the other workers'
-    seeds); during a seed's set-up a signal interrupts the seed and says which signal (a
-    passed-on one: the signal it passes on); the idle handlers come back afterwards."""
+    seeds); during a seed's set-up a signal interrupts the seed and says which signal,
+    while a passed-on one never raises: it is kept, under the signal it passes on, for
+    the session to stop on; the idle handlers come back afterwards."""
     from train import seeds
 
     all_sigs = (signal.SIGINT, signal.SIGTERM, *stopping.PASS_ON.values())
     old = {s: signal.getsignal(s) for s in all_sigs}
-    reached: list[bool] = []
+    reached: list[str | None] = []
+    original = sig in (signal.SIGINT, signal.SIGTERM)
 
     def set_up(*_args: object) -> None:
         os.kill(os.getpid(), sig)
         os.kill(os.getpid(), sig)  # a second copy (group signal + passed on): no effect
-        reached.append(True)  # not reached: the signal interrupts the set-up
+        reached.append(stopping.pending)  # reached only after a passed-on signal
 
     try:
         seeds._idle_worker()
         for s in all_sigs:
             os.kill(os.getpid(), s)  # ignored
         monkeypatch.setattr(seeds, "_train_seed", set_up)
-        assert seeds._seed_worker("unused", 1, {}, False) == (name, 0)
-        assert not reached
+        if original:
+            assert seeds._seed_worker("unused", 1, {}, False) == (name, 0)
+            assert not reached
+        else:
+            assert seeds._seed_worker("unused", 1, {}, False) is None
+            assert reached == [name] and stopping.pending is None  # kept, then cleared
         assert signal.getsignal(sig) is signal.SIG_IGN
         os.kill(os.getpid(), sig)  # idle again: ignored
     finally:
@@ -187,3 +193,7 @@ def test_a_passed_on_signal_stops_once_and_never_escalates(
         os.kill(os.getpid(), signal.SIGINT)
         os.kill(os.getpid(), stopping.PASS_ON["SIGINT"])  # the group's signal passed on
         assert stop.reason() == "SIGINT"
+    monkeypatch.setattr(stopping, "pending", "SIGTERM")  # passed on during the set-up
+    stop = stopping.StopControl()
+    with stop.catching((signal.SIGINT, signal.SIGTERM)):
+        assert stop.reason() == "SIGTERM" and stopping.pending is None

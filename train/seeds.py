@@ -231,7 +231,8 @@ def _seed_worker(
     """One seed in a worker process; an interruption comes back as ``(signal, steps)``
     (exceptions of other kinds travel back as themselves). While the seed trains, the
     session catches Ctrl-C and SIGTERM and stops with a checkpoint; before and after,
-    they interrupt the seed."""
+    they interrupt the seed. A signal passed on by the parent never interrupts: before
+    the session it is kept (:data:`stopping.pending`) and the session stops on it at once."""
     import signal
 
     from train import session, stopping
@@ -239,13 +240,18 @@ def _seed_worker(
     caught: list[str] = []
 
     def interrupt(signum: int, _frame: object) -> None:
-        if caught:  # once (a group signal and its passed-on copy are one request)
-            return
-        caught.append(stopping.passed_on.get(signum) or signal.Signals(signum).name)
-        raise KeyboardInterrupt
+        if not caught:
+            caught.append(signal.Signals(signum).name)
+            raise KeyboardInterrupt
 
-    sigs = (signal.SIGINT, signal.SIGTERM, *stopping.passed_on)
-    old = {s: signal.signal(s, interrupt) for s in sigs}
+    def passed(signum: int, _frame: object) -> None:
+        # never raises: it may come after the session has stopped on the group's signal
+        # (and be writing its summary); before the session, the session honours it
+        stopping.pending = stopping.pending or stopping.passed_on[signum]
+
+    stopping.pending = None
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    old.update({s: signal.signal(s, passed) for s in stopping.passed_on})
     try:
         _train_seed(Path(root), seed, options, resume)
     except session.Interrupted as exc:
@@ -253,6 +259,7 @@ def _seed_worker(
     except KeyboardInterrupt:  # during the seed's set-up: nothing saved
         return (caught or ["SIGINT"])[0], 0
     finally:
+        stopping.pending = None
         for s, h in old.items():
             signal.signal(s, h)
     return None

@@ -47,6 +47,10 @@ PASS_ON: dict[str, int] = (
 #: worker process, :func:`train.seeds._seed_worker`; empty elsewhere).
 passed_on: dict[int, str] = {}
 
+#: A passed-on signal that came while no session was catching (the seed's set-up): the
+#: next :meth:`StopControl.catching` honours it at once. A passed-on signal never raises.
+pending: str | None = None
+
 
 class StopControl:
     """When the training of a session must stop: a deadline, or a caught signal.
@@ -109,6 +113,10 @@ class StopControl:
         def passed(signum: int, _frame: FrameType | None) -> None:  # never escalates
             self.request(passed_on[signum])
 
+        global pending
+        if pending is not None:  # passed on before this session began
+            self.request(pending)
+            pending = None
         old = {s: signal.signal(s, handler) for s in signals}
         old.update({s: signal.signal(s, passed) for s in passed_on})
         try:
