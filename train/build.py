@@ -44,6 +44,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
     """
     trace = None if str(cfg.trace).lower() in ("synthetic", "none") else cfg.trace
     reference = cfg.reference
+    weighted = split == "train" and cfg.load_weighting > 0
     return {
         "trace": trace,
         "policy": cfg.policy,
@@ -59,6 +60,8 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "mode": cfg.mode,
         "reference": None if str(reference).lower() == "none" else reference,
         "max_queue": int(cfg.max_queue),
+        # training windows only: evaluations play fixed windows
+        **({"load_weighting": cfg.load_weighting} if weighted else {}),
         **({"trace_kwargs": {"lenient": True}} if cfg.lenient and trace is not None else {}),
     }
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from hpcgym.argtypes import positive_int
-from train.config import Option, TrainConfig
+from train.config import TrainConfig
+from train.options import Option
 
 __all__ = ["OneLineParser", "ParsedArgs", "build_parser", "parse_args"]
 

@@ -33,7 +33,8 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from train.cli import OneLineParser  # noqa: E402
-from train.config import ConfigError, Option, TrainConfig  # noqa: E402
+from train.config import ConfigError, TrainConfig  # noqa: E402
+from train.options import Option  # noqa: E402
 
 __all__ = ["build_parser", "main", "run_trial", "results_table"]
 

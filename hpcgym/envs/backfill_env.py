@@ -18,6 +18,7 @@ from gymnasium import spaces
 from hpcgym.envs import observation as FT
 from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext
 from hpcgym.envs.predictions import episode_predictions
+from hpcgym.envs.render import render_ansi
 from hpcgym.envs.reward import (
     OBJECTIVES,
     REWARD_MODES,
@@ -189,7 +190,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
 
     ## Starting State
 
-    :meth:`reset` draws a window start uniformly from the ``split`` with the env's
+    :meth:`reset` draws a window start uniformly from the ``split`` (or, with
+    ``load_weighting=p > 0``, with probability ``~ load ** p``, ``load`` = the window's
+    offered load: :class:`~hpcgym.workload.sequences.WindowSampler`) with the env's
     seeded generator (``self.np_random``), or uses ``options={"start": i}`` (replay an
     exact window), and runs the engine to the first decision point. If the window has
     no decision point at all, the episode is over already: the observation is all
@@ -219,6 +222,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense`` (see *Rewards*)         |
+    | `load_weighting`    | `0.0`           | ``p``: draw windows ``~ load ** p`` (*Starting*)  |
     | `max_queue`         | `128`           | ``K``: observation rows                           |
     | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
     | `invalid_action`    | `"stop"`        | ``stop``, ``penalty`` (STOP + -1) or ``raise``    |
@@ -301,6 +305,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         est_scale: float | None = None,
         features: str = "paper",
         reward_mode: str = "terminal",
+        load_weighting: float = 0.0,
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -360,7 +365,14 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self.trace_label = str(trace)
         self.split = split
         self._sampler = WindowSampler(
-            len(workload), self.window_length, split, train_fraction, 0, None, validation_fraction
+            workload,
+            self.window_length,
+            split,
+            train_fraction,
+            0,
+            None,
+            validation_fraction,
+            load_weighting,
         )
         self.train_fraction, self.validation_fraction = self._sampler.fractions
 
@@ -533,7 +545,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             start = options.get("start")
         lo, last = self.valid_starts
         if start is None:
-            start = int(self.np_random.integers(lo, last + 1))
+            start = self._sampler.draw(self.np_random)
         else:
             start = operator.index(start)
             if not lo <= start <= last:
@@ -766,30 +778,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         """``render_mode="ansi"``: the decision point as text (machine state and rows)."""
         if self.render_mode != "ansi" or self._sim is None:
             return None
-        sim = self._sim
-        m = sim.workload.machine_size
-        c = self._sim.counters
-        lines = [
-            f"{self.trace_label}[{self._start}:{self._start + self.window_length}] "
-            f"t={sim.now:.0f} free={sim.free}/{m} decisions={c['decisions']} "
-            f"backfills={c['backfills']} violations={c['violations']}"
-        ]
-        if not self._at_decision:
-            lines.append("  no decision (episode over after the next step)")
-            return "\n".join(lines)
-        head = sim.head
-        lines.append(
-            f"  head: job {head} ({int(sim.workload.procs[head])} procs) "
-            f"shadow=+{sim.shadow - sim.now:.0f}s extra={sim.extra}; "
-            f"{self._ncand} candidate(s), action {self.max_queue} = STOP"
-        )
-        for i, j in enumerate(self._rows[: min(self._ncand, self.max_queue)]):
-            lines.append(
-                f"  [{i:3d}] job {j:5d} procs={int(sim.workload.procs[j]):5d} "
-                f"est={sim.estimates[j]:9.0f}s wait={sim.now - sim.workload.submit[j]:9.0f}s"
-                f"{'' if self._obs[i, FT.COL_EASY] else '  (delays the head)'}"
-            )
-        return "\n".join(lines)
+        return render_ansi(self)
 
     def __repr__(self) -> str:
         return (

@@ -284,7 +284,13 @@ def card_from_run(
         "estimator": cfg.get("estimator", "request"),
         **{
             k: cfg[k]
-            for k in ("correction", "feature_predictor", "features", "reward_mode")
+            for k in (
+                "correction",
+                "feature_predictor",
+                "features",
+                "reward_mode",
+                "load_weighting",  # training windows only
+            )
             if cfg.get(k)
         },
         "max_queue": cfg.get("max_queue", 128),

@@ -14,6 +14,10 @@ job is ever seen while training, and no test job while selecting a model::
 
     |<------------------ training range (70 %) ------------------>|<-- test (30 %) -->|
     |<------------- train (63 %) ------------>|<- validation (7 %) ->|                 |
+
+Window starts are drawn uniformly, or (``load_weighting=p > 0``, a training option) with
+probability proportional to ``load ** p``, ``load`` being the window's offered load
+(:func:`window_loads`), so that heavily loaded windows are drawn more often.
 """
 
 from __future__ import annotations
@@ -26,7 +30,15 @@ import numpy as np
 
 from hpcgym.workload.core import Workload
 
-__all__ = ["SPLITS", "VALIDATION_FRACTION", "Split", "Window", "WindowSampler", "split_range"]
+__all__ = [
+    "SPLITS",
+    "VALIDATION_FRACTION",
+    "Split",
+    "Window",
+    "WindowSampler",
+    "split_range",
+    "window_loads",
+]
 
 Split = Literal["train", "validation", "test", "all"]
 
@@ -133,7 +145,13 @@ class WindowSampler:
     :param seed: ``None``, an int or a :class:`numpy.random.Generator`
     :param trace: trace spec recorded in :meth:`window` (default: the workload's name
         if it is a registered trace, else its source file)
-    :raises ValueError: the split has fewer jobs than ``length``
+    :param load_weighting: ``p >= 0``: a start is drawn with probability proportional to
+        ``min(load, cap) ** p``, ``load`` = the offered load of its window
+        (:func:`window_loads`), ``cap`` = the 99th percentile of the split's window loads
+        (a burst of jobs submitted within seconds has an unbounded load); ``0`` (default)
+        draws uniformly. Needs ``jobs`` to be the workload.
+    :raises ValueError: the split has fewer jobs than ``length``; a negative or
+        non-finite ``load_weighting``; ``load_weighting > 0`` without the workload
     """
 
     def __init__(
@@ -145,6 +163,7 @@ class WindowSampler:
         seed: int | np.random.Generator | None = None,
         trace: str | None = None,
         validation_fraction: float = VALIDATION_FRACTION,
+        load_weighting: float = 0.0,
     ) -> None:
         if isinstance(jobs, Workload):
             n_jobs = len(jobs)
@@ -170,6 +189,23 @@ class WindowSampler:
                 "use a shorter window, another split or a longer trace"
             )
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+        self.load_weighting = float(load_weighting)
+        if not (math.isfinite(self.load_weighting) and self.load_weighting >= 0):
+            raise ValueError(
+                f"load_weighting must be a finite number >= 0 (0 = uniform), got {load_weighting}"
+            )
+        #: cumulative draw weights of the valid starts (``None``: uniform)
+        self._cdf: np.ndarray | None = None
+        if self.load_weighting > 0:
+            if not isinstance(jobs, Workload):
+                raise ValueError("load_weighting > 0 needs the workload, not its number of jobs")
+            loads = window_loads(jobs, self.length, self.lo, self.hi)
+            finite = loads[np.isfinite(loads)]
+            cap = float(np.percentile(finite, 99)) if finite.size else 1.0
+            weights = np.minimum(np.nan_to_num(loads, nan=cap, posinf=cap), cap)
+            weights = weights**self.load_weighting
+            if weights.sum() > 0:  # else (no work at all): uniform
+                self._cdf = np.cumsum(weights / weights.sum())
 
     @property
     def fractions(self) -> tuple[float, float]:
@@ -187,14 +223,31 @@ class WindowSampler:
         return np.arange(self.lo, self.hi - self.length + 1, dtype=np.int64)
 
     def sample(self) -> int:
-        """One uniformly drawn window start."""
-        return int(self.rng.integers(self.lo, self.hi - self.length + 1))
+        """One window start drawn with the sampler's generator."""
+        return self.draw(self.rng)
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """One window start drawn with ``rng`` (uniformly, or by load: ``load_weighting``).
+
+        :param rng: the generator (e.g. an env's ``np_random``); a uniform draw is one
+            ``rng.integers`` call, a weighted one one ``rng.random`` call
+        """
+        if self._cdf is None:
+            return int(rng.integers(self.lo, self.hi - self.length + 1))
+        i = int(np.searchsorted(self._cdf, rng.random() * self._cdf[-1], side="right"))
+        return self.lo + min(i, len(self._cdf) - 1)
 
     def sample_many(self, k: int) -> np.ndarray:
-        """``k`` window starts drawn uniformly with replacement."""
+        """``k`` window starts drawn with replacement (uniformly, or by load)."""
         if k < 0:
             raise ValueError(f"k must be >= 0, got {k}")
-        return self.rng.integers(self.lo, self.hi - self.length + 1, size=int(k), dtype=np.int64)
+        if self._cdf is None:
+            return self.rng.integers(
+                self.lo, self.hi - self.length + 1, size=int(k), dtype=np.int64
+            )
+        u = self.rng.random(int(k)) * self._cdf[-1]
+        i = np.minimum(np.searchsorted(self._cdf, u, side="right"), len(self._cdf) - 1)
+        return (self.lo + i).astype(np.int64)
 
     def evenly_spaced(self, k: int) -> np.ndarray:
         """``k`` deterministic starts spread evenly from the first to the last valid start.
@@ -234,6 +287,27 @@ class WindowSampler:
             f"WindowSampler(n_jobs={self.n_jobs}, length={self.length}, split={self.split!r}, "
             f"range=[{self.lo}, {self.hi}), train_fraction={self.train_fraction})"
         )
+
+
+def window_loads(workload: Workload, length: int, lo: int = 0, hi: int | None = None) -> np.ndarray:
+    """Offered load of every window of ``length`` jobs starting at ``lo .. hi - length``:
+    its work (runtime x processors) over the machine's capacity during its submit span,
+    :attr:`Workload.offered_load` of each window (``inf`` for a window whose jobs were all
+    submitted at the same instant).
+
+    :param workload: the trace
+    :param length: jobs per window
+    :param lo: first job of the range
+    :param hi: end of the range (default: the whole trace)
+    :return: float64 ``(hi - length + 1 - lo,)``
+    """
+    hi = len(workload) if hi is None else int(hi)
+    starts = np.arange(int(lo), hi - int(length) + 1)
+    work = np.concatenate(([0.0], np.cumsum(workload.runtime * workload.procs.astype(np.float64))))
+    span = (workload.submit[starts + length - 1] - workload.submit[starts]).astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        loads = (work[starts + length] - work[starts]) / (workload.machine_size * span)
+    return np.where(span > 0, loads, np.inf)
 
 
 def _trace_spec(workload: Workload) -> str:
