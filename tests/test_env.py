@@ -196,7 +196,7 @@ def test_free_mode_counts_violations_independently():
     env = make(mode="free", sequence_length=128)
     agent = RandomValid(seed=7, include_stop=False)
     total = 0
-    for seed in range(6):
+    for seed in range(30):
         obs, info = env.reset(seed=seed)
         done = False
         mine = 0
@@ -211,6 +211,8 @@ def test_free_mode_counts_violations_independently():
         assert info["violations"] == mine == env.simulation.counters["violations"]
         assert info["violations"] == env.simulation.result().counters["violations"]
         total += mine
+        if seed >= 5 and total > 0:  # 6 windows at least, more until one delays
+            break
     assert total > 0  # free mode does let random picks delay the reservation
 
 
@@ -219,7 +221,7 @@ def test_penalized_mode_penalty_exactly_on_violation():
     env = make(mode="penalized", sequence_length=128, violation_penalty=penalty)
     agent = RandomValid(seed=3, include_stop=False)
     seen = 0
-    for seed in range(6):
+    for seed in range(30):
         obs, info = env.reset(seed=seed)
         done = False
         while not done:
@@ -230,6 +232,8 @@ def test_penalized_mode_penalty_exactly_on_violation():
                 expected += env.terminal_reward(info["agent"], info["normalizer"])
             assert r == pytest.approx(expected, abs=1e-12)
             seen += info["violation"]
+        if seed >= 5 and seen > 0:  # 6 windows at least, more until one delays
+            break
     assert seen > 0
     # guarded and free never penalize
     for mode in ("guarded", "free"):
