@@ -620,3 +620,30 @@ def test_online_feature_predictor_eloss_predicts_at_submission():
             np.testing.assert_allclose(obs[:n, FT.COL_PRED], np.minimum(pred / env.est_scale, 1))
             obs, r, done, _, info = env.step(0 if n else KQ)
         assert np.isfinite(env._pred).all()  # every job of the window was predicted
+
+
+# ------------------------------------------------------------- window draws
+def test_reset_draws_windows_uniformly_or_by_load():
+    from gymnasium.utils.seeding import np_random
+
+    from hpcgym.workload import WindowSampler
+
+    env = make(window_length=64)
+    lo, last = env.valid_starts
+    for seed in range(5):  # the uniform draw: one integers() call of the seeded generator
+        assert env.reset(seed=seed)[1]["start"] == int(np_random(seed)[0].integers(lo, last + 1))
+    heavy = make(window_length=64, load_weighting=3.0)
+    same = WindowSampler(heavy.workload, 64, "train", load_weighting=3.0)
+    starts = []
+    for seed in range(40):
+        start = heavy.reset(seed=seed)[1]["start"]
+        assert start == same.draw(np_random(seed)[0])
+        starts.append(start)
+    assert heavy.reset(options={"start": lo})[1]["start"] == lo  # replay still exact
+    from hpcgym.workload.sequences import window_loads
+
+    loads = window_loads(env.workload, 64, lo, last + 64)
+    uniform = [env.reset(seed=s)[1]["start"] for s in range(40)]
+    assert np.mean(loads[np.array(starts) - lo]) > np.mean(loads[np.array(uniform) - lo])
+    with pytest.raises(ValueError, match="load_weighting must be a finite number >= 0"):
+        make(load_weighting=-1)

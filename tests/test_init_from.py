@@ -4,6 +4,8 @@ behaviour-cloned start)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch as th
 
@@ -32,6 +34,22 @@ def test_env_options_reach_the_env():
         _cfg(reward_mode="sparse")
     with pytest.raises(ConfigError, match="--correction: expected one of .*incremental-offset"):
         _cfg(correction="sometimes")
+
+
+def test_load_weighting_reaches_the_training_env_only(tmp_path):
+    from hpcgym.envs.backfill_env import BackfillEnv
+
+    assert "load_weighting" not in env_kwargs(_cfg(), "train", 64)  # default: uniform
+    cfg = _cfg(load_weighting=2.0)
+    assert env_kwargs(cfg, "train", 64)["load_weighting"] == 2.0
+    assert "load_weighting" not in env_kwargs(cfg, "validation", 64)  # fixed windows there
+    env = BackfillEnv(**env_kwargs(cfg, "train", 64))
+    assert env._sampler.load_weighting == 2.0
+    cfg.to_json(tmp_path / "config.json")  # config.json: resume, the card
+    assert json.loads((tmp_path / "config.json").read_text())["load_weighting"] == 2.0
+    assert TrainConfig.from_json(tmp_path / "config.json").load_weighting == 2.0
+    with pytest.raises(ConfigError, match="--load-weighting: expected a number >= 0"):
+        _cfg(load_weighting=-1.0)
 
 
 def test_init_from_copies_the_policy(tmp_path):

@@ -166,3 +166,70 @@ def test_window_trace_name_for_registered_trace():
     assert WindowSampler(wl, 10).window(5).trace == "SDSC-SP2"
     with pytest.raises(ValueError, match="no trace name"):
         WindowSampler(100, 10).window(5)
+
+
+# ------------------------------------------------------------ load-weighted draws
+def _loaded_workload() -> Workload:
+    """20 jobs, 1 s apart; jobs 10..19 run 4x longer: windows of the second half carry
+    4x the work of the first half's."""
+    w = make_workload(20)
+    runtime = np.where(np.arange(20) >= 10, 20.0, 5.0)
+    submit = np.arange(20) * 1.0
+    submit[15:17] = 15.0  # a zero-span window of 2 jobs: [15, 17)
+    return dataclasses.replace(w, runtime=runtime, submit=submit)
+
+
+def test_window_loads_equal_offered_load_of_each_window():
+    from hpcgym.workload.sequences import window_loads
+
+    w = _loaded_workload()
+    for length in (2, 3, 7):
+        loads = window_loads(w, length, 2, 18)
+        starts = range(2, 18 - length + 1)
+        assert loads.shape == (len(starts),)
+        for i, s in enumerate(starts):
+            cut = w.window(s, length)
+            expected = cut.offered_load if cut.span > 0 else np.inf
+            assert loads[i] == pytest.approx(expected, rel=1e-12)
+    assert np.isinf(window_loads(w, 2)[15])  # jobs 15 and 16: submitted together
+
+
+def test_load_weighting_zero_is_the_uniform_draw_call_for_call():
+    w = _loaded_workload()
+    s = WindowSampler(w, 4, "all", load_weighting=0.0)
+    a, b = np.random.default_rng(5), np.random.default_rng(5)
+    assert [s.draw(a) for _ in range(50)] == [int(b.integers(0, 17)) for _ in range(50)]
+    u = WindowSampler(w, 4, "all", seed=9, load_weighting=0)
+    assert u.sample_many(30).tolist() == np.random.default_rng(9).integers(0, 17, 30).tolist()
+
+
+def test_load_weighting_draws_in_proportion_to_capped_load_power():
+    from hpcgym.workload.sequences import window_loads
+
+    w = _loaded_workload()
+    length, p = 3, 2.0
+    s = WindowSampler(w, length, "all", seed=0, load_weighting=p)
+    loads = window_loads(w, length)
+    cap = np.percentile(loads[np.isfinite(loads)], 99)
+    weights = np.minimum(loads, cap) ** p
+    expected = weights / weights.sum()
+    draws = s.sample_many(200_000)
+    freq = np.bincount(draws, minlength=len(loads)) / len(draws)
+    np.testing.assert_allclose(freq, expected, atol=0.004)
+    # heavier windows are drawn more often; single draws follow the same law
+    assert expected[-1] > 3 * expected[0]
+    rng = np.random.default_rng(1)
+    singles = np.bincount([s.draw(rng) for _ in range(20_000)], minlength=len(loads))
+    np.testing.assert_allclose(singles / 20_000, expected, atol=0.015)
+    # seeded: the same draws again
+    again = WindowSampler(w, length, "all", seed=0, load_weighting=p).sample_many(200_000)
+    assert np.array_equal(draws, again)
+
+
+def test_load_weighting_errors():
+    w = _loaded_workload()
+    for bad in (-0.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="load_weighting must be a finite number >= 0"):
+            WindowSampler(w, 4, load_weighting=bad)
+    with pytest.raises(ValueError, match="needs the workload"):
+        WindowSampler(20, 4, load_weighting=1.0)
