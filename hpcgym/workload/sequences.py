@@ -285,7 +285,9 @@ class WindowSampler:
     def __repr__(self) -> str:
         return (
             f"WindowSampler(n_jobs={self.n_jobs}, length={self.length}, split={self.split!r}, "
-            f"range=[{self.lo}, {self.hi}), train_fraction={self.train_fraction})"
+            f"range=[{self.lo}, {self.hi}), train_fraction={self.train_fraction}"
+            + (f", load_weighting={self.load_weighting}" if self.load_weighting else "")
+            + ")"
         )
 
 
