@@ -274,6 +274,8 @@ def test_sigint_or_sigterm_checkpoints_writes_summary_and_resumes(
     summary.json are written, exit status 130 / 143; --resume then continues the run."""
     cmd = [
         sys.executable,
+        "-X",
+        "faulthandler",  # a SIGABRT on a hang below dumps every thread's stack
         str(REPO / "train" / "ppo.py"),
         *SMALL,
         "--total-steps",
@@ -292,7 +294,12 @@ def test_sigint_or_sigterm_checkpoints_writes_summary_and_resumes(
         run = tmp_path / "t"
         _wait_for(run / "checkpoints" / "model_256_steps.zip", proc)
         proc.send_signal(sig)
-        _out, err = proc.communicate(timeout=60)
+        try:
+            _out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:  # say where it hung (an unexplained rare flake)
+            proc.send_signal(signal.SIGABRT)
+            _out, err = proc.communicate(timeout=30)
+            pytest.fail(f"no exit within 60 s of {sig.name}; stacks:\n{err[-6000:]}")
     finally:
         proc.kill()
     assert proc.returncode == 128 + int(sig), err[-3000:]
