@@ -26,11 +26,11 @@ from hpcgym.argtypes import nonneg_float, nonneg_int, positive_float, positive_i
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 from train.options import (
     Option,
-    _names,
     auto_or_int,
     fraction,
     full_or_int,
     layer_widths,
+    library_names,
     names,
     none_or_float,
     none_or_name,
@@ -168,7 +168,7 @@ class TrainConfig:
         "workload",
         "base queue policy",
         parse=str.upper,
-        choices=_names("hpcgym.sim.engine", "POLICIES", sort=True),
+        choices=library_names("hpcgym.sim.engine", "POLICIES", sort=True),
         metavar="POLICY",
     )
     reference: str = _opt(
@@ -182,7 +182,7 @@ class TrainConfig:
         "workload",
         "backfill candidates: guarded (only what EASY allows), penalized (every fitting job, "
         "reservation delays penalized), free",
-        choices=_names("hpcgym.envs.backfill_env", "MODES", sort=True),
+        choices=library_names("hpcgym.envs.backfill_env", "MODES", sort=True),
     )
     length: int = _opt(
         256,
@@ -199,7 +199,7 @@ class TrainConfig:
         "incremental",
         "workload",
         "correction of the engine's under-estimates (ELOSS and EASY++ use incremental-offset)",
-        choices=_names("hpcgym.sim", "CORRECTIONS"),
+        choices=library_names("hpcgym.sim", "CORRECTIONS"),
     )
     feature_predictor: str | None = _opt(
         None,
@@ -214,14 +214,14 @@ class TrainConfig:
         "workload",
         "observation columns: paper (the 12 of RLBackfilling) or extended (+ online time of "
         "day, load, queue, user-history columns: hpcgym.envs.features)",
-        choices=_names("hpcgym.envs.backfill_env", "FEATURE_SETS"),
+        choices=library_names("hpcgym.envs.backfill_env", "FEATURE_SETS"),
     )
     reward_mode: str = _opt(
         "terminal",
         "workload",
         "when the reward is paid: terminal (at the episode's end) or dense (the same total, "
         "job by job as jobs start, relative to the same job under the reference)",
-        choices=_names("hpcgym.envs.reward", "REWARD_MODES"),
+        choices=library_names("hpcgym.envs.reward", "REWARD_MODES"),
     )
     load_weighting: float = _opt(
         0.0,

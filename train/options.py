@@ -16,6 +16,7 @@ __all__ = [
     "auto_or_int",
     "fraction",
     "full_or_int",
+    "library_names",
     "layer_widths",
     "names",
     "none_or_float",
@@ -72,7 +73,7 @@ def none_or_name(text: str) -> str | None:
     return None if text.strip().lower() in ("", "none") else text.strip()
 
 
-def _names(module: str, attr: str, sort: bool = False) -> Callable[[], list[str]]:
+def library_names(module: str, attr: str, sort: bool = False) -> Callable[[], list[str]]:
     """The valid names ``module.attr`` (a mapping or sequence of the library), imported
     only when the choices are needed (``--help``, a check of a value)."""
 

@@ -202,8 +202,7 @@ class WindowSampler:
             loads = window_loads(jobs, self.length, self.lo, self.hi)
             finite = loads[np.isfinite(loads)]
             cap = float(np.percentile(finite, 99)) if finite.size else 1.0
-            weights = np.minimum(np.nan_to_num(loads, nan=cap, posinf=cap), cap)
-            weights = weights**self.load_weighting
+            weights = np.minimum(loads, cap) ** self.load_weighting  # inf -> cap
             if weights.sum() > 0:  # else (no work at all): uniform
                 self._cdf = np.cumsum(weights / weights.sum())
 
@@ -234,8 +233,13 @@ class WindowSampler:
         """
         if self._cdf is None:
             return int(rng.integers(self.lo, self.hi - self.length + 1))
-        i = int(np.searchsorted(self._cdf, rng.random() * self._cdf[-1], side="right"))
-        return self.lo + min(i, len(self._cdf) - 1)
+        return int(self._weighted(rng.random()))
+
+    def _weighted(self, u: float | np.ndarray) -> np.ndarray:
+        """The starts of uniform numbers ``u`` in [0, 1) under the load weights."""
+        assert self._cdf is not None
+        i = np.searchsorted(self._cdf, np.asarray(u) * self._cdf[-1], side="right")
+        return self.lo + np.minimum(i, len(self._cdf) - 1).astype(np.int64)
 
     def sample_many(self, k: int) -> np.ndarray:
         """``k`` window starts drawn with replacement (uniformly, or by load)."""
@@ -245,9 +249,7 @@ class WindowSampler:
             return self.rng.integers(
                 self.lo, self.hi - self.length + 1, size=int(k), dtype=np.int64
             )
-        u = self.rng.random(int(k)) * self._cdf[-1]
-        i = np.minimum(np.searchsorted(self._cdf, u, side="right"), len(self._cdf) - 1)
-        return (self.lo + i).astype(np.int64)
+        return self._weighted(self.rng.random(int(k)))
 
     def evenly_spaced(self, k: int) -> np.ndarray:
         """``k`` deterministic starts spread evenly from the first to the last valid start.
