@@ -372,11 +372,12 @@ def test_card_from_run_and_ship(tiny_model, tmp_path):
     (run / "best_model.json").write_text(json.dumps({"timesteps": 128, "avg_bsld": 12.5}))
     cfg = {"trace": "synthetic", "policy": "SJF", "mode": "guarded", "normalizer": "EASY-SJBF",
            "max_queue": 16, "estimator": "request", "train_fraction": 0.7, "seq_len": 64,
-           "seed": 3, "load_weighting": 2.0}  # fmt: skip
+           "seed": 3, "load_weighting": 2.0, "mix_traces": ["HPC2N"]}  # fmt: skip
     (run / "config.json").write_text(json.dumps(cfg))
     card = E.card_from_run(run)
     # how training windows were drawn is recorded; evaluations play their own windows
     assert card.data["load_weighting"] == 2.0 and "load_weighting" not in card.env
+    assert card.data["mix_traces"] == ["HPC2N"] and "mix_traces" not in card.env
     assert (card.trace, card.policy, card.mode, card.steps) == ("synthetic", "SJF", "guarded", 128)
     assert card.env["max_queue"] == 16 and card.est_scale == float(load(None).request.max())
     # a run folder is an agent; its best_model.json is not mistaken for a card

@@ -71,3 +71,39 @@ def test_init_from_copies_the_policy(tmp_path):
         new_model(_cfg(max_queue=8, init_from=str(tmp_path / "start.zip")), plan_rollout(cfg))
     with pytest.raises(ConfigError, match="--init-from: cannot load"):
         new_model(_cfg(init_from=str(tmp_path / "missing.zip")), plan_rollout(cfg))
+
+
+@pytest.mark.parametrize("vec_env", ["native", "dummy"])
+def test_mix_traces_reach_the_training_envs(tmp_path, vec_env):
+    """--mix-traces: sub-env i of the training envs runs on trace i mod k, in --trace's
+    units; evaluations stay on --trace; config.json keeps it; bad values are refused."""
+    from hpcgym.workload import load, write_swf
+    from train.build import make_training_envs
+
+    other = tmp_path / "other.swf"
+    write_swf(load("synthetic", n_jobs=800, seed=9, machine_size=64), other)
+    cfg = _cfg(n_envs=3, vec_env=vec_env, mix_traces=(str(other),))
+    venv = make_training_envs(cfg, seed=0)
+    sizes = [e.workload.machine_size for e in venv.get_attr("unwrapped")]
+    scales = set(venv.get_attr("est_scale"))
+    venv.close()
+    assert sizes == [load(None).machine_size, 64, load(None).machine_size]
+    assert scales == {float(load(None).request.max())}
+    assert "trace" in env_kwargs(cfg, "validation", 64) and env_kwargs(cfg, "validation", 64)[
+        "trace"
+    ] is None  # evaluations: --trace only
+    cfg.to_json(tmp_path / "config.json")
+    assert TrainConfig.from_json(tmp_path / "config.json").mix_traces == (str(other),)
+    with pytest.raises(ConfigError, match="--mix-traces: 3 training traces need --n-envs >= 3"):
+        _cfg(n_envs=2, mix_traces=("a", "b"))
+
+
+def test_mix_traces_unknown_trace_is_a_usage_error(tmp_path, capsys):
+    from train.ppo import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["--trace", "synthetic", "--mix-traces", "NOPE", "--n-envs", "2",
+              "--logdir", str(tmp_path), "--no-progress"])  # fmt: skip
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--mix-traces 'NOPE': unknown trace 'NOPE'; registered traces: SDSC-SP2" in err

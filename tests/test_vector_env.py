@@ -311,3 +311,57 @@ def test_constructor_validation_and_render():
     assert len(frames) == 2 and all(isinstance(f, str) for f in frames)
     assert vec.call("candidate_jobs")[0].shape == (KQ,)
     assert "num_envs=2" in repr(vec)
+
+
+def _mix_workloads() -> list[Any]:
+    """Two different synthetic systems (machine size, jobs, seed, largest request): no traces
+    needed."""
+    from hpcgym.workload import load
+
+    return [
+        load("synthetic", n_jobs=1500, seed=3, machine_size=128),
+        load("synthetic", n_jobs=1200, seed=4, machine_size=64, request_model="factor"),
+    ]
+
+
+def test_trace_mix_matches_sync_of_single_envs_per_trace():
+    """``trace=[a, b]``: sub-env i is ``BackfillEnv(trace=[a, b][i % 2])`` with the first
+    trace's scales, step for step (observations, rewards, ends, infos)."""
+    a, b = _mix_workloads()
+    assert a.request.max() != b.request.max()
+    kw = dict(window_length=40, reward_mode="dense")
+    vec = BackfillVectorEnv(4, trace=[a, b], **kw)
+    assert vec.traces == (a.name, b.name, a.name, b.name)
+    scale = BackfillEnv(trace=a, **kw).est_scale
+    assert [e.est_scale for e in vec.envs] == [scale] * 4
+    assert [e.wait_scale for e in vec.envs] == [scale] * 4
+    assert [e.workload.machine_size for e in vec.envs] == [128, 64, 128, 64]
+    assert "traces=" in repr(vec)
+
+    def factory(w: Any) -> Any:
+        return lambda: BackfillEnv(trace=w, est_scale=scale, wait_scale=scale, **kw)
+
+    ref = SyncVectorEnv([factory(w) for w in (a, b, a, b)])
+    assert compare_with_sync(vec, ref, steps=400, seed=5) > 0
+
+
+def test_trace_mix_scales_and_clipping():
+    """Given scales win over the first trace's; an estimate above ``est_scale`` reads 1,
+    so every observation stays in the observation space."""
+    a, b = _mix_workloads()
+    vec = BackfillVectorEnv(2, trace=[a, b], est_scale=600.0, window_length=40)
+    assert [e.est_scale for e in vec.envs] == [600.0, 600.0]
+    assert [e.wait_scale for e in vec.envs] == [600.0, 600.0]
+    obs, info = vec.reset(seed=0)
+    seen_one = False
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        assert vec.observation_space.contains(obs)
+        valid = obs[..., 0] == 1.0
+        seen_one |= bool((obs[..., FT.COL_EST][valid] == 1.0).any())
+        obs, *_, info = vec.step(random_actions(rng, info["action_mask"], 0.0))
+    assert seen_one  # requests above 600 s exist in both workloads
+    single = BackfillVectorEnv(2, trace=[a], window_length=40)  # a list of one: no mix
+    assert single.traces == (a.name, a.name) and "traces=" not in repr(single)
+    with pytest.raises(ValueError, match="empty list"):
+        BackfillVectorEnv(2, trace=[], window_length=40)

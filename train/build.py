@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import zipfile
@@ -35,6 +36,22 @@ __all__ = [
 _RESEED_STRIDE = 7919
 
 
+def _trace_arg(name: str | None) -> str | None:
+    """``--trace``'s value as ``BackfillEnv``'s ``trace`` (``synthetic``/``none``: ``None``)."""
+    return None if name is None or str(name).lower() in ("synthetic", "none") else name
+
+
+def _monitored(kwargs: dict[str, Any], seed: int) -> Any:
+    """One ``Monitor``-wrapped training env (what ``make_vec_env`` builds per rank)."""
+    from stable_baselines3.common.monitor import Monitor
+
+    from hpcgym.envs.backfill_env import BackfillEnv
+
+    env = BackfillEnv(**kwargs)
+    env.action_space.seed(seed)
+    return Monitor(env)
+
+
 def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
     """Constructor arguments of :class:`~hpcgym.envs.backfill_env.BackfillEnv`.
 
@@ -42,7 +59,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
     :param split: ``train``, ``test``...
     :param length: jobs per window
     """
-    trace = None if str(cfg.trace).lower() in ("synthetic", "none") else cfg.trace
+    trace = _trace_arg(cfg.trace)
     reference = cfg.reference
     weighted = split == "train" and cfg.load_weighting > 0
     return {
@@ -181,6 +198,8 @@ def make_training_envs(
     from hpcgym.envs.backfill_env import BackfillEnv
 
     kw = {**env_kwargs(cfg, "train", cfg.length), **(extra_env or {})}
+    if cfg.mix_traces:  # a trace mix: sub-env i on trace i mod k (hpcgym.envs.vector)
+        kw["trace"] = [kw["trace"], *(_trace_arg(t) for t in cfg.mix_traces)]
 
     # -- speed helper (issue 13): --vec-env native, N sims stepped as one batch
     if cfg.vec_env == "native":
@@ -191,6 +210,17 @@ def make_training_envs(
         return native
     # -- end speed helper
     subproc = cfg.vec_env == "subproc" or (cfg.vec_env == "auto" and cfg.n_envs > 1)
+    if cfg.mix_traces:
+        from hpcgym.envs.vector import trace_mix
+
+        per_trace = trace_mix(kw)
+        fns = [
+            functools.partial(_monitored, per_trace[i % len(per_trace)], seed + i)
+            for i in range(cfg.n_envs)
+        ]
+        venv = (SubprocVecEnv if subproc else DummyVecEnv)(fns)
+        venv.seed(seed)
+        return venv
     return make_vec_env(
         BackfillEnv,
         n_envs=cfg.n_envs,

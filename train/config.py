@@ -232,6 +232,17 @@ class TrainConfig:
         parse=nonneg_float,
         metavar="P",
     )
+    mix_traces: tuple[str, ...] = _opt(
+        (),
+        "workload",
+        "comma-separated more traces for the training envs (a trace mix: sub-env i of "
+        "--n-envs runs on trace number i mod k of --trace and these, each in its train split, "
+        "all in --trace's observation units); evaluations, checkpoint choice and the card's "
+        "scales stay on --trace",
+        parse=names,
+        metavar="T1,T2",
+        show_default=False,
+    )
     init_from: str | None = _opt(
         None,
         "hyper",
@@ -437,7 +448,7 @@ class TrainConfig:
     verbose: bool = _opt(False, "eval", "print SB3's log tables", show_default=False)
 
     def __post_init__(self) -> None:
-        for name in ("kernel_arch", "baselines"):
+        for name in _TUPLES:
             value = getattr(self, name)
             if not isinstance(value, tuple):
                 object.__setattr__(self, name, tuple(value))
@@ -472,6 +483,11 @@ class TrainConfig:
             out.append("--total-steps and --epochs exclude each other: give one")
         out.extend(_device_problems(self.device))
         out.extend(_baseline_problems(self.baselines))
+        if self.mix_traces and self.n_envs < 1 + len(self.mix_traces):
+            out.append(
+                f"--mix-traces: {1 + len(self.mix_traces)} training traces need --n-envs >= "
+                f"{1 + len(self.mix_traces)} (one sub-env per trace at least), got {self.n_envs}"
+            )
         from hpcgym.workload import SPLITS
 
         if self.eval_split in ("test", "all"):
@@ -665,6 +681,10 @@ def _device_problems(device: str) -> list[str]:
     return []
 
 
+#: Options held as tuples (lists given in Python are converted).
+_TUPLES = ("kernel_arch", "baselines", "mix_traces")
+
+
 def _baseline_problems(baselines: Sequence[str]) -> list[str]:
     """Unknown scheduler names in ``baselines``, with the valid names (``[]``: all known)."""
     if not baselines:
@@ -686,4 +706,4 @@ def _baseline_problems(baselines: Sequence[str]) -> list[str]:
 
 
 def _normalized(name: str, value: Any) -> Any:
-    return tuple(value) if name in ("kernel_arch", "baselines") else value
+    return tuple(value) if name in _TUPLES else value

@@ -114,12 +114,18 @@ def _load_workload(cfg: TrainConfig) -> Any:
     from hpcgym.envs.backfill_env import BackfillEnv
     from hpcgym.workload import TraceNotFoundError, UnknownTraceError
 
+    kw = env_kwargs(cfg, "train", cfg.length)
     try:
-        probe = BackfillEnv(**env_kwargs(cfg, "train", cfg.length))
+        probe = BackfillEnv(**kw)
     except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
         raise ConfigError(f"--trace {cfg.trace!r}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    for name in cfg.mix_traces:  # loaded once here (cached): errors before any env starts
+        try:
+            BackfillEnv(**{**kw, "trace": name, "est_scale": probe.est_scale})
+        except (TraceNotFoundError, UnknownTraceError, FileNotFoundError, ValueError) as exc:
+            raise ConfigError(f"--mix-traces {name!r}: {exc}") from None
     return probe
 
 
@@ -360,7 +366,9 @@ def _banner(
     calib = plan.calibration
     return (
         f"run {run.path} | trace {probe.trace_label} ({len(probe.workload)} jobs, "
-        f"{probe.workload.machine_size} procs) | {state}"
+        f"{probe.workload.machine_size} procs)"
+        + (f" + mix {','.join(cfg.mix_traces)}" if cfg.mix_traces else "")
+        + f" | {state}"
         f" | {cfg.n_envs} x {plan.n_steps} steps/update"
         + (f" (measured {calib['mean']:.1f} steps per trajectory)" if calib else "")
         + f" | target {plan.target_timesteps} steps"

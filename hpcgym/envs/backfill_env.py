@@ -126,7 +126,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     |-----|----------------|-----------------------------------------|----------------------------|
     | 0   | valid          | 1 (candidate) / 0 (padding)             | the validity flag          |
     | 1   | wait           | ``min((now - submit) / wait_scale, 1)`` | clipped                    |
-    | 2   | estimate       | ``est / est_scale``                     | never clipped, monotone    |
+    | 2   | estimate       | ``min(est / est_scale, 1)``             | 1 only above ``est_scale`` |
     | 3   | procs          | ``procs / m``                           |                            |
     | 4   | est_vs_shadow  | ``est / (est + shadow - now)``          | <= 0.5 iff ends by shadow  |
     | 5   | procs_vs_free  | ``procs / free``                        | <= 1 for candidates        |

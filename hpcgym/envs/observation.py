@@ -14,7 +14,8 @@ Columns (see :data:`COLUMNS`; every value is in ``[0, 1]``):
 ==  ===============  ===================================================================
  0  valid            1 for a candidate row, 0 for padding
  1  wait             ``min(wait / wait_scale, 1)``; wait = now - submit
- 2  estimate         ``est / est_scale`` (est <= request <= est_scale: never clipped)
+ 2  estimate         ``min(est / est_scale, 1)`` (est <= request <= est_scale: clipped
+                     only when ``est_scale`` is smaller, e.g. another trace's)
  3  procs            ``procs / machine_size``
  4  est_vs_shadow    ``est / (est + (shadow - now))``: <= 0.5 iff the job ends by the shadow
  5  procs_vs_free    ``procs / free``: <= 1 for every candidate
@@ -95,7 +96,8 @@ _MONDAY = 4 * DAY  # 1970-01-01 was a Thursday: the first Monday is 4 days later
 COLUMNS: dict[str, str] = {
     "valid": "1 for a candidate row, 0 for a padding row",
     "wait": "min((now - submit) / wait_scale, 1)",
-    "estimate": "est / est_scale (the engine's runtime estimate; est <= request <= est_scale)",
+    "estimate": "min(est / est_scale, 1) (the engine's runtime estimate; est <= request <= "
+    "est_scale by default)",
     "procs": "procs / machine_size",
     "est_vs_shadow": "est / (est + shadow - now): <= 0.5 iff the job ends by the shadow time",
     "procs_vs_free": "procs / free processors (<= 1 for a candidate)",
@@ -257,7 +259,7 @@ def _build(
         row = obs[c]
         row[0] = 1.0
         row[1] = min((now - submit[j]) / wait_scale, 1.0)
-        row[2] = e / est_scale
+        row[2] = min(e / est_scale, 1.0)
         row[3] = p / m
         d = e + left
         row[4] = e / d if d > 0.0 else 1.0

@@ -19,7 +19,32 @@ from gymnasium.vector.utils import batch_space
 
 from hpcgym.envs.backfill_env import BackfillEnv
 
-__all__ = ["BackfillVectorEnv"]
+__all__ = ["BackfillVectorEnv", "trace_mix"]
+
+
+def trace_mix(env_kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+    """The :class:`~hpcgym.envs.backfill_env.BackfillEnv` keywords of every trace of
+    ``env_kwargs["trace"]`` (a name, or a list of them: a *trace mix*).
+
+    Every entry has the same keywords with its own ``trace``, and, for a mix, the same
+    ``est_scale`` / ``wait_scale`` (unless given: the first trace's defaults), so that a
+    second is the same feature value on every trace.
+
+    :param env_kwargs: keywords of ``BackfillEnv``, ``trace`` possibly a list
+    :return: one keyword dict per trace (one dict, a copy, when ``trace`` is no list)
+    :raises ValueError: ``trace`` is an empty list
+    """
+    traces = env_kwargs.get("trace")
+    if not isinstance(traces, (list, tuple)):
+        return [dict(env_kwargs)]
+    if not traces:
+        raise ValueError("trace: an empty list; give a trace name or a non-empty list of them")
+    first = {**env_kwargs, "trace": traces[0]}
+    scales = {k: env_kwargs.get(k) for k in ("est_scale", "wait_scale")}
+    if len(traces) > 1 and None in scales.values():
+        probe = BackfillEnv(**first)
+        scales = {"est_scale": probe.est_scale, "wait_scale": probe.wait_scale}
+    return [first, *({**env_kwargs, "trace": t, **scales} for t in traces[1:])]
 
 
 def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
@@ -74,6 +99,16 @@ class BackfillVectorEnv(VectorEnv):
     reset). ``options`` are passed to every sub-env (``{"start": j}``), plus
     ``"reset_mask"``: a bool ``(N,)`` array selecting the sub-envs to reset.
 
+    ## Trace mix
+
+    ``trace=["SDSC-SP2", "HPC2N"]`` (a list) runs sub-env ``i`` on trace ``i % len(trace)``
+    (:attr:`traces`), every other keyword shared: one batch of experience from several
+    systems, e.g. to train an agent that carries over to traces it never saw. The traces
+    share ``est_scale`` / ``wait_scale`` (default: the first trace's), so a second is the
+    same feature value on every trace (estimates above ``est_scale`` read 1); each trace
+    keeps its own machine size (columns are fractions of it), split, windows and
+    reference schedules.
+
     ## Info
 
     Every ``reset`` and ``step``: ``info["action_mask"]`` (bool ``(N, K + 1)``) and
@@ -96,7 +131,8 @@ class BackfillVectorEnv(VectorEnv):
     :param max_episode_steps: truncate an episode after this many steps (like
         ``gymnasium.make(..., max_episode_steps=T)``'s ``TimeLimit``); ``None``: never
     :param env_kwargs: keywords of :class:`~hpcgym.envs.backfill_env.BackfillEnv`
-        (``trace``, ``mode``, ``window_length``, ``reference``, ``max_queue``...)
+        (``trace``, ``mode``, ``window_length``, ``reference``, ``max_queue``...);
+        ``trace`` may be a list of traces (a *trace mix*, see above)
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
@@ -121,7 +157,8 @@ class BackfillVectorEnv(VectorEnv):
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        first = BackfillEnv(**env_kwargs)
+        firsts = [BackfillEnv(**kw) for kw in trace_mix(env_kwargs)]
+        first = firsts[0]
         self.render_mode = first.render_mode
         self.max_queue = kq = first.max_queue
         self.n_features = first.n_features
@@ -129,8 +166,10 @@ class BackfillVectorEnv(VectorEnv):
         self._mask_buf = np.zeros((n, kq + 1), dtype=bool)
         #: the sub-envs (read-only use, please: ``envs[i].simulation``, ``candidate_jobs()``)
         self.envs: tuple[BackfillEnv, ...] = tuple(
-            first._spawn(self._obs_buf[i], self._mask_buf[i]) for i in range(n)
+            firsts[i % len(firsts)]._spawn(self._obs_buf[i], self._mask_buf[i]) for i in range(n)
         )
+        #: the trace of every sub-env (``trace`` given as a list: ``trace[i % len(trace)]``)
+        self.traces: tuple[str, ...] = tuple(env.trace_label for env in self.envs)
         self.single_observation_space = first.observation_space
         self.single_action_space = first.action_space
         self.observation_space = batch_space(self.single_observation_space, n)
@@ -299,4 +338,6 @@ class BackfillVectorEnv(VectorEnv):
         return tuple(getattr(env, name) for env in self.envs)
 
     def __repr__(self) -> str:
-        return f"BackfillVectorEnv({self.envs[0]!r}, num_envs={self.num_envs})"
+        mix = dict.fromkeys(self.traces)
+        extra = f", traces={list(mix)}" if len(mix) > 1 else ""
+        return f"BackfillVectorEnv({self.envs[0]!r}, num_envs={self.num_envs}{extra})"

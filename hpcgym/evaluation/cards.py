@@ -290,6 +290,7 @@ def card_from_run(
                 "features",
                 "reward_mode",
                 "load_weighting",  # training windows only
+                "mix_traces",  # more training traces (a trace mix)
             )
             if cfg.get(k)
         },
