@@ -89,9 +89,10 @@ def test_mix_traces_reach_the_training_envs(tmp_path, vec_env):
     venv.close()
     assert sizes == [load(None).machine_size, 64, load(None).machine_size]
     assert scales == {float(load(None).request.max())}
-    assert "trace" in env_kwargs(cfg, "validation", 64) and env_kwargs(cfg, "validation", 64)[
-        "trace"
-    ] is None  # evaluations: --trace only
+    assert (
+        "trace" in env_kwargs(cfg, "validation", 64)
+        and env_kwargs(cfg, "validation", 64)["trace"] is None
+    )  # evaluations: --trace only
     cfg.to_json(tmp_path / "config.json")
     assert TrainConfig.from_json(tmp_path / "config.json").mix_traces == (str(other),)
     with pytest.raises(ConfigError, match="--mix-traces: 3 training traces need --n-envs >= 3"):
