@@ -1,20 +1,23 @@
 """Lookahead schedulers vs EASY-SJBF on test-split windows: AVEbsld, paired ratios, cost.
 
     HPCGYM_TRACE_DIR=../shared/traces python bench/lookahead.py [--windows 10]
-        [--trace SDSC-SP2] [--length 1024] [--seed 1]
+        [--trace SDSC-SP2] [--length 1024] [--seed 1] [--split test|validation]
         [--schedulers EASY-SJBF LOOKAHEAD-ORACLE LOOKAHEAD] [--limit LOOKAHEAD=5]
 
 Windows: ``--windows`` starts drawn in the test split (the last 30 % of the trace) by
 :class:`hpcgym.workload.WindowSampler` seeded with ``--seed`` -- the same windows as
 ``hpcgym compare --split test --seed 1`` (replay one with ``hpcgym simulate --scheduler
-NAME --trace TRACE --start S --jobs 1024``). ``--limit NAME=M`` runs a slow scheduler on
-the first ``M`` windows only; its ratio is then paired on those windows.
+NAME --trace TRACE --start S --jobs 1024``); ``--split validation`` draws them from the
+validation split instead (bounds that guide development). ``--limit NAME=M`` runs a
+slow scheduler on the first ``M`` windows only; its ratio is then paired on those
+windows. The interval is :func:`hpcgym.evaluation.statistics.paired_comparison`'s
+(4,000 resamples, seed 0).
 
 Printed per scheduler: mean AVEbsld over its windows (and EASY-SJBF's over the same
 windows), the paired geometric-mean ratio of AVEbsld vs EASY-SJBF with a 95 %
-percentile-bootstrap interval (4,000 resamples, seeded), wins (windows strictly below
-EASY-SJBF), seconds per window, and for the lookaheads decisions per window, rollouts
-per decision and milliseconds per decision. Results are recorded in docs/lookahead.md.
+percentile-bootstrap interval, wins (windows strictly below EASY-SJBF), seconds per
+window, and for the lookaheads decisions per window, rollouts per decision and
+milliseconds per decision. Results are recorded in docs/lookahead.md.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.sim import get_scheduler
 from hpcgym.sim.engine import warmup
 from hpcgym.workload import WindowSampler, load
@@ -33,25 +37,10 @@ from hpcgym.workload import WindowSampler, load
 REFERENCE = "EASY-SJBF"
 
 
-def geo_ratio(ratios: np.ndarray, seed: int = 0, resamples: int = 4000) -> tuple[float, ...]:
-    """Geometric mean of ``ratios`` and its 95 % percentile-bootstrap interval.
-
-    :param ratios: paired per-window ratios
-    :param seed: seed of the bootstrap generator
-    :param resamples: bootstrap resamples
-    """
-    lr = np.log(ratios)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(lr), size=(resamples, len(lr)))
-    boot = np.exp(lr[idx].mean(axis=1))
-    lo, hi = np.percentile(boot, [2.5, 97.5])
-    return float(np.exp(lr.mean())), float(lo), float(hi)
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     warmup()
     wl = load(args.trace)
-    starts = WindowSampler(wl, args.length, "test", seed=args.seed).sample_many(args.windows)
+    starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
     starts = [int(s) for s in starts]
     limits = {}
     for item in args.limit:
@@ -59,7 +48,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         limits[name.upper()] = int(m)
     scheds = list(dict.fromkeys([REFERENCE, *args.schedulers]))
     rows: dict[str, list[dict[str, Any]]] = {s: [] for s in scheds}
-    print(f"{wl.name}: {len(starts)} test windows of {args.length} jobs, seed {args.seed}")
+    print(f"{wl.name}: {len(starts)} {args.split} windows of {args.length} jobs, seed {args.seed}")
     print(f"starts: {starts}")
     for i, st in enumerate(starts):
         w = wl.window(st, args.length)
@@ -98,7 +87,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             continue
         b = np.array([r["avg_bsld"] for r in rs])
         base = np.array([ref[r["start"]] for r in rs])
-        g, lo, hi = geo_ratio(b / base)
+        cmp = paired_comparison(b, base, resamples=4000, seed=0)
+        g, lo, hi = cmp.geo_ratio, cmp.ci_low, cmp.ci_high
         sec = float(np.mean([r["seconds"] for r in rs]))
         dec = float(np.mean([r["decisions"] for r in rs]))
         rol = sum(r["rollouts"] for r in rs) / max(1, sum(r["decisions"] for r in rs))
@@ -123,13 +113,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             + (f"{dec:.0f} | {rol:.1f} | {ms:.1f}" if la else "– | – | –")
             + f" | {viol} |"
         )
-    return {"trace": wl.name, "length": args.length, "starts": starts, "rows": rows, **summary}
+    return {
+        "trace": wl.name,
+        "split": args.split,
+        "length": args.length,
+        "starts": starts,
+        "rows": rows,
+        **summary,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--trace", default="SDSC-SP2")
-    ap.add_argument("--windows", type=int, default=10, help="test windows (default 10)")
+    ap.add_argument("--windows", type=int, default=10, help="windows (default 10)")
+    ap.add_argument(
+        "--split",
+        choices=["test", "validation"],
+        default="test",
+        help="split the windows are drawn from (default test)",
+    )
     ap.add_argument("--length", type=int, default=1024, help="jobs per window")
     ap.add_argument("--seed", type=int, default=1, help="seed of the window sampler")
     ap.add_argument(
