@@ -22,7 +22,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
-from hpcgym.cli.errors import writable_file  # noqa: E402
+from hpcgym.cli.errors import UsageError, writable_file  # noqa: E402
 
 __all__ = ["main"]
 
@@ -57,7 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         help="copy the tables' and comparisons' PNGs into --figures and link the copies",
     )
     p.add_argument("--title", default="Results")
-    p.add_argument("--preamble", default="", help="Markdown text put after the first sentence")
+    pre = p.add_mutually_exclusive_group()
+    pre.add_argument("--preamble", default="", help="Markdown text put after the first sentence")
+    pre.add_argument(
+        "--preamble-file",
+        default=None,
+        help="read the preamble from this Markdown file (docs/results_preamble.md: the text "
+        "of docs/results.md that is written by hand, kept in the repository)",
+    )
     p.add_argument("--out", default=None, help="Markdown file (default: print)")
     args = p.parse_args(argv)
     return C.run(p, lambda: _run(args))
@@ -72,6 +79,12 @@ def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation.plots import plot_training
 
     writable_file(args.out, "--out")
+    preamble = args.preamble
+    if args.preamble_file is not None:
+        try:
+            preamble = Path(args.preamble_file).read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            raise UsageError(f"--preamble-file {args.preamble_file}: {exc.strerror}") from None
     if args.training or args.copy_figures:
         C.check_outputs(figures=args.figures)
     base = Path(args.out).parent if args.out else Path(".")
@@ -96,7 +109,7 @@ def _run(args: argparse.Namespace) -> int:
         base=base,
         copy_figures=figs if args.copy_figures else None,
         agent_cards=cards,
-        preamble=args.preamble,
+        preamble=preamble,
     )
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")

@@ -150,3 +150,8 @@ def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
     out = tmp_path / "results.md"
     assert main(["--agents", str(d), "--out", str(out)]) == 0
     assert "## Shipped agents on held-out test windows" in out.read_text()
+    pre = tmp_path / "preamble.md"
+    pre.write_text("Targets: **met** here.\n")
+    assert main(["--agents", str(d), "--preamble-file", str(pre), "--out", str(out)]) == 0
+    assert "\nTargets: **met** here.\n" in out.read_text()
+    assert main(["--agents", str(d), "--preamble-file", str(tmp_path / "no.md")]) == 2
