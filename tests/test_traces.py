@@ -311,3 +311,12 @@ def test_load_registered_real_trace():
     w = load("lublin-1")
     assert w.name == "Lublin-1" and len(w) == 10_000 and w.machine_size == 256
     np.testing.assert_array_equal(w.submit, read_swf(path).submit)
+
+
+def test_trace_spec_names_of_the_synthetic_workload():
+    from hpcgym.workload import load, trace_spec
+
+    for name in (None, "synthetic", "none", " Synthetic ", "NONE"):
+        assert trace_spec(name) is None
+        assert load(name) is load(None)
+    assert trace_spec("SDSC-SP2") == "SDSC-SP2"

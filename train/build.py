@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.workload import trace_spec
 from train.config import ConfigError, TrainConfig
 
 __all__ = [
@@ -34,11 +35,6 @@ __all__ = [
 
 #: Env reseeding stride per update on resume (a resumed run is reproducible too).
 _RESEED_STRIDE = 7919
-
-
-def _trace_arg(name: str | None) -> str | None:
-    """``--trace``'s value as ``BackfillEnv``'s ``trace`` (``synthetic``/``none``: ``None``)."""
-    return None if name is None or str(name).lower() in ("synthetic", "none") else name
 
 
 def _monitored(kwargs: dict[str, Any], seed: int) -> Any:
@@ -59,7 +55,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
     :param split: ``train``, ``test``...
     :param length: jobs per window
     """
-    trace = _trace_arg(cfg.trace)
+    trace = trace_spec(cfg.trace)
     reference = cfg.reference
     weighted = split == "train" and cfg.load_weighting > 0
     return {
@@ -199,7 +195,7 @@ def make_training_envs(
 
     kw = {**env_kwargs(cfg, "train", cfg.length), **(extra_env or {})}
     if cfg.mix_traces:  # a trace mix: sub-env i on trace i mod k (hpcgym.envs.vector)
-        kw["trace"] = [kw["trace"], *(_trace_arg(t) for t in cfg.mix_traces)]
+        kw["trace"] = [kw["trace"], *(trace_spec(t) for t in cfg.mix_traces)]
 
     # -- speed helper (issue 13): --vec-env native, N sims stepped as one batch
     if cfg.vec_env == "native":

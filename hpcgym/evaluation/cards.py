@@ -364,10 +364,10 @@ def card_from_run(
     )
     data["hyperparameters"] = {k: cfg[k] for k in hp_keys if k in cfg}
     try:
-        from hpcgym.workload import load
+        from hpcgym.workload import load, trace_spec
 
         trace = cfg.get("trace", "synthetic")
-        wl = load(None if str(trace).lower() in ("synthetic", "none") else trace)
+        wl = load(trace_spec(trace))
         data["est_scale"] = float(wl.request.max())
         data["wait_scale"] = float(wl.request.max())
         data["trace_jobs"] = len(wl)

@@ -87,10 +87,10 @@ def heldout_test(
     :param progress: show a progress bar
     :return: the card's ``test`` section (JSON-able)
     """
-    from hpcgym.workload import load
+    from hpcgym.workload import load, trace_spec
 
     name = trace or card.trace
-    wl = load(None if str(name).lower() in ("synthetic", "none") else name)
+    wl = load(trace_spec(name))
     ws = select_windows(
         len(wl),
         length,

@@ -46,6 +46,7 @@ from hpcgym.workload.traces import (
     sha256_uncompressed,
     trace_names,
     trace_search_dirs,
+    trace_spec,
     trace_url,
 )
 
@@ -59,6 +60,7 @@ __all__ = [
     "DROP_RULES",
     "PATCH_RULES",
     "load",
+    "trace_spec",
     "clear_cache",
     "TraceInfo",
     "TRACES",

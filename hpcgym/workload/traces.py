@@ -56,6 +56,7 @@ __all__ = [
     "fetch_trace",
     "sha256_uncompressed",
     "load",
+    "trace_spec",
     "clear_cache",
     "TRACE_DIR_ENV",
 ]
@@ -578,6 +579,20 @@ def clear_cache() -> None:
     _load_synthetic.cache_clear()
 
 
+def trace_spec(
+    name: str | os.PathLike[str] | Workload | None,
+) -> str | os.PathLike[str] | Workload | None:
+    """``name`` as :func:`load`'s ``spec``: ``None`` for the names of the embedded synthetic
+    workload on a command line or in a model card (``None``, ``"synthetic"``, ``"none"``,
+    any case), else ``name`` unchanged.
+
+    :param name: a trace name, a path, a workload or ``None``
+    """
+    if name is None or (isinstance(name, str) and name.strip().lower() in ("synthetic", "none")):
+        return None
+    return name
+
+
 def load(
     spec: str | os.PathLike[str] | Workload | None = None,
     machine_size: int | None = None,
@@ -585,7 +600,8 @@ def load(
 ) -> Workload:
     """Load a workload: the one entry point used by the simulator, the env and training.
 
-    * ``None`` or ``"synthetic"``: the default Lublin-Feitelson workload
+    * ``None``, ``"synthetic"`` or ``"none"`` (:func:`trace_spec`): the default
+      Lublin-Feitelson workload
       (:func:`hpcgym.workload.lublin.default_workload`); with ``machine_size`` or
       keyword arguments, :func:`hpcgym.workload.lublin.generate` with the default
       workload's arguments updated by them (``load("synthetic", n_jobs=500, seed=1)``);
@@ -608,7 +624,7 @@ def load(
         if machine_size is not None and machine_size != spec.machine_size:
             return spec.with_machine_size(machine_size)
         return spec
-    if spec is None or (isinstance(spec, str) and spec.strip().lower() == "synthetic"):
+    if trace_spec(spec) is None:
         kw.pop("lenient", None)  # generated, not parsed: nothing to be lenient about
         items = tuple(sorted(kw.items()))
         try:
