@@ -188,10 +188,7 @@ def make_training_envs(
     :param extra_env: more :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments,
         over :func:`env_kwargs` (Python callers such as ``train/imitate.py``)
     """
-    from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    from hpcgym.envs.backfill_env import BackfillEnv
 
     kw = {**env_kwargs(cfg, "train", cfg.length), **(extra_env or {})}
     if cfg.mix_traces:  # a trace mix: sub-env i on trace i mod k (hpcgym.envs.vector)
@@ -206,24 +203,18 @@ def make_training_envs(
         return native
     # -- end speed helper
     subproc = cfg.vec_env == "subproc" or (cfg.vec_env == "auto" and cfg.n_envs > 1)
-    if cfg.mix_traces:
-        from hpcgym.envs.vector import trace_mix
+    from hpcgym.envs.vector import trace_mix
 
-        per_trace = trace_mix(kw)
-        fns = [
-            functools.partial(_monitored, per_trace[i % len(per_trace)], seed + i)
-            for i in range(cfg.n_envs)
-        ]
-        venv = (SubprocVecEnv if subproc else DummyVecEnv)(fns)
-        venv.seed(seed)
-        return venv
-    return make_vec_env(
-        BackfillEnv,
-        n_envs=cfg.n_envs,
-        seed=seed,
-        env_kwargs=kw,
-        vec_env_cls=SubprocVecEnv if subproc else DummyVecEnv,
-    )
+    # what make_vec_env builds (Monitor, action space seeded seed + rank, vec seeded), with
+    # one env keyword set per rank so that a trace mix works with every vec env kind
+    per_trace = trace_mix(kw)
+    fns = [
+        functools.partial(_monitored, per_trace[i % len(per_trace)], seed + i)
+        for i in range(cfg.n_envs)
+    ]
+    venv = (SubprocVecEnv if subproc else DummyVecEnv)(fns)
+    venv.seed(seed)
+    return venv
 
 
 def new_model(
