@@ -35,6 +35,7 @@ def _load_record():
 
 
 G = _load_record()
+D = sys.modules["golden_diff"]  # tests/golden/golden_diff.py, imported by record.py
 
 
 @pytest.mark.parametrize("name", list(G.RECIPES))
@@ -65,31 +66,31 @@ def test_compare_tolerates_additions_only():
     new_csv = (
         "trace,method,geo_ratio,avg_bsld,backfilled,wins\nX,EASY,1,1.5,3,0\nX,SAF,2,2.25,4,1\n"
     )
-    assert G.diff_csv(old_csv, new_csv, "csv") == []
+    assert D.diff_csv(old_csv, new_csv, "csv") == []
     assert (
-        G.diff_json({"a": [1, 2.5, "x"], "b": None}, {"a": [1, 2.5, "x"], "b": None, "c": 1}) == []
+        D.diff_json({"a": [1, 2.5, "x"], "b": None}, {"a": [1, 2.5, "x"], "b": None, "c": 1}) == []
     )
-    assert G.diff_json({"f": 1.0}, {"f": 1.0 + 1e-15}) == []
+    assert D.diff_json({"f": 1.0}, {"f": 1.0 + 1e-15}) == []
     old_md = "title\n| method | AVEbsld |\n|---|---:|\n| EASY | 1.00 |\n"
     new_md = "title\n| method | AVEbsld | ci_low |\n|---|---:|---:|\n| EASY | 1.00 | 0.5 |\n"
-    assert G.diff_markdown(old_md, new_md, "md") == []
+    assert D.diff_markdown(old_md, new_md, "md") == []
 
 
 def test_compare_reports_changes():
     old_csv = "trace,method,avg_bsld,backfilled\nX,EASY,1.5,3\n"
-    (e,) = G.diff_csv(
+    (e,) = D.diff_csv(
         old_csv, "trace,method,avg_bsld,backfilled\nX,EASY,1.5000000000000002,3\n", "c"
     )
     assert "row 1 column 'avg_bsld'" in e and "'1.5'" in e and "'1.5000000000000002'" in e
-    (e,) = G.diff_csv(old_csv, "trace,method,avg_bsld,backfilled\nX,EASY,1.5,3.0\n", "csv")
+    (e,) = D.diff_csv(old_csv, "trace,method,avg_bsld,backfilled\nX,EASY,1.5,3.0\n", "csv")
     assert "'backfilled'" in e
     assert any(
-        "column 'avg_bsld' missing" in x for x in G.diff_csv(old_csv, "trace,method\nX,EASY\n", "c")
+        "column 'avg_bsld' missing" in x for x in D.diff_csv(old_csv, "trace,method\nX,EASY\n", "c")
     )
-    assert G.diff_csv(old_csv, old_csv + "X,SAF,2,4\n", "csv") == ["csv: recorded 1 rows, now 2"]
-    assert G.diff_json({"a": {"b": 1}}, {"a": {}}) == ["$.a.b: key missing (recorded 1)"]
-    assert G.diff_json({"a": [1.0]}, {"a": [1.1]}) == ["$.a[0]: recorded 1.0, now 1.1"]
-    assert G.diff_json({"n": 3}, {"n": 3.0}) == ["$.n: recorded 3, now 3.0"]
+    assert D.diff_csv(old_csv, old_csv + "X,SAF,2,4\n", "csv") == ["csv: recorded 1 rows, now 2"]
+    assert D.diff_json({"a": {"b": 1}}, {"a": {}}) == ["$.a.b: key missing (recorded 1)"]
+    assert D.diff_json({"a": [1.0]}, {"a": [1.1]}) == ["$.a[0]: recorded 1.0, now 1.1"]
+    assert D.diff_json({"n": 3}, {"n": 3.0}) == ["$.n: recorded 3, now 3.0"]
     errs = G.compare_outputs("x", {"f.json": {"k": 1}}, {"f.json": {"k": 2}})
     assert errs == ["tests/golden/x/f.json: $.k: recorded 1, now 2"]
     errs = G.compare_outputs("x", {"f.csv": "a\n1\n"}, {})

@@ -1,7 +1,7 @@
 """``train/ppo.py --seeds ... --seed-jobs N``: seeds trained at the same time in worker
 processes give the runs of one-after-the-other training; Ctrl-C stops every worker with a
 checkpoint and ``--resume`` continues them (the sequential path is tested in
-tests/test_train.py)."""
+tests/test_train_config.py)."""
 
 from __future__ import annotations
 
