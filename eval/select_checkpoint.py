@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation.selection import SELECTION_FILE, select_checkpoint
+    from hpcgym.evaluation.windows import load_quartiles_text
 
     run = Path(args.run)
     if not (run / "config.json").is_file() and not (run / "seeds.json").is_file():
@@ -85,9 +86,11 @@ def _run(args: argparse.Namespace) -> int:
         )
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
+    load = load_quartiles_text(sel.get("offered_load"))
     print(
-        f"{sel['windows']} validation windows of {sel['length']} jobs (seed {sel['seed']}); "
-        f"{sel['reference']}: mean AVEbsld {sel['reference_mean_avg_bsld']:.2f}\n"
+        f"{sel['windows']} validation windows of {sel['length']} jobs (seed {sel['seed']}"
+        + (f"; {load}" if load else "")
+        + f"); {sel['reference']}: mean AVEbsld {sel['reference_mean_avg_bsld']:.2f}\n"
     )
     print(f"| checkpoint | steps | mean AVEbsld | ratio vs {sel['reference']} [95%] | wins |")
     print("|---|---:|---:|---:|---:|")

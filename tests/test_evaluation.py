@@ -80,6 +80,29 @@ def test_select_windows(wl):
         E.select_windows(len(wl), 64, starts=[len(wl) - 10])
 
 
+def test_load_quartiles(wl):
+    from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text
+    from hpcgym.workload import Workload
+    from hpcgym.workload.sequences import window_loads
+
+    ws = E.select_windows(len(wl), 128, 9, "validation", seed=2)
+    q = load_quartiles(wl, ws)
+    every = window_loads(wl, 128)  # the offered load of every 128-job window
+    want = np.percentile(every[list(ws.starts)], [25, 50, 75])
+    assert [q["q1"], q["median"], q["q3"]] == pytest.approx(want) and q["q1"] < q["q3"]
+    assert load_quartiles_text(q) == (
+        f"offered load {want[0]:.2f} / {want[1]:.2f} / {want[2]:.2f} (quartiles)"
+    )
+    assert load_quartiles_text(None) == ""
+    # windows whose jobs were all submitted at one instant have no load: None, not nan
+    neg = -np.ones(8, dtype=np.int64)
+    burst = Workload(
+        "burst", 4, np.arange(1, 9), np.zeros(8), np.ones(8), np.ones(8, dtype=np.int64),
+        np.ones(8), neg, neg, neg, neg,
+    )  # fmt: skip
+    assert load_quartiles(burst, E.select_windows(8, 4, starts=[0, 4])) is None
+
+
 # --------------------------------------------------------------------------- determinism
 def test_deterministic_repeat_and_jobs(wl, windows, tmp_path):
     """Same inputs -> identical results and files, twice inline and with 2 workers."""

@@ -68,8 +68,13 @@ def test_heldout_section(tiny_card):
     lo, hi = split_range(len(wl), "test")
     assert all(lo <= s < hi for s in sec["starts"])
     assert "--seed 5" in sec["command"] and "--agents tiny" in sec["command"]
+    loads = [wl.window(s, 128).offered_load for s in sec["starts"]]
+    assert sec["offered_load"] == pytest.approx(
+        dict(zip(("q1", "median", "q3"), np.percentile(loads, [25, 50, 75]), strict=True))
+    )
     md = "\n".join(heldout_markdown(sec, "tiny"))
     assert "**tiny** (this agent)" in md and "| EASY-SJBF |" in md
+    assert f"offered load {sec['offered_load']['q1']:.2f} / " in md
 
 
 def test_sjf_agents_get_sjf_schedulers():
@@ -142,7 +147,19 @@ def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
     ]
     sjf = {**sec, "methods": {k: {**v, "head_delayed": None} for k, v in sec["methods"].items()}}
     row = agents_markdown([{**data, "test": {"synthetic": sjf}}])
-    assert next(x for x in row if x.startswith("| tiny |")).endswith("| — / — |")
+    assert "| — / — | — → " in next(x for x in row if x.startswith("| tiny |"))
+    # the load column: the validation windows' median load (selection on the same trace)
+    # and the test windows'
+    test_load = f"{sec['offered_load']['median']:.2f}"
+    sel = {"trace": "synthetic", "offered_load": {"q1": 1.0, "median": 1.234, "q3": 1.5}}
+    row = next(x for x in agents_markdown([{**data, "selection": sel}]) if x.startswith("| tiny |"))
+    assert row.endswith(f"| 1.23 → {test_load} |")
+    other = next(
+        x
+        for x in agents_markdown([{**data, "selection": {**sel, "trace": "SDSC-SP2"}}])
+        if x.startswith("| tiny |")
+    )
+    assert other.endswith(f"| — → {test_load} |")  # chosen on another trace: not shown
     d = tmp_path / "agents"
     d.mkdir()
     (d / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())

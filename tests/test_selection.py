@@ -79,6 +79,10 @@ def test_select_checkpoint_chooses_the_lowest_ratio(run: Path) -> None:
     wl = load(None)
     ws = E.select_windows(len(wl), 64, 4, "validation", 3, 0.7)
     assert sel["starts"] == list(ws.starts)
+    # the windows' offered load is recorded with the ratios (validation vs test load)
+    loads = [wl.window(s, 64).offered_load for s in ws.starts]
+    assert sel["offered_load"]["median"] == pytest.approx(float(np.median(loads)))
+    assert sel["offered_load"]["q1"] <= sel["offered_load"]["median"] <= sel["offered_load"]["q3"]
     ref = E.scheduler_method("EASY-SJBF")
     for row in sel["candidates"]:
         m = E.agent_method(str(run / row["model"]), label="m")
@@ -103,6 +107,7 @@ def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
     assert data["selection"]["chosen"] == sel["chosen"]
     md = E.cards.card_markdown(data)
     assert "## Checkpoint selection" in md and sel["command"] in md
+    assert f"offered load {sel['offered_load']['q1']:.2f} / " in md
     assert f"**{sel['chosen']}**" in md
     paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
     shipped = json.loads(paths["json"].read_text())

@@ -19,6 +19,7 @@ import numpy as np
 
 from hpcgym.evaluation.loaders import default_agents_dir
 from hpcgym.evaluation.statistics import verdict
+from hpcgym.evaluation.windows import load_quartiles_text
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
@@ -611,7 +612,8 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
         f"Chosen: `{sel['chosen']}`, the lowest paired geometric-mean ratio of AVEbsld vs "
         f"{sel['reference']} of {len(sel['candidates'])} checkpoints on {sel['windows']} "
         f"windows of {sel['length']} jobs of the validation split (window seed {sel['seed']}; "
-        f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
+        + (f"{load}; " if (load := load_quartiles_text(sel.get("offered_load"))) else "")
+        + f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
         f"Reproduce: `{sel['command']}`",
     ]
     if sel.get("seeds"):  # a choice across the seeds of a --seeds run

@@ -27,7 +27,7 @@ from hpcgym.evaluation.report import late_heads_cell
 from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison
-from hpcgym.evaluation.windows import select_windows
+from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
 
 __all__ = [
     "HELDOUT_REFERENCES",
@@ -112,7 +112,8 @@ def heldout_test(
         agent_loader=agent_loader,
         backend=backend,
     )
-    return _section(card, res, name, windows, length, seed, scales, scheds)
+    section = _section(card, res, name, windows, length, seed, scales, scheds)
+    return {**section, "offered_load": load_quartiles(wl, ws)}
 
 
 def _section(
@@ -174,7 +175,9 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
         f"Held-out test on **{section['trace']}**"
         + (" (transfer: never trained on)" if section.get("transfer") else "")
         + f": {section['windows']} windows of {section['length']} jobs of the test split, "
-        f"window seed {section['seed']} (evaluated {section.get('evaluated', '?')}). "
+        f"window seed {section['seed']}"
+        + (f", {load}" if (load := load_quartiles_text(section.get("offered_load"))) else "")
+        + f" (evaluated {section.get('evaluated', '?')}). "
         f"Reproduce: `{section['command']}`",
         "",
         "| method | mean AVEbsld | median | late heads (mean delay) |",

@@ -33,7 +33,7 @@ from hpcgym.evaluation.cards import SEEDS_FILE, SELECTION_FILE, zip_timesteps
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
-from hpcgym.evaluation.windows import select_windows
+from hpcgym.evaluation.windows import load_quartiles, select_windows
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
@@ -272,6 +272,7 @@ def select_checkpoint(
         "starts": list(ws.starts),
         "reference": ref,
         "reference_mean_avg_bsld": float(sum(per[methods[0].label]) / len(ws.starts)),
+        "offered_load": load_quartiles(wl, ws),
         "chosen": chosen["model"],
         "chosen_path": str(labels[chosen["model"]]),
         "candidates": rows,

@@ -5,11 +5,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
-__all__ = ["PAPER_LENGTH", "PAPER_WINDOWS", "WindowSet", "select_windows"]
+if TYPE_CHECKING:
+    from hpcgym.workload import Workload
+
+__all__ = [
+    "PAPER_LENGTH",
+    "PAPER_WINDOWS",
+    "WindowSet",
+    "load_quartiles",
+    "load_quartiles_text",
+    "select_windows",
+]
 
 #: The paper's evaluation protocol (section 4.3): 10 random sequences of 1024 jobs.
 PAPER_WINDOWS, PAPER_LENGTH = 10, 1024
@@ -114,3 +126,35 @@ def select_windows(
         return WindowSet(st, int(length), "evenly", split, None, train_fraction, prefix, vf)
     st = tuple(int(s) for s in sampler.sample_many(count))
     return WindowSet(st, int(length), "sampled", split, int(seed), train_fraction, prefix, vf)
+
+
+def load_quartiles(workload: Workload, windows: WindowSet) -> dict[str, float] | None:
+    """Quartiles of the offered load of the windows (:attr:`Workload.offered_load` of
+    each: work over the machine's capacity during its submit span), recorded next to
+    every ratio measured on them: a backfilling agent gains most on loaded windows, so a
+    validation ratio measured on more loaded windows than the test ones overstates the
+    test (docs/headroom.md).
+
+    :param workload: the trace the windows are cut from
+    :param windows: the windows
+    :return: ``{"q1", "median", "q3"}``, or ``None`` when no window has a load (every
+        window's jobs were submitted at one instant)
+    """
+    loads = np.array(
+        [workload.window(s, windows.length).offered_load for s in windows.starts], dtype=float
+    )
+    loads = loads[np.isfinite(loads)]
+    if loads.size == 0:
+        return None
+    q1, median, q3 = np.percentile(loads, [25, 50, 75])
+    return {"q1": float(q1), "median": float(median), "q3": float(q3)}
+
+
+def load_quartiles_text(quartiles: dict[str, float] | None) -> str:
+    """``offered load 1.02 / 1.25 / 1.45 (quartiles)`` for a report line ("" without)."""
+    if not quartiles:
+        return ""
+    return (
+        f"offered load {quartiles['q1']:.2f} / {quartiles['median']:.2f} / "
+        f"{quartiles['q3']:.2f} (quartiles)"
+    )

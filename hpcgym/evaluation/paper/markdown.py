@@ -159,7 +159,10 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
         "for an SJF agent). `late heads`: jobs started after their request-based reservation "
         "(the agent / ELOSS). Windows come from the test split with a window seed not used "
         "in development; the test was looked at once per agent (`eval/heldout.py`). "
-        "Reproduce a row with the command under its table.",
+        "Reproduce a row with the command under its table. `load`: the median offered load "
+        "of the validation windows the checkpoint was chosen on → of the test windows "
+        "(a validation ratio measured under a heavier load than the test's overstates the "
+        "test; docs/headroom.md).",
     ]
     untested = [str(c.get("name")) for c in cards if not c.get("test")]
     known = {m for m, _ in _MODE_TITLES}
@@ -180,8 +183,8 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
     """The rows of one mode's table of :func:`agents_markdown` and their commands."""
     out = [
         "| agent | base | estimator | test trace | windows | vs EASY-SJBF | vs EASY++ | "
-        "vs ELOSS | violations | late heads (agent / ELOSS) |",
-        "|---|---|---|---|---:|---|---|---|---:|---|",
+        "vs ELOSS | violations | late heads (agent / ELOSS) | load (validation → test) |",
+        "|---|---|---|---|---:|---|---|---|---:|---|---|",
     ]
     commands: list[str] = []
     for card in cards:
@@ -201,7 +204,20 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
                 f"| {card.get('estimator', 'request')} "
                 f"| {trace}{' (transfer)' if sec.get('transfer') else ''} | {sec['windows']} | "
                 + " | ".join(cells)
-                + f" | {(sec.get('agent') or {}).get('violations', '—')} | {late} |"
+                + f" | {(sec.get('agent') or {}).get('violations', '—')} | {late} "
+                f"| {_load_cell(card.get('selection'), sec)} |"
             )
             commands.append(f"- {card.get('name')} on {trace}: `{sec['command']}`")
     return [*out, "", *commands]
+
+
+def _load_cell(selection: dict[str, Any] | None, section: dict[str, Any]) -> str:
+    """``1.25 → 1.01``: median offered load of the selection's validation windows (when
+    they are of the tested trace) and of the test windows; ``—`` where unknown."""
+
+    def median(d: dict[str, Any] | None) -> str:
+        q = (d or {}).get("offered_load")
+        return f"{float(q['median']):.2f}" if q else "—"
+
+    same = selection and str(selection.get("trace")) == str(section.get("trace"))
+    return f"{median(selection) if same else '—'} → {median(section)}"
