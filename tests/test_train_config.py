@@ -177,6 +177,30 @@ def test_rundir_evaluations_until_drops_the_lost_part(tmp_path: Path) -> None:
     assert len(run.evaluations.read_text().splitlines()) == 3
 
 
+def test_a_record_cut_short_by_a_killed_write(tmp_path: Path) -> None:
+    """A run stopped while writing its last evaluation (killed, disk full) leaves a cut
+    line: readers leave it out with a warning; a broken line before the last is an error
+    naming the file and line."""
+    from hpcgym.evaluation.cards import read_evaluations, validation_curve
+
+    run = RunDir(tmp_path)
+    for steps in (0, 128):
+        run.append_evaluation({"timesteps": steps, "avg_bsld": 1.5})
+    with open(run.evaluations, "a", encoding="utf-8") as fh:
+        fh.write('{"timesteps": 256, "avg_bsld": 1.')  # the cut write
+    with pytest.warns(UserWarning, match=r"evaluations.jsonl:3: left out a record cut short"):
+        assert [r["timesteps"] for r in read_evaluations(run.evaluations)] == [0, 128]
+    with pytest.warns(UserWarning):
+        assert [r["timesteps"] for r in validation_curve(tmp_path)] == [0, 128]
+    with pytest.warns(UserWarning):
+        assert [r["timesteps"] for r in run.evaluations_until(10**9)] == [0, 128]
+    assert len(run.evaluations.read_text().splitlines()) == 2  # the cut line is gone
+    text = run.evaluations.read_text()
+    run.evaluations.write_text('{"timesteps": 0\n' + text)
+    with pytest.raises(ValueError, match=r"evaluations.jsonl:1: not a JSON record"):
+        read_evaluations(run.evaluations)
+
+
 def test_training_never_reads_the_test_split(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

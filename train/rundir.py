@@ -235,12 +235,9 @@ class RunDir:
         """
         if not self.evaluations.is_file():
             return []
-        kept = []
-        for line in self.evaluations.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                if rec["timesteps"] <= steps:
-                    kept.append(rec)
+        from hpcgym.evaluation.cards import read_evaluations
+
+        kept = [r for r in read_evaluations(self.evaluations) if r["timesteps"] <= steps]
         self.evaluations.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
         return kept
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "load_model_card",
     "run_dir_of",
     "ship_model",
+    "read_evaluations",
     "validation_curve",
 ]
 
@@ -431,6 +433,35 @@ def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     }
 
 
+def read_evaluations(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The records of a run's ``evaluations.jsonl``, one JSON object per line.
+
+    A last line that does not parse is a record cut short by a killed write (a run
+    stopped mid-write, a full disk): it is left out with a warning naming the file. A
+    broken line before the last one is an error.
+
+    :param path: the file
+    :raises ValueError: ``file:line: ...`` for a broken line other than the last
+    """
+    p = Path(path)
+    lines = p.read_text(encoding="utf-8").splitlines()
+    last = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
+    out: list[dict[str, Any]] = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if i != last:
+                raise ValueError(f"{p}:{i + 1}: not a JSON record ({exc})") from None
+            warnings.warn(
+                f"{p}:{i + 1}: left out a record cut short (the run was stopped while writing it)",
+                stacklevel=2,
+            )
+    return out
+
+
 def validation_curve(run: str | os.PathLike[str], points: int = 16) -> list[dict[str, Any]]:
     """The run's training-time evaluation history (``evaluations.jsonl``: validation
     windows), thinned to about ``points`` rows (the first, the last and the best kept):
@@ -444,10 +475,7 @@ def validation_curve(run: str | os.PathLike[str], points: int = 16) -> list[dict
     if not path.is_file():
         return []
     rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        e = json.loads(line)
+    for e in read_evaluations(path):
         row = {k: e.get(k) for k in ("timesteps", "updates", "avg_bsld")}
         p = e.get("paired") or {}
         for k in ("geo_ratio", "ci_low", "ci_high"):
