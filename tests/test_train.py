@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from train_small import SMALL, run_small  # noqa: E402
+from train_small import SMALL  # noqa: E402
+from train_small import run_small as _run  # noqa: E402
 
 from train import callbacks as train_callbacks  # noqa: E402
 from train.config import ConfigError, TrainConfig  # noqa: E402
@@ -34,10 +35,6 @@ def _has_cuda() -> bool:
     import torch
 
     return bool(torch.cuda.is_available())
-
-
-def _run(tmp_path: Path, *extra: str, name: str = "r") -> dict:
-    return run_small(tmp_path, *extra, name=name)
 
 
 def _scalars(run_dir: Path) -> dict[str, list[tuple[int, float]]]:

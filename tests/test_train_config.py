@@ -19,7 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from train_small import SMALL, run_small  # noqa: E402
+from train_small import SMALL  # noqa: E402
+from train_small import run_small as _run  # noqa: E402
 
 from train.cli import build_parser, parse_args  # noqa: E402
 from train.config import DEFAULT_EPOCHS, PRESETS, ConfigError, TrainConfig  # noqa: E402
@@ -31,10 +32,6 @@ from train.rundir import (  # noqa: E402
     checkpoint_steps,
     resolve_resume,
 )
-
-
-def _run(tmp_path: Path, *extra: str, name: str = "r") -> dict:
-    return run_small(tmp_path, *extra, name=name)
 
 
 # --------------------------------------------------------------------------- TrainConfig

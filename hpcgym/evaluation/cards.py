@@ -36,9 +36,9 @@ __all__ = [
     "is_model_card",
     "load_cards",
     "load_model_card",
+    "read_evaluations",
     "run_dir_of",
     "ship_model",
-    "read_evaluations",
     "validation_curve",
 ]
 
