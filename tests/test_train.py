@@ -291,8 +291,9 @@ def test_sigint_or_sigterm_checkpoints_writes_summary_and_resumes(
 def test_keep_checkpoints_and_step_progress_bar(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Only the newest --keep-checkpoints checkpoints stay (the best model is
-    best_model.zip); the progress bar counts steps of the target."""
+    """Only the newest --keep-checkpoints checkpoints stay (with --keep-spread: the
+    oldest and the newest; the best model is best_model.zip); the progress bar counts
+    steps of the target."""
     argv = [a for a in SMALL if a != "--no-progress"]
     main(
         [
@@ -305,6 +306,16 @@ def test_keep_checkpoints_and_step_progress_bar(
     assert [checkpoint_steps(p) for p in run.checkpoints()] == [512, 640]
     assert run.best_model.is_file()
     assert "640/640" in capsys.readouterr().err
+    main(
+        [
+            *SMALL,
+            *("--total-steps", "640", "--checkpoint-every", "1", "--keep-checkpoints", "2"),
+            *("--keep-spread", "--logdir", str(tmp_path), "--run-name", "spread"),
+        ]
+    )
+    spread = RunDir(tmp_path / "spread")
+    assert [checkpoint_steps(p) for p in spread.checkpoints()] == [128, 640]
+    assert spread.read_json(spread.config)["keep_spread"] is True
 
 
 def test_bar_options() -> None:

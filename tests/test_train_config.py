@@ -145,6 +145,31 @@ def test_rundir_checkpoint_naming_and_lookup(tmp_path: Path) -> None:
     assert run.progress_csv(256).name == "progress_from_256.csv"
 
 
+def test_rundir_prune_checkpoints_spread(tmp_path: Path) -> None:
+    """--keep-spread: pruned after every save, the kept checkpoints stay spread over the
+    whole run (oldest and newest always; no gap wider than twice the even spacing), and
+    later checkpoints than ``upto`` are left alone."""
+    run = RunDir(tmp_path / "r")
+    run.checkpoint_dir.mkdir(parents=True)
+    for k in range(1, 301):
+        run.checkpoint(100 * k).write_bytes(b"")
+        run.prune_checkpoints(5, upto=100 * k, spread=True)
+        steps = [checkpoint_steps(p) for p in run.checkpoints()]
+        if k <= 5:
+            assert steps == [100 * i for i in range(1, k + 1)]
+            continue
+        assert len(steps) == 5 and steps[0] == 100 and steps[-1] == 100 * k
+        even = (steps[-1] - steps[0]) / 4
+        gaps = np.diff(steps[:-1])  # the newest gap is short right after a save
+        assert gaps.max() <= 2 * even, (k, steps)
+    # the newest N (the default) would have kept 29,600-30,000 only
+    assert checkpoint_steps(run.checkpoints()[1]) < 15_000
+    run.checkpoint(40_000).write_bytes(b"")  # a lost session's later checkpoint
+    run.prune_checkpoints(2, upto=30_000, spread=True)
+    assert [checkpoint_steps(p) for p in run.checkpoints()] == [100, 30_000, 40_000]
+    assert run.prune_checkpoints(1, spread=True) == [run.checkpoint(100), run.checkpoint(30_000)]
+
+
 def test_rundir_resolve_resume(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "r")
     run.checkpoint_dir.mkdir(parents=True)

@@ -334,7 +334,9 @@ class EvalCheckpointCallback(BaseCallback):
     :param checkpoint_every: updates between checkpoints (0: only at the end)
     :param history: previous evaluation records (resumed run)
     :param best: best mean AVEbsld so far (a resumed run passes the old best)
-    :param keep_checkpoints: checkpoints kept (the newest; 0: all)
+    :param keep_checkpoints: checkpoints kept (the newest, or spread: ``keep_spread``; 0: all)
+    :param keep_spread: keep ``keep_checkpoints`` spread over the run instead of the
+        newest (:meth:`train.rundir.RunDir.prune_checkpoints`)
     :param stop: the session's stop control
     """
 
@@ -348,11 +350,13 @@ class EvalCheckpointCallback(BaseCallback):
         history: list[dict[str, Any]] | None = None,
         best: float = math.inf,
         keep_checkpoints: int = 0,
+        keep_spread: bool = False,
         stop: StopControl | None = None,
     ) -> None:
         super().__init__()
         self.run = run
         self.keep_checkpoints = int(keep_checkpoints)
+        self.keep_spread = bool(keep_spread)
         self.stop = stop
         self.rollout_size = int(rollout_size)
         self.evaluator = evaluator
@@ -400,7 +404,7 @@ class EvalCheckpointCallback(BaseCallback):
         path = self.run.save_model(self.model, self.run.checkpoint(steps))
         self.last_checkpoint = path
         if self.keep_checkpoints > 0:
-            self.run.prune_checkpoints(self.keep_checkpoints, upto=steps)
+            self.run.prune_checkpoints(self.keep_checkpoints, upto=steps, spread=self.keep_spread)
         return path
 
     def flush(self) -> None:

@@ -93,6 +93,7 @@ RESUME_OVERRIDABLE: frozenset[str] = frozenset(
         "eval_every",
         "checkpoint_every",
         "keep_checkpoints",
+        "keep_spread",
         "device",
         "progress",
         "verbose",
@@ -436,6 +437,14 @@ class TrainConfig:
         "checkpoints kept: the newest N (0 = all); the best model is best_model.zip",
         parse=nonneg_int,
         metavar="N",
+    )
+    keep_spread: bool = _opt(
+        False,
+        "eval",
+        "keep the --keep-checkpoints checkpoints spread over the whole run (the oldest, "
+        "the newest and, between, the most evenly spaced) instead of the newest N: "
+        "candidates for eval/select_checkpoint.py from every stage of training",
+        show_default=False,
     )
     logdir: str = _opt("runs", "eval", "parent folder of the runs")
     run_name: str | None = _opt(

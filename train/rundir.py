@@ -184,19 +184,40 @@ class RunDir:
         found = self.checkpoints()
         return found[-1] if found else None
 
-    def prune_checkpoints(self, keep: int, upto: int | None = None) -> list[Path]:
-        """Delete all but the ``keep`` newest checkpoints; returns the deleted paths.
+    def prune_checkpoints(
+        self, keep: int, upto: int | None = None, spread: bool = False
+    ) -> list[Path]:
+        """Delete all but ``keep`` checkpoints; returns the deleted paths.
 
         :param keep: checkpoints to keep (>= 1: resuming needs one)
         :param upto: only consider checkpoints at or before this step count (a session
             resumed from an older checkpoint leaves the later ones of the lost session alone)
+        :param spread: keep checkpoints spread over the whole run instead of the newest:
+            the newest and the oldest always stay, and while too many are left the one
+            whose neighbours are closest (in steps) goes. Called after every save, this
+            keeps ``keep`` checkpoints about evenly spaced from the start of training to
+            now, so that ``eval/select_checkpoint.py`` has candidates from the whole run
+            at the disk cost of ``keep`` files.
         """
         if keep < 1:
             raise ValueError(f"keep must be >= 1, got {keep}")
         found = [
             p for p in self.checkpoints() if upto is None or (checkpoint_steps(p) or 0) <= upto
         ]
-        old = found[:-keep]
+        if not spread or keep < 2:
+            old = found[:-keep]
+        else:
+            steps = [checkpoint_steps(p) or 0 for p in found]
+            kept = list(range(len(found)))
+            while len(kept) > keep:
+                # interior index whose removal leaves the smallest gap (the older on ties)
+                j = min(
+                    range(1, len(kept) - 1),
+                    key=lambda i: (steps[kept[i + 1]] - steps[kept[i - 1]], i),
+                )
+                del kept[j]
+            keep_set = set(kept)
+            old = [p for i, p in enumerate(found) if i not in keep_set]
         for p in old:
             p.unlink(missing_ok=True)
         return old

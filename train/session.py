@@ -207,6 +207,7 @@ def run_session(
         history=run.evaluations_until(start_steps) if checkpoint is not None else [],
         best=float(best["avg_bsld"]) if best else math.inf,
         keep_checkpoints=cfg.keep_checkpoints,
+        keep_spread=cfg.keep_spread,
         stop=stop,
     )
     phase_cb = PhaseCallback(cfg.rollout_threads, cfg.update_threads, overhead=eval_cb)
