@@ -217,6 +217,22 @@ def make_training_envs(
     return venv
 
 
+def learning_rate(cfg: TrainConfig) -> Any:
+    """The policy learning rate SB3 is given: ``cfg.learning_rate``, or with
+    ``--lr-schedule linear`` SB3's :class:`~stable_baselines3.common.utils.LinearSchedule`
+    from it to 0 over the run's progress (``1 - steps / target``, so a resumed run goes on
+    where it stopped). The value network's rate is a fixed multiple of it
+    (``value_lr_ratio``), so it falls with it.
+
+    :param cfg: the run's options
+    """
+    if cfg.lr_schedule == "constant":
+        return cfg.learning_rate
+    from stable_baselines3.common.utils import LinearSchedule
+
+    return LinearSchedule(cfg.learning_rate, 0.0, 1.0)
+
+
 def new_model(
     cfg: TrainConfig, plan: RolloutPlan, extra_env: Mapping[str, Any] | None = None
 ) -> Any:
@@ -237,7 +253,7 @@ def new_model(
     model = algo_class(cfg.algo)(
         KernelPolicy,
         env,
-        learning_rate=cfg.learning_rate,
+        learning_rate=learning_rate(cfg),
         n_steps=plan.n_steps,
         batch_size=plan.batch_size,
         n_epochs=cfg.n_epochs,

@@ -62,6 +62,12 @@ PAPER_HYPERPARAMETERS: dict[str, Any] = {
     "target_kl": 0.01,
 }
 
+#: ``--lr-schedule`` choices.
+LR_SCHEDULES: tuple[str, ...] = ("constant", "linear")
+
+#: The fast preset's step target: no target in practice (``--time-limit`` ends the run).
+NO_TARGET = 10**9
+
 #: Named settings (``--preset``); options given explicitly override them. ``paper`` is the
 #: plain defaults (the paper's values mapped onto SB3). ``fast`` is what fits a CPU budget
 #: of tens of minutes on a 2-core machine (docs/training.md: the measured runs): fewer
@@ -79,7 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "target_kl": None,
         "stop_init": -3.0,
         "time_limit": 30.0,
-        "total_steps": 10**9,
+        "total_steps": NO_TARGET,
     },
 }
 
@@ -369,6 +375,14 @@ class TrainConfig:
     n_epochs: int = _opt(80, "hyper", "passes over the rollout per update", parse=positive_int)
     learning_rate: float = _opt(3e-4, "hyper", "policy learning rate", parse=positive_float)
     value_lr: float = _opt(1e-3, "hyper", "value-network learning rate", parse=positive_float)
+    lr_schedule: str = _opt(
+        "constant",
+        "hyper",
+        "learning rates over the run: constant, or linear (policy and value rates fall "
+        "linearly to 0 at the run's target, --total-steps or --epochs; SB3's "
+        "LinearSchedule): a late policy that moves less between checkpoints",
+        choices=LR_SCHEDULES,
+    )
     gamma: float = _opt(1.0, "hyper", "discount", parse=unit_float)
     gae_lambda: float = _opt(0.97, "hyper", "GAE lambda", parse=unit_float)
     clip_range: float = _opt(0.2, "hyper", "PPO clip range", parse=positive_float)
@@ -490,6 +504,16 @@ class TrainConfig:
             out.append("--batch-size must be > 1 (advantage normalization needs 2 samples)")
         if self.total_steps is not None and self.epochs is not None:
             out.append("--total-steps and --epochs exclude each other: give one")
+        if (
+            self.lr_schedule == "linear"
+            and self.epochs is None
+            and (self.total_steps or 0) >= NO_TARGET
+        ):
+            out.append(
+                "--lr-schedule linear falls to 0 at the run's target: give --total-steps "
+                f"(below {NO_TARGET:.0e}) or --epochs (a --time-limit alone has no step "
+                "count to anneal over)"
+            )
         out.extend(_device_problems(self.device))
         out.extend(_baseline_problems(self.baselines))
         if self.mix_traces and self.n_envs < 1 + len(self.mix_traces):
