@@ -66,6 +66,11 @@ def test_config_presets_and_defaults() -> None:
         ({"run_name": "a/b"}, "--run-name must be a plain folder name"),
         ({"kernel_arch": (32, 0)}, "--kernel-arch: expected positive layer widths"),
         ({"eval_split": "later"}, "eval_split: expected one of"),
+        ({"lr_schedule": "cosine"}, "--lr-schedule: expected one of constant, linear"),
+        (
+            {"lr_schedule": "linear", "total_steps": 10**9},
+            "--lr-schedule linear falls to 0 at the run's target: give --total-steps",
+        ),
         ({"no_such_option": 1}, "unknown options: no_such_option"),
     ],
 )
@@ -105,6 +110,29 @@ def test_config_for_resume() -> None:
     assert saved.for_resume({"kernel_arch": (32, 16, 8)}) == saved  # same value: fine
     with pytest.raises(ConfigError, match=r"--seed \(3; the run has 0\)"):
         saved.for_resume({"seed": 3})
+
+
+@pytest.mark.parametrize("algo", ["sb3", "lean"])
+def test_lr_schedule_linear_falls_to_zero_at_the_target(tmp_path: Path, algo: str) -> None:
+    """--lr-schedule linear: the rate SB3 applies before each update is 3e-4 x the share
+    of the target still to go (4 updates of 128 steps to 512), 0 at the end; the value
+    network's group gets its fixed multiple of it; constant (default) stays 3e-4."""
+    import csv
+
+    from sb3_contrib import MaskablePPO
+
+    def rates(name: str) -> list[float]:
+        with open(tmp_path / name / "progress.csv", encoding="utf-8") as fh:
+            rows = csv.DictReader(fh)
+            return [float(r["train/learning_rate"]) for r in rows if r["train/learning_rate"]]
+
+    _run(tmp_path, "--lr-schedule", "linear", "--total-steps", "512", "--algo", algo, name="lin")
+    assert np.allclose(rates("lin"), [2.25e-4, 1.5e-4, 7.5e-5, 0.0])
+    groups = MaskablePPO.load(tmp_path / "lin" / "final_model.zip").policy.optimizer.param_groups
+    assert [g["lr"] for g in groups] == [0.0, 0.0]
+    assert groups[1]["lr_scale"] == pytest.approx(1e-3 / 3e-4)
+    _run(tmp_path, "--total-steps", "256", "--algo", algo, name="const")
+    assert np.allclose(rates("const"), [3e-4, 3e-4])
 
 
 def test_cli_hidden_aliases_and_explicit_options() -> None:
