@@ -26,7 +26,6 @@ Usage (in the background)::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import subprocess
@@ -109,10 +108,21 @@ def train_both(args: argparse.Namespace, out: Path) -> dict[str, Path]:
     return runs
 
 
+def _first_evaluation(run: Path) -> dict[str, Any]:
+    """The run's first evaluation record (of the untrained policy, at the start)."""
+    from hpcgym.evaluation.cards import read_evaluations
+    from train.rundir import RunDir
+
+    records = read_evaluations(RunDir(run).evaluations)
+    if not records:
+        raise SystemExit(f"{run}: no evaluation records in evaluations.jsonl")
+    return records[0]
+
+
 def _session_start(run: Path) -> float:
     """Wall-clock time at which training started (the first evaluation's time minus its
     duration, which ran right at the start of training)."""
-    first = json.loads((run / "evaluations.jsonl").read_text().splitlines()[0])
+    first = _first_evaluation(run)
     return float(first["time"]) - float(first["seconds"])
 
 
@@ -137,7 +147,7 @@ def evaluate_checkpoints(name: str, run: Path) -> list[dict[str, Any]]:
     workload = BackfillEnv(**env_kwargs(cfg, "train", cfg.length)).workload
     evaluator = Evaluator.for_config(cfg, workload)
     t0 = _session_start(run)
-    untrained = json.loads((run / "evaluations.jsonl").read_text().splitlines()[0])
+    untrained = _first_evaluation(run)
     points: list[tuple[float, int, dict[str, Any]]] = [(0.0, 0, untrained)]
     ckpts = sorted((run / "checkpoints").glob("*.zip"), key=lambda p: checkpoint_steps(p) or 0)
     for path in ckpts:
