@@ -320,3 +320,49 @@ def test_trace_spec_names_of_the_synthetic_workload():
         assert trace_spec(name) is None
         assert load(name) is load(None)
     assert trace_spec("SDSC-SP2") == "SDSC-SP2"
+
+
+def test_named_generated_workload():
+    from hpcgym.cli.errors import UsageError, check_trace_name
+    from hpcgym.workload import synthetic_params
+
+    name = (
+        "Synthetic:job_types=false, request_model=none,load=0.9,seed=3,n_jobs=400,"
+        "max_log_runtime=11.5"
+    )
+    assert synthetic_params(name) == {
+        "job_types": False,
+        "request_model": "none",  # a word, not None
+        "load": 0.9,
+        "seed": 3,
+        "n_jobs": 400,
+        "max_log_runtime": 11.5,
+    }
+    w = load(name)
+    assert load(name) is w and len(w) == 400 and w.machine_size == 256
+    assert w.offered_load == pytest.approx(0.9, rel=1e-3)
+    np.testing.assert_array_equal(w.request, w.runtime)  # request_model=none
+    same = load(
+        "synthetic",
+        job_types=False,
+        request_model="none",
+        load=0.9,
+        seed=3,
+        n_jobs=400,
+        max_log_runtime=11.5,
+    )
+    np.testing.assert_array_equal(w.submit, same.submit)
+    assert len(load(name, n_jobs=300)) == 300  # keyword arguments win
+    native = load("synthetic:load=none,n_jobs=300,seed=1")  # none: the model's own rate
+    assert native.offered_load != pytest.approx(0.85, rel=1e-3)
+    for plain in ("SDSC-SP2", "synthetic", None, "lublin.swf"):
+        assert synthetic_params(plain) is None
+    check_trace_name(name)
+    with pytest.raises(ValueError, match="not KEY=VALUE"):
+        synthetic_params("synthetic:load")
+    with pytest.raises(ValueError, match="seed is given twice"):
+        synthetic_params("synthetic:seed=1,seed=2")
+    with pytest.raises(ValueError, match="unknown Lublin parameter.*'lod'.*valid: job_types"):
+        load("synthetic:lod=1.0,n_jobs=100")
+    with pytest.raises(UsageError, match="--trace synthetic:lod=1.0: unknown Lublin parameter"):
+        check_trace_name("synthetic:lod=1.0")

@@ -146,6 +146,18 @@ def test_cli_hidden_aliases_and_explicit_options() -> None:
     assert "--seq-len" not in text and "--normalizer" not in text
 
 
+def test_mix_traces_keeps_the_commas_of_generated_workloads() -> None:
+    gen = "synthetic:load=1.06,seed=3,n_jobs=500"
+    args = parse_args(["--mix-traces", f"{gen},Lublin-2,{gen.replace('seed=3', 'seed=4')}"])
+    assert args.options["mix_traces"] == (gen, "Lublin-2", gen.replace("seed=3", "seed=4"))
+    assert parse_args(["--mix-traces", "a.swf,Lublin-2,"]).options["mix_traces"] == (
+        "a.swf",
+        "Lublin-2",
+    )
+    cfg = TrainConfig.create(preset="fast", mix_traces=[gen, "Lublin-2"])
+    assert cfg.mix_traces == (gen, "Lublin-2") and not cfg.problems()
+
+
 def test_cli_rejects_bad_time_limit(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main([*SMALL, "--logdir", str(tmp_path), "--time-limit", "-1"])

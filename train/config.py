@@ -34,6 +34,7 @@ from train.options import (
     names,
     none_or_float,
     none_or_name,
+    trace_list,
 )
 
 __all__ = [
@@ -168,7 +169,8 @@ class TrainConfig:
         "synthetic",
         "workload",
         "registered trace name (e.g. SDSC-SP2, Lublin-1; found through HPCGYM_TRACE_DIR or "
-        "the cache) or an SWF path; 'synthetic' = the embedded Lublin workload",
+        "the cache) or an SWF path; 'synthetic' = the embedded Lublin workload, "
+        "'synthetic:KEY=VALUE,...' a generated one (docs/workloads.md)",
     )
     policy: str = _opt(
         "FCFS",
@@ -245,8 +247,8 @@ class TrainConfig:
         "comma-separated more traces for the training envs (a trace mix: sub-env i of "
         "--n-envs runs on trace number i mod k of --trace and these, each in its train split, "
         "all in --trace's observation units); evaluations, checkpoint choice and the card's "
-        "scales stay on --trace",
-        parse=names,
+        "scales stay on --trace; a generated workload synthetic:KEY=VALUE,... counts as one",
+        parse=trace_list,
         metavar="T1,T2",
         show_default=False,
     )

@@ -112,6 +112,25 @@ def names(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def trace_list(text: str) -> tuple[str, ...]:
+    """Comma-separated trace names (``''``: none), where a generated workload
+    ``synthetic:KEY=VALUE,KEY=VALUE`` keeps its own commas: a ``KEY=VALUE`` part that
+    follows a ``synthetic:`` name belongs to it.
+
+    :param text: the command-line text
+    """
+    out: list[str] = []
+    for part in (x.strip() for x in text.split(",")):
+        if not part:
+            continue
+        key = part.partition("=")[0].strip()
+        if "=" in part and key.isidentifier() and out and out[-1].lower().startswith("synthetic:"):
+            out[-1] += f",{part}"
+        else:
+            out.append(part)
+    return tuple(out)
+
+
 # --------------------------------------------------------------------------- options
 @dataclass(frozen=True)
 class Option:

@@ -251,16 +251,26 @@ def check_choice(value: str, valid: Sequence[str], flag: str, what: str) -> str:
 
 
 def check_trace_name(name: str | None, flag: str = "--trace") -> None:
-    """A trace must be ``synthetic``, an existing file or a registered name (a registered
-    trace that is missing locally is fine here: it may be downloaded or noted later).
+    """A trace must be ``synthetic``, a generated workload ``synthetic:KEY=VALUE,...``
+    (generated here, so that a bad key fails now), an existing file or a registered name
+    (a registered trace that is missing locally is fine here: it may be downloaded or
+    noted later).
 
     :param name: the given trace
     :param flag: the option, named in the error
-    :raises UsageError: with the registered names
+    :raises UsageError: with the registered names, or what is wrong with a generated
+        workload's arguments
     """
     if name is None or name.strip().lower() == "synthetic" or Path(name).expanduser().is_file():
         return
-    from hpcgym.workload.traces import get_trace
+    from hpcgym.workload.traces import get_trace, load, synthetic_params
+
+    try:
+        if synthetic_params(name) is not None:
+            load(name)  # cached: the run that follows loads it for free
+            return
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{flag} {name}: {_message(exc)}") from None
 
     try:
         get_trace(name)

@@ -57,6 +57,8 @@ __all__ = [
     "sha256_uncompressed",
     "load",
     "trace_spec",
+    "synthetic_params",
+    "SYNTHETIC_PREFIX",
     "clear_cache",
     "TRACE_DIR_ENV",
 ]
@@ -593,6 +595,61 @@ def trace_spec(
     return name
 
 
+#: Prefix of a named generated workload: ``synthetic:KEY=VALUE,...`` (:func:`synthetic_params`).
+SYNTHETIC_PREFIX = "synthetic:"
+
+_WORDS = {"true": True, "false": False, "none": None}
+#: Keys of generate() whose values are words (``request_model=none`` is the word "none").
+_WORD_KEYS = ("request_model",)
+
+
+def synthetic_params(name: object) -> dict[str, Any] | None:
+    """The :func:`hpcgym.workload.lublin.generate` arguments of a named generated
+    workload, ``synthetic:KEY=VALUE,...`` (any case for the prefix), or ``None`` when
+    ``name`` is not such a name.
+
+    The name makes a generated workload usable wherever a trace name is (``--trace``,
+    ``--mix-traces``, model cards, ``gymnasium.make(..., trace=...)``): for example
+    ``synthetic:job_types=false,request_model=none,load=1.06,seed=3,n_jobs=50000`` is a
+    Lublin-1-like workload (docs/lublin.md). Values read as ``true``/``false``/``none``
+    (any case; ``load=none``: the model's own arrival rate), integers, floats, else
+    strings (``request_model`` is always a word); the keys are :func:`generate`'s arguments
+    and are checked when the workload is generated (:func:`load`), starting from the
+    default workload's arguments (``n_jobs=10000, machine_size=256, load=0.85, seed=0,
+    request_model=tsafrir``).
+
+    :param name: a trace name (anything else gives ``None``)
+    :raises ValueError: a ``synthetic:`` name whose parts are not ``KEY=VALUE`` or that
+        gives a key twice
+    """
+    if not isinstance(name, str) or not name.strip().lower().startswith(SYNTHETIC_PREFIX):
+        return None
+    body = name.strip()[len(SYNTHETIC_PREFIX) :]
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in body.split(","))):
+        key, eq, text = (x.strip() for x in part.partition("="))
+        if not eq or not key.isidentifier() or not text:
+            raise ValueError(
+                f"{name!r}: {part!r} is not KEY=VALUE; a generated workload is named "
+                "synthetic:KEY=VALUE,... (e.g. synthetic:load=1.06,seed=3,n_jobs=50000)"
+            )
+        if key in out:
+            raise ValueError(f"{name!r}: {key} is given twice")
+        out[key] = text if key in _WORD_KEYS else _value(text)
+    return out
+
+
+def _value(text: str) -> Any:
+    if text.lower() in _WORDS:
+        return _WORDS[text.lower()]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def load(
     spec: str | os.PathLike[str] | Workload | None = None,
     machine_size: int | None = None,
@@ -605,6 +662,8 @@ def load(
       (:func:`hpcgym.workload.lublin.default_workload`); with ``machine_size`` or
       keyword arguments, :func:`hpcgym.workload.lublin.generate` with the default
       workload's arguments updated by them (``load("synthetic", n_jobs=500, seed=1)``);
+    * ``"synthetic:KEY=VALUE,..."`` (:func:`synthetic_params`): the same with those
+      arguments (``load("synthetic:n_jobs=500,seed=1")``; keyword arguments win);
     * a :class:`~hpcgym.workload.core.Workload`: returned as is (moved to
       ``machine_size`` if given);
     * an existing file: :func:`~hpcgym.workload.swf.read_swf`;
@@ -624,6 +683,9 @@ def load(
         if machine_size is not None and machine_size != spec.machine_size:
             return spec.with_machine_size(machine_size)
         return spec
+    named = synthetic_params(spec)
+    if named is not None:
+        spec, kw = None, {**named, **kw}
     if trace_spec(spec) is None:
         kw.pop("lenient", None)  # generated, not parsed: nothing to be lenient about
         items = tuple(sorted(kw.items()))
