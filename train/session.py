@@ -368,7 +368,7 @@ def _banner(
     return (
         f"run {run.path} | trace {probe.trace_label} ({len(probe.workload)} jobs, "
         f"{probe.workload.machine_size} procs)"
-        + (f" + mix {','.join(cfg.mix_traces)}" if cfg.mix_traces else "")
+        + "".join(f" + mix {t}" for t in cfg.mix_traces)
         + f" | {state}"
         f" | {cfg.n_envs} x {plan.n_steps} steps/update"
         + (f" (measured {calib['mean']:.1f} steps per trajectory)" if calib else "")
