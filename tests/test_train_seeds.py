@@ -42,6 +42,7 @@ def test_parallel_seeds_equal_sequential_seeds(tmp_path: Path) -> None:
     par = main([*SMALL, "--total-steps", "256", "--seeds", "1", "2", "--seed-jobs", "2",
                 "--logdir", str(tmp_path), "--run-name", "par"])  # fmt: skip
     assert [r["status"] for r in par["runs"]] == ["finished", "finished"]
+    assert (par["seed_jobs"], seq["seed_jobs"]) == (2, 1)
     for key in ("timesteps", "avg_bsld", "best_avg_bsld"):
         assert [r[key] for r in par["runs"]] == [r[key] for r in seq["runs"]], key
     assert par["across"] == seq["across"]
@@ -197,3 +198,22 @@ def test_a_passed_on_signal_stops_once_and_never_escalates(
     stop = stopping.StopControl()
     with stop.catching((signal.SIGINT, signal.SIGTERM)):
         assert stop.reason() == "SIGTERM" and stopping.pending is None
+
+
+def test_resume_trains_as_many_seeds_at_a_time_as_the_run_started_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from train import seeds
+
+    seen: list[int] = []
+    monkeypatch.setattr(
+        seeds, "_train_seeds", lambda root, options, resume, jobs=1: seen.append(jobs) or {}
+    )
+    for name, stored in (("two", {"seed_jobs": 2}), ("old", {})):  # old: before seed_jobs
+        (tmp_path / name).mkdir()
+        body = {"seeds": [1, 2], "options": {}, **stored}
+        (tmp_path / name / "seeds.json").write_text(json.dumps(body))
+    seeds.resume_seeds(tmp_path / "two", {})
+    seeds.resume_seeds(tmp_path / "two", {}, jobs=1)  # given again: wins
+    seeds.resume_seeds(tmp_path / "old", {})
+    assert seen == [2, 1, 1]

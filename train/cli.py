@@ -65,12 +65,14 @@ class ParsedArgs:
     :param options: the options given explicitly (field name -> value)
     :param resume: ``--resume`` (a run folder or a checkpoint), or ``None``
     :param seeds: ``--seeds`` (one run per seed, :mod:`train.seeds`), or ``None``
+    :param seed_jobs: ``--seed-jobs``, or ``None`` when not given (a new seeds run: 1; a
+        resumed one: as many as it was started with)
     """
 
     options: dict[str, Any]
     resume: str | None
     seeds: list[int] | None = None
-    seed_jobs: int = 1
+    seed_jobs: int | None = None
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -179,4 +181,4 @@ def parse_args(argv: list[str], parser: argparse.ArgumentParser | None = None) -
     seed_jobs = given.pop("seed_jobs", None)
     if seed_jobs is not None and seeds is None and resume is None:
         parser.error("--seed-jobs trains the seeds of --seeds (or of a resumed seeds run)")
-    return ParsedArgs(options=given, resume=resume, seeds=seeds, seed_jobs=seed_jobs or 1)
+    return ParsedArgs(options=given, resume=resume, seeds=seeds, seed_jobs=seed_jobs)

@@ -48,10 +48,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
         if args.seeds is not None:
-            return seeds.start_seeds(args.options, args.seeds, jobs=args.seed_jobs)
+            return seeds.start_seeds(args.options, args.seeds, jobs=args.seed_jobs or 1)
         if args.resume is not None and seeds.is_seeds_run(args.resume):
             return seeds.resume_seeds(args.resume, args.options, jobs=args.seed_jobs)
-        if args.seed_jobs > 1:
+        if args.seed_jobs is not None and args.seed_jobs > 1:
             parser.error(f"--seed-jobs: {args.resume} is not a seeds run (no seeds.json)")
         if args.resume is not None:
             return session.resume(args.resume, args.options)

@@ -125,11 +125,14 @@ def start_seeds(options: Mapping[str, Any], seeds: Sequence[int], jobs: int = 1)
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"cannot create the run folder {root}: {exc.strerror}") from None
-    write_json(root / SEEDS_FILE, {"seeds": seeds, "options": _stored_options(options)})
+    stored = {"seeds": seeds, "options": _stored_options(options), "seed_jobs": jobs}
+    write_json(root / SEEDS_FILE, stored)
     return _train_seeds(root, {}, resume=False, jobs=jobs)
 
 
-def resume_seeds(path: str | Path, options: Mapping[str, Any], jobs: int = 1) -> dict[str, Any]:
+def resume_seeds(
+    path: str | Path, options: Mapping[str, Any], jobs: int | None = None
+) -> dict[str, Any]:
     """Continue a seeds run: resume every unfinished seed, start the ones not begun,
     continue finished ones when ``options`` set a new length, and the ones that stopped
     on their time limit when ``options`` give a (new) ``time_limit`` (as ``--resume`` of
@@ -138,7 +141,8 @@ def resume_seeds(path: str | Path, options: Mapping[str, Any], jobs: int = 1) ->
     :param path: the seeds run's folder
     :param options: options given again (only :data:`~train.config.RESUME_OVERRIDABLE`
         ones may differ from the run's)
-    :param jobs: seeds trained at the same time (see :func:`start_seeds`)
+    :param jobs: seeds trained at the same time (see :func:`start_seeds`; ``None``: as
+        many as the run was started with, its ``seed_jobs`` in ``seeds.json``)
     :raises ConfigError: not a seeds run, a conflicting option, a user error of set-up
     """
     root = Path(path)
@@ -146,6 +150,8 @@ def resume_seeds(path: str | Path, options: Mapping[str, Any], jobs: int = 1) ->
         raise ConfigError(f"--resume {root}: no {SEEDS_FILE} in it (not a --seeds run)")
     if "seed" in options:
         raise ConfigError("--seed cannot be given when resuming a --seeds run")
+    if jobs is None:
+        jobs = int((RunDir(root).read_json(root / SEEDS_FILE) or {}).get("seed_jobs") or 1)
     return _train_seeds(root, options, resume=True, jobs=jobs)
 
 
@@ -385,6 +391,7 @@ def _write_results(root: Path, data: Mapping[str, Any]) -> dict[str, Any]:
     out = {
         "seeds": list(data["seeds"]),
         "options": data.get("options", {}),
+        "seed_jobs": data.get("seed_jobs", 1),
         "reference": next((r["paired"]["reference"] for r in done if r["paired"]), None),
         "runs": rows,
         "across": {
