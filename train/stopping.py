@@ -94,21 +94,26 @@ class StopControl:
 
     @contextmanager
     def catching(self, signals: Sequence[int] = (signal.SIGTERM,)) -> Iterator[StopControl]:
-        """While in the block, ``signals`` request a graceful stop (a second one raises
-        ``KeyboardInterrupt``), and so do the signals of :data:`passed_on` (under the name
-        they pass on; never escalating). Only in the main thread; previous handlers are
-        restored.
+        """While in the block, ``signals`` request a graceful stop (a second one of them
+        raises ``KeyboardInterrupt``), and so do the signals of :data:`passed_on` (under
+        the name they pass on; never escalating). A passed-on copy and the original of the
+        same signal are one request in either order: with a signal to a whole process
+        group, a worker may get the parent's copy before its own. Only in the main
+        thread; previous handlers are restored.
 
         :param signals: the signals to catch
         """
         if threading.current_thread() is not threading.main_thread():
             yield self
             return
+        direct: list[str] = []  # the signals of ``signals`` received in the block
 
         def handler(signum: int, _frame: FrameType | None) -> None:
-            if self.signal is not None:
+            name = signal.Signals(signum).name
+            if direct or self.signal not in (None, name):
                 raise KeyboardInterrupt
-            self.request(signal.Signals(signum).name)
+            direct.append(name)
+            self.request(name)
 
         def passed(signum: int, _frame: FrameType | None) -> None:  # never escalates
             self.request(passed_on[signum])
