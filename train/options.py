@@ -119,12 +119,19 @@ def trace_list(text: str) -> tuple[str, ...]:
 
     :param text: the command-line text
     """
+    from hpcgym.workload.traces import SYNTHETIC_PREFIX
+
     out: list[str] = []
     for part in (x.strip() for x in text.split(",")):
         if not part:
             continue
         key = part.partition("=")[0].strip()
-        if "=" in part and key.isidentifier() and out and out[-1].lower().startswith("synthetic:"):
+        if (
+            "=" in part
+            and key.isidentifier()
+            and out
+            and out[-1].lower().startswith(SYNTHETIC_PREFIX)
+        ):
             out[-1] += f",{part}"
         else:
             out.append(part)
