@@ -342,6 +342,78 @@ def test_dense_reward_validation():
     assert pickle.loads(pickle.dumps(env)).reward_mode == "dense"
 
 
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {},
+        {"objective": "wait"},
+        {"normalizer": None},
+        {"reward_mode": "dense"},
+        {"reward_mode": "dense", "objective": "wait", "normalizer": "EASY"},
+        {"reward_mode": "dense", "normalizer": None},
+    ],
+)
+def test_log_reward_scale_pays_minus_the_log_of_the_ratio(kw):
+    """reward_scale='log': the same episode as the linear scale; its return is -ln of the
+    agent's AVEbsld (mean wait, floored at 1 s) over the reference's (without a reference:
+    -ln of the agent's); in dense mode the steps before the last pay the same job shares
+    as the linear scale and only the last step differs."""
+    busy = "synthetic:load=1.5,n_jobs=2000,seed=3,job_types=false"  # windows with waits
+    log_env = make(reward_scale="log", trace=busy, **kw)
+    lin_env = make(trace=busy, **kw)
+    key = "avg_wait" if kw.get("objective") == "wait" else "avg_bsld"
+    floor = 1.0 if key == "avg_wait" else 0.0
+    for seed in range(3):
+        agent = RandomValid(seed=seed)
+        o1, i1 = log_env.reset(seed=seed)
+        o2, _ = lin_env.reset(seed=seed)
+        total, done = 0.0, False
+        while not done:
+            a, _ = agent.predict(o1, action_masks=i1["action_mask"])
+            o1, r1, done, _, i1 = log_env.step(a)
+            o2, r2, done2, _, i2 = lin_env.step(a)
+            np.testing.assert_array_equal(o1, o2)
+            assert done == done2
+            if not done:
+                assert r1 == r2
+            total += r1
+        a_val = max(i1["agent"][key], floor)
+        expected = -np.log(a_val)
+        if i1["reference"] is not None:
+            expected += np.log(max(i1["reference"][key], floor))
+        assert total == pytest.approx(expected, rel=1e-9, abs=1e-9)
+        # the log and the linear return agree to first order: -ln r = (1 - r) + O((1 - r)^2)
+        lin_total = lin_env.terminal_reward(i2["agent"], i2["reference"])
+        if i1["reference"] is not None:
+            r = np.exp(-expected)
+            assert r != 1.0  # a window where the two scales differ
+            assert lin_total == pytest.approx(1 - r, rel=1e-9, abs=1e-9)
+
+
+def test_log_reward_scale_values_and_validation():
+    from hpcgym.envs.reward import terminal_reward
+
+    ref, agent = {"avg_bsld": 4.0, "avg_wait": 0.5}, {"avg_bsld": 2.0, "avg_wait": 8.0}
+    assert terminal_reward("bsld", agent, ref, "log") == pytest.approx(np.log(2.0))
+    assert terminal_reward("bsld", ref, agent, "log") == pytest.approx(-np.log(2.0))
+    assert terminal_reward("bsld", agent, ref) == pytest.approx(0.5)
+    assert terminal_reward("wait", agent, ref, "log") == pytest.approx(-np.log(8.0))
+    assert terminal_reward("bsld", agent, None, "log") == pytest.approx(-np.log(2.0))
+    util = {"utilization": 0.6}
+    assert terminal_reward("utilization", util, {"utilization": 0.3}, "log") == pytest.approx(
+        np.log(2.0)
+    )
+    with pytest.raises(ValueError, match="above 0"):
+        terminal_reward("utilization", {"utilization": 0.0}, None, "log")
+    with pytest.raises(ValueError, match="valid choices: linear, log"):
+        terminal_reward("bsld", agent, ref, "sqrt")
+    with pytest.raises(ValueError, match="reward_scale 'sqrt'; valid choices: linear, log"):
+        make(reward_scale="sqrt")
+    env = make(reward_scale="LOG")
+    assert env.reward_scale == "log"
+    assert pickle.loads(pickle.dumps(env)).reward_scale == "log"
+
+
 def test_normalizer_follows_base_policy_and_is_cached(monkeypatch):
     assert make(policy="SJF").normalizer.name == "SJF+EASY-SJBF"
     assert make(policy="SJF", normalizer="FCFS+EASY-SJBF").normalizer.policy == "FCFS"

@@ -167,12 +167,23 @@ def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> No
 
 
 def test_dense_reward_run_trains_and_records_the_mode(tmp_path: Path) -> None:
+    from hpcgym.envs.backfill_env import BackfillEnv
     from hpcgym.evaluation.cards import card_from_run
+    from train.build import env_kwargs
+    from train.config import TrainConfig
 
-    summary = _run(tmp_path, "--total-steps", "256", "--reward-mode", "dense", "--seed", "2")
+    summary = _run(
+        tmp_path,
+        *("--total-steps", "256", "--reward-mode", "dense", "--reward-scale", "log"),
+        *("--seed", "2"),
+    )
     run = tmp_path / "r"
     assert summary["timesteps"] == 256
-    assert json.loads((run / "config.json").read_text())["reward_mode"] == "dense"
+    config = json.loads((run / "config.json").read_text())
+    assert (config["reward_mode"], config["reward_scale"]) == ("dense", "log")
+    env = BackfillEnv(**env_kwargs(TrainConfig(reward_scale="log"), "train", 64))
+    assert env.reward_scale == "log"
+    assert card_from_run(run).data["reward_scale"] == "log"
     # the episode returns are the terminal formula (the dense steps sum to it)
     sc = _scalars(run)
     assert sc["rollout/reward"] and all(math.isfinite(v) for _, v in sc["rollout/reward"])

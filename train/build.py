@@ -66,6 +66,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "feature_predictor": cfg.feature_predictor,
         "features": cfg.features,
         "reward_mode": cfg.reward_mode,
+        "reward_scale": cfg.reward_scale,
         "window_length": int(length),
         "split": split,
         "train_fraction": float(cfg.train_fraction),

@@ -232,6 +232,13 @@ class TrainConfig:
         "job by job as jobs start, relative to the same job under the reference)",
         choices=library_names("hpcgym.envs.reward", "REWARD_MODES"),
     )
+    reward_scale: str = _opt(
+        "linear",
+        "workload",
+        "how the window's AVEbsld ratio r to the reference becomes the reward: linear (1 - r) "
+        "or log (-ln r: the return then follows the geometric-mean ratio the evaluation reports)",
+        choices=library_names("hpcgym.envs.reward", "REWARD_SCALES"),
+    )
     load_weighting: float = _opt(
         0.0,
         "workload",

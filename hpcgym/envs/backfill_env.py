@@ -22,6 +22,7 @@ from hpcgym.envs.render import render_ansi
 from hpcgym.envs.reward import (
     OBJECTIVES,
     REWARD_MODES,
+    REWARD_SCALES,
     JobCredit,
     clear_normalizer_cache,
     deterministic_metrics,
@@ -186,7 +187,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     ``wait``: the same with the mean wait, denominator ``max(w_norm, 1 s)``;
     ``utilization``: ``(u_agent - u_norm) / u_norm``). With ``reference=None`` the
     terminal reward is the raw ``-AVEbsld``, ``-mean wait`` (seconds) or
-    ``+utilization``.
+    ``+utilization``. ``reward_scale="log"`` uses ``ln(b_norm / b_agent)`` instead
+    (``-ln`` of the ratio the evaluation averages geometrically; the same for wait and
+    utilization: :func:`~hpcgym.envs.reward.terminal_reward`); with the dense reward the
+    last step then adds the difference between the log and the linear total.
 
     ## Starting State
 
@@ -222,6 +226,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense`` (see *Rewards*)         |
+    | `reward_scale`      | `"linear"`      | ``linear`` or ``log`` (see *Rewards*)             |
     | `load_weighting`    | `0.0`           | ``p``: draw windows ``~ load ** p`` (*Starting*)  |
     | `max_queue`         | `128`           | ``K``: observation rows                           |
     | `violation_penalty` | `-1.0`          | reward of a delaying start (``penalized``), <= 0  |
@@ -306,6 +311,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         features: str = "paper",
         reward_mode: str = "terminal",
         load_weighting: float = 0.0,
+        reward_scale: str = "linear",
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -333,6 +339,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self.reward_mode = _choice("reward_mode", reward_mode, REWARD_MODES)
         if self.reward_mode == "dense":
             JobCredit.check_objective(self.objective)
+        self.reward_scale = _choice("reward_scale", reward_scale, REWARD_SCALES)
         if int(max_queue) < 1:
             raise ValueError(f"max_queue must be >= 1, got {max_queue}")
         if int(window_length) < 1:
@@ -716,7 +723,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         if terminated:
             self._done = True
             final = self._terminal()
-            reward += final if self._credit is None else 0.0
+            reward += final
         return reward, terminated, violation, invalid
 
     # --------------------------------------------------------------- reward
@@ -730,7 +737,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         return (self._fingerprint, self._start, self.window_length, self._norm_key)
 
     def _terminal(self) -> float:
-        """The terminal reward; records the episode-end infos in ``self._final_info``."""
+        """What the last step adds (the terminal reward; dense: the part the jobs' shares
+        have not paid); records the episode-end infos in ``self._final_info``."""
         sim = self._sim
         assert sim is not None
         agent = deterministic_metrics(sim.result().metrics)
@@ -743,12 +751,15 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             "overflow_decisions": self._overflow,
             "episode_steps": self._steps,
         }
-        return self.terminal_reward(agent, norm)
+        reward = self.terminal_reward(agent, norm)
+        if self._credit is not None:  # dense: the jobs' shares have paid the linear total
+            reward -= terminal_reward(self.objective, agent, norm)
+        return reward
 
     def terminal_reward(self, agent: dict[str, float], norm: dict[str, float] | None) -> float:
         """The terminal reward for the agent's and the reference's metrics (see the
         class docstring, *Rewards*, and :func:`hpcgym.envs.reward.terminal_reward`)."""
-        return terminal_reward(self.objective, agent, norm)
+        return terminal_reward(self.objective, agent, norm, self.reward_scale)
 
     # ------------------------------------------------------------- pickling
     def __getstate__(self) -> dict[str, Any]:

@@ -12,6 +12,7 @@ over the steps (``reward_mode="dense"``).
 from __future__ import annotations
 
 import hashlib
+import math
 from collections import OrderedDict
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "NORMALIZER_CACHE_SIZE",
     "OBJECTIVES",
     "REWARD_MODES",
+    "REWARD_SCALES",
     "JobCredit",
     "clear_normalizer_cache",
     "deterministic_metrics",
@@ -39,6 +41,13 @@ OBJECTIVES: dict[str, str] = {"bsld": "avg_bsld", "wait": "avg_wait", "utilizati
 #: when the reward is paid: ``terminal`` (all at the episode's end) or ``dense`` (the
 #: same total, paid job by job at the step in which each job starts: :class:`JobCredit`)
 REWARD_MODES: tuple[str, ...] = ("terminal", "dense")
+
+#: how the comparison with the reference becomes the reward: ``linear`` (``1 - r`` for
+#: the ratio ``r`` of the agent's AVEbsld to the reference's) or ``log`` (``-ln r``: the
+#: expected return is then the log of the geometric-mean ratio that the evaluation
+#: reports, so a window where the agent halves AVEbsld counts as much as one where it
+#: doubles it; :func:`terminal_reward`)
+REWARD_SCALES: tuple[str, ...] = ("linear", "log")
 
 # ----------------------------------------------------------- normalizer cache
 #: maximum number of cached normalizer results (one small dict per window)
@@ -193,7 +202,10 @@ class JobCredit:
 
 
 def terminal_reward(
-    objective: str, agent: dict[str, float], reference: dict[str, float] | None
+    objective: str,
+    agent: dict[str, float],
+    reference: dict[str, float] | None,
+    scale: str = "linear",
 ) -> float:
     """The terminal reward for the agent's and the reference's metrics.
 
@@ -201,14 +213,31 @@ def terminal_reward(
     :param agent: the agent's metrics of the window
     :param reference: the reference scheduler's metrics, or ``None`` (raw objective:
         ``-AVEbsld``, ``-mean wait`` in seconds, ``+utilization``)
-    :return: ``(b_ref - b_agent) / b_ref`` for bsld, the same with ``max(w_ref, 1 s)`` as
-        denominator for wait, ``(u_agent - u_ref) / u_ref`` for utilization
+    :param scale: ``linear``: ``(b_ref - b_agent) / b_ref`` for bsld, the same with
+        ``max(w_ref, 1 s)`` as denominator for wait, ``(u_agent - u_ref) / u_ref`` for
+        utilization; ``log``: ``ln(b_ref / b_agent)``, ``ln(max(w_ref, 1 s) / max(w_agent,
+        1 s))``, ``ln(u_agent / u_ref)`` (without a reference: ``-ln b_agent``,
+        ``-ln max(w_agent, 1 s)``, ``ln u_agent``)
+    :raises ValueError: for an unknown ``scale``, or a log of a utilization that is 0
     """
     key = OBJECTIVES[objective]
     a = float(agent[key])
-    if reference is None:
+    b = None if reference is None else float(reference[key])
+    if scale == "log":
+        if objective == "utilization":
+            if a <= 0 or (b is not None and b <= 0):
+                raise ValueError("reward_scale='log' needs a utilization above 0")
+            return math.log(a) if b is None else math.log(a / b)
+        if objective == "wait":
+            a = max(a, 1.0)
+            b = None if b is None else max(b, 1.0)
+        return -math.log(a) if b is None else math.log(b / a)
+    if scale != "linear":
+        raise ValueError(
+            f"unknown reward scale {scale!r}; valid choices: {', '.join(REWARD_SCALES)}"
+        )
+    if b is None:
         return a if objective == "utilization" else -a
-    b = float(reference[key])
     if objective == "utilization":
         return (a - b) / b
     if objective == "wait":

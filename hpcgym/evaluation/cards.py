@@ -292,6 +292,7 @@ def card_from_run(
                 "feature_predictor",
                 "features",
                 "reward_mode",
+                "reward_scale",
                 "load_weighting",  # training windows only
                 "mix_traces",  # more training traces (a trace mix)
             )
