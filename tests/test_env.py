@@ -274,6 +274,28 @@ def test_terminal_reward_formula(objective, normalizer):
         assert info["backfills"] == agent["backfilled"]
 
 
+def lockstep(a_env: BackfillEnv, b_env: BackfillEnv, seed: int):
+    """Reset both envs with ``seed`` now; the returned generator plays the episode with
+    the same random valid actions in both (their observations must agree), yielding
+    ``(reward_a, reward_b, done, info_a, info_b)`` per step."""
+    agent = RandomValid(seed=seed)
+    o1, i1 = a_env.reset(seed=seed)
+    b_env.reset(seed=seed)
+
+    def steps():
+        nonlocal o1, i1
+        done = False
+        while not done:
+            a, _ = agent.predict(o1, action_masks=i1["action_mask"])
+            o1, r1, done, _, i1 = a_env.step(a)
+            o2, r2, done2, _, i2 = b_env.step(a)
+            np.testing.assert_array_equal(o1, o2)
+            assert done == done2
+            yield r1, r2, done, i1, i2
+
+    return steps()
+
+
 @pytest.mark.parametrize(
     "kw",
     [
@@ -299,9 +321,7 @@ def test_dense_reward_redistributes_the_terminal_reward(kw):
         return np.maximum((wait + window.runtime) / np.maximum(window.runtime, 10.0), 1.0)
 
     for seed in range(3):
-        agent = RandomValid(seed=seed)
-        o1, i1 = dense.reset(seed=seed)
-        o2, _ = term.reset(seed=seed)
+        steps = lockstep(dense, term, seed)
         window = dense.simulation.workload
         n = len(window)
         if dense.reference is None:
@@ -312,13 +332,9 @@ def test_dense_reward_redistributes_the_terminal_reward(kw):
             scale = 1.0 / (n * (mean if objective == "bsld" else max(mean, 1.0)))
         paid = np.zeros(n, dtype=bool)
         total_d = total_t = 0.0
-        nonzero, done = 0, False
-        while not done:
-            a, _ = agent.predict(o1, action_masks=i1["action_mask"])
-            o1, r1, done, _, i1 = dense.step(a)
-            o2, r2, done2, _, i2 = term.step(a)
-            np.testing.assert_array_equal(o1, o2)
-            assert done == done2
+        nonzero = 0
+        for r1, r2, done, *infos in steps:
+            i1, i2 = infos
             start = dense.simulation.start_times
             new = ~np.isnan(start) & ~paid
             paid |= new
@@ -364,16 +380,9 @@ def test_log_reward_scale_pays_minus_the_log_of_the_ratio(kw):
     key = "avg_wait" if kw.get("objective") == "wait" else "avg_bsld"
     floor = 1.0 if key == "avg_wait" else 0.0
     for seed in range(3):
-        agent = RandomValid(seed=seed)
-        o1, i1 = log_env.reset(seed=seed)
-        o2, _ = lin_env.reset(seed=seed)
-        total, done = 0.0, False
-        while not done:
-            a, _ = agent.predict(o1, action_masks=i1["action_mask"])
-            o1, r1, done, _, i1 = log_env.step(a)
-            o2, r2, done2, _, i2 = lin_env.step(a)
-            np.testing.assert_array_equal(o1, o2)
-            assert done == done2
+        total = 0.0
+        for r1, r2, done, *infos in lockstep(log_env, lin_env, seed):
+            i1, i2 = infos
             if not done:
                 assert r1 == r2
             total += r1
