@@ -737,8 +737,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         return (self._fingerprint, self._start, self.window_length, self._norm_key)
 
     def _terminal(self) -> float:
-        """What the last step adds (the terminal reward; dense: the part the jobs' shares
-        have not paid); records the episode-end infos in ``self._final_info``."""
+        """The last step's reward (dense: what job shares left); sets ``_final_info``."""
         sim = self._sim
         assert sim is not None
         agent = deterministic_metrics(sim.result().metrics)
@@ -751,10 +750,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             "overflow_decisions": self._overflow,
             "episode_steps": self._steps,
         }
-        reward = self.terminal_reward(agent, norm)
-        if self._credit is not None:  # dense: the jobs' shares have paid the linear total
-            reward -= terminal_reward(self.objective, agent, norm)
-        return reward
+        if self._credit is None:
+            return self.terminal_reward(agent, norm)
+        if self.reward_scale == "linear":  # dense: the jobs' shares have paid it all
+            return 0.0
+        return self.terminal_reward(agent, norm) - terminal_reward(self.objective, agent, norm)
 
     def terminal_reward(self, agent: dict[str, float], norm: dict[str, float] | None) -> float:
         """The terminal reward for the agent's and the reference's metrics (see the
