@@ -1,7 +1,7 @@
 """Choose a run's checkpoint on validation windows (never the test split).
 
     python eval/select_checkpoint.py RUN [--windows 30] [--length 1024] [--seed 7] \\
-        [--reference EASY-SJBF] [--max-candidates N]
+        [--reference EASY-SJBF] [--max-candidates N] [--workload synthetic:...]
     python eval/card.py RUN --model selected --name NAME     # ship the choice
 
 Evaluates ``best_model.zip``, ``final_model.zip`` and every ``checkpoints/*.zip`` and
@@ -10,7 +10,10 @@ the **validation** split, against the run's reward reference (``--reference`` to
 it), prints every checkpoint's paired geometric-mean ratio of AVEbsld with its 95%
 bootstrap interval, and writes the choice (the lowest ratio) to ``RUN/selection.json``.
 Training's own evaluation (10 x 256 jobs) is too noisy to choose on; this is the second,
-larger look.
+larger look. ``--workload synthetic:KEY=VALUE,...`` chooses on windows of a generated
+workload instead: for an agent of a synthetic trace (Lublin-1, Lublin-2), as many
+independent windows of the trace's own model as wanted, where the trace's validation
+split has a few hundred jobs.
 
 For a seeds run (``train/ppo.py --seeds``), give its folder: the checkpoints of all seeds
 are compared on the same windows and the choice is made across seeds (each seed's best is
@@ -54,6 +57,14 @@ def main(argv: list[str] | None = None) -> int:
         help="at most N checkpoints per run (seed), evenly spaced in steps; the best and "
         "final models stay (for runs trained with --keep-checkpoints 0; default: all)",
     )
+    p.add_argument(
+        "--workload",
+        default=None,
+        metavar="SPEC",
+        help="choose on windows of this generated workload (synthetic:KEY=VALUE,...) instead "
+        "of the run's validation split: more, independent windows of the model a synthetic "
+        "trace was drawn from (docs/evaluation.md)",
+    )
     p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     args = p.parse_args(argv)
@@ -81,14 +92,20 @@ def _run(args: argparse.Namespace) -> int:
             seed=args.seed,
             reference=args.reference,
             max_candidates=args.max_candidates,
+            workload=args.workload,
             jobs=args.jobs,
             progress=args.progress,
         )
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     load = load_quartiles_text(sel.get("offered_load"))
+    where = (
+        f"windows of the generated workload {sel['trace']}"
+        if sel.get("generated")
+        else ("validation windows")
+    )
     print(
-        f"{sel['windows']} validation windows of {sel['length']} jobs (seed {sel['seed']}"
+        f"{sel['windows']} {where} of {sel['length']} jobs (seed {sel['seed']}"
         + (f"; {load}" if load else "")
         + f"); {sel['reference']}: mean AVEbsld {sel['reference_mean_avg_bsld']:.2f}\n"
     )

@@ -333,3 +333,43 @@ def test_selection_limits_candidates_per_seed(
                               max_candidates=3, write=False)  # fmt: skip
     assert calls == [([f"seed-{s}/{m}"], 3) for s, m in keep.items()]
     assert "--max-candidates 3" in sel["command"]
+
+
+def test_selection_on_a_generated_workload(run: Path, tmp_path: Path) -> None:
+    """``workload=``: the windows come from the whole generated workload (not the run's
+    validation split), the figures are those of a direct evaluation on them, and the
+    selection, its command and the card say where the choice was made; a real trace is
+    refused, through the API and the command line (exit 2, one line)."""
+    spec = "synthetic:n_jobs=600,seed=5,load=1.2"
+    sel = S.select_checkpoint(
+        run, agent_loader=load_agent, windows=3, length=64, seed=2, jobs=1, workload=spec,
+        write=False,
+    )  # fmt: skip
+    assert (sel["split"], sel["trace"], sel["generated"]) == ("all", spec, True)
+    assert sel["command"].endswith(f"--workload {spec}")
+    wl = load(spec)
+    ws = E.select_windows(len(wl), 64, 3, "all", 2, 0.7)
+    assert sel["starts"] == list(ws.starts) and max(ws.starts) > 0.7 * len(wl)  # beyond validation
+    best = min(sel["candidates"], key=lambda r: r["geo_ratio"])
+    m = E.agent_method(str(run / best["model"]), label="m")
+    res = E.evaluate(wl, [E.scheduler_method("EASY-SJBF"), m], ws, jobs=1,
+                     agent_loader=load_agent, reference=None)  # fmt: skip
+    per = res.per_window("avg_bsld")
+    assert best["geo_ratio"] == pytest.approx(
+        paired_comparison(per["m"], per["EASY-SJBF"]).geo_ratio
+    )
+    md = "\n".join(E.cards._selection_lines(sel))
+    assert f"of the generated workload `{spec}`" in md and "validation split" not in md
+    plain = S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=2,
+                                jobs=1, write=False)  # fmt: skip
+    assert plain["generated"] is False and "--workload" not in plain["command"]
+    assert "of the validation split" in "\n".join(E.cards._selection_lines(plain))
+    for bad in ("SDSC-SP2", str(tmp_path / "x.swf")):
+        with pytest.raises(ValueError, match="generated workload"):
+            S.select_checkpoint(run, agent_loader=load_agent, workload=bad)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "eval" / "select_checkpoint.py"), str(run),
+         "--workload", "Lublin-1"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "validation split only" in proc.stderr, proc.stderr

@@ -640,7 +640,13 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
         "",
         f"Chosen: `{sel['chosen']}`, the lowest paired geometric-mean ratio of AVEbsld vs "
         f"{sel['reference']} of {len(sel['candidates'])} checkpoints on {sel['windows']} "
-        f"windows of {sel['length']} jobs of the validation split (window seed {sel['seed']}; "
+        f"windows of {sel['length']} jobs of "
+        + (
+            f"the generated workload `{sel['trace']}`"
+            if sel.get("generated")
+            else "the validation split"
+        )
+        + f" (window seed {sel['seed']}; "
         + (f"{load}; " if (load := load_quartiles_text(sel.get("offered_load"))) else "")
         + f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
         f"Reproduce: `{sel['command']}`",

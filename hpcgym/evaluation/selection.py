@@ -170,6 +170,7 @@ def select_checkpoint(
     reference: str | None = None,
     candidates: Sequence[str | os.PathLike[str]] | None = None,
     max_candidates: int | None = None,
+    workload: str | None = None,
     jobs: int | None = None,
     progress: bool = False,
     write: bool = True,
@@ -188,15 +189,23 @@ def select_checkpoint(
     :param max_candidates: at most this many candidates per run (seed), evenly spaced in
         steps (:func:`thin_candidates`; ``best_model.zip`` and ``final_model.zip`` always
         stay): for a run that kept every checkpoint (``--keep-checkpoints 0``)
+    :param workload: choose on windows of this **generated** workload
+        (``synthetic:KEY=VALUE,...``, :func:`hpcgym.workload.synthetic_params`) instead of
+        the run's validation split, e.g. more and independent windows of the model a
+        synthetic trace was drawn from (Lublin-1 and Lublin-2, docs/lublin.md). Windows
+        are drawn from the whole generated workload, which shares no job with any trace's
+        test split; a real trace is refused (its other splits would overlap the test).
     :param jobs: worker processes (``None``: all cores)
     :param progress: show a progress bar
     :param write: write ``<run>/selection.json``
-    :raises ValueError: the seeds of a seeds run differ in their trace, split or reference
+    :raises ValueError: the seeds of a seeds run differ in their trace, split or reference;
+        ``workload`` is not a generated workload
     :return: the selection (JSON-able): ``chosen`` (path), ``candidates`` (per model its
         steps, mean AVEbsld and paired statistics), the windows and ``command``
     """
     from hpcgym.workload import load
 
+    generated = _generated(workload)
     rdir = Path(run).resolve()
     runs, cfg = _runs_and_config(rdir)
     if candidates:
@@ -206,13 +215,14 @@ def select_checkpoint(
             m for r in runs for m in thin_candidates(checkpoint_candidates(r), max_candidates)
         ]
     ref = reference or run_reference(cfg)
-    trace = cfg.get("trace", "synthetic")
-    wl = load(trace)  # a registered name, an SWF path or "synthetic"
+    trace = cfg.get("trace", "synthetic") if generated is None else generated
+    split = "validation" if generated is None else "all"
+    wl = load(trace)  # a registered name, an SWF path, "synthetic" or "synthetic:..."
     ws = select_windows(
         len(wl),
         length,
         windows,
-        "validation",
+        split,
         seed,
         float(cfg.get("train_fraction", 0.7)),
         validation_fraction=float(cfg.get("validation_fraction", VALIDATION_FRACTION)),
@@ -264,8 +274,9 @@ def select_checkpoint(
             labels[chosen["model"]] = kept
     out = {
         "run": str(rdir),
-        "split": "validation",
+        "split": split,
         "trace": str(trace),
+        "generated": generated is not None,
         "windows": windows,
         "length": length,
         "seed": seed,
@@ -282,11 +293,34 @@ def select_checkpoint(
             f"--length {length} --seed {seed}"
             + (f" --reference {reference}" if reference else "")
             + (f" --max-candidates {max_candidates}" if max_candidates else "")
+            + (f" --workload {generated}" if generated is not None else "")
         ),
     }
     if write:
         (rdir / SELECTION_FILE).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     return out
+
+
+def _generated(workload: str | None) -> str | None:
+    """``workload`` checked as the name of a generated workload (``None`` stays ``None``).
+
+    :raises ValueError: the name of a real trace or a path (the message says why)
+    """
+    from hpcgym.workload.traces import SYNTHETIC_PREFIX, synthetic_params, trace_spec
+
+    if workload is None:
+        return None
+    if trace_spec(workload) is None:
+        return "synthetic"
+    if synthetic_params(workload) is None:
+        raise ValueError(
+            f"workload {workload!r}: a checkpoint is chosen on a real trace's validation "
+            "split only (any other window of it could overlap a test split); give a "
+            f"generated workload, 'synthetic' or '{SYNTHETIC_PREFIX}KEY=VALUE,...' "
+            f"(e.g. '{SYNTHETIC_PREFIX}job_types=false,request_model=none,load=1.06,"
+            "seed=9,n_jobs=60000' for Lublin-1's model, docs/lublin.md), or none"
+        )
+    return str(workload)
 
 
 def _snapshot(models: Sequence[Path], folder: Path) -> dict[Path, Path]:
