@@ -728,3 +728,43 @@ def test_reset_draws_windows_uniformly_or_by_load():
     assert np.mean(loads[np.array(starts) - lo]) > np.mean(loads[np.array(uniform) - lo])
     with pytest.raises(ValueError, match="load_weighting must be a finite number >= 0"):
         make(load_weighting=-1)
+
+
+def test_log_time_scale_columns():
+    """``time_scale="log"``: the duration columns (wait, estimate, shadow, prediction) are
+    ``min(ln(1 + x / 10 s) / ln(1 + scale / 10 s), 1)`` of the seconds the linear columns
+    encode, every other column is unchanged, and the same actions play the same episode."""
+    from hpcgym.predictors.static import ActualEstimator
+
+    busy = "synthetic:load=1.5,n_jobs=2000,seed=3,job_types=false"  # windows with waits
+    kw = {"feature_predictor": ActualEstimator(), "window_length": 128, "trace": busy}
+    lin, log = make(**kw), make(time_scale="LOG", **kw)
+    assert log.time_scale == "log" and lin.time_scale == "linear"
+    agent = RandomValid(seed=4)
+    o1, i1 = lin.reset(seed=4)
+    o2, _ = log.reset(seed=4)
+    durations = {FT.COL_WAIT: lin.wait_scale, FT.COL_EST: lin.est_scale,
+                 FT.COL_SHADOW: lin.est_scale, FT.COL_PRED: lin.est_scale}  # fmt: skip
+    others = [c for c in range(o1.shape[1]) if c not in durations]
+    checked = done = 0
+    while not done:
+        n = int(i1["action_mask"][:KQ].sum())
+        np.testing.assert_array_equal(o1[:, others], o2[:, others])
+        for col, scale in durations.items():
+            seconds = o1[:n, col].astype(np.float64) * scale
+            keep = o1[:n, col] < 1.0  # linear 1 is clipped: the seconds are unknown
+            want = np.log1p(seconds / 10.0) / np.log1p(scale / 10.0)
+            np.testing.assert_allclose(o2[:n, col][keep], want[keep], rtol=2e-5, atol=1e-6)
+            assert np.all(o2[:n, col] >= o1[:n, col] - 1e-6)  # log reads above linear
+            checked += int(keep.sum())
+        assert not o2[n:].any()  # padding stays zero
+        a, _ = agent.predict(o1, action_masks=i1["action_mask"])
+        o1, r1, done, _, i1 = lin.step(a)
+        o2, r2, done2, _, _ = log.step(a)
+        assert r1 == r2 and done == done2
+    assert checked > 100
+    # short estimates are spread out: 60 s and 600 s differ by < 0.01 linearly here
+    wide = (np.log1p(60.0) - np.log1p(6.0)) / np.log1p(lin.est_scale / 10.0)
+    assert (600.0 - 60.0) / lin.est_scale < 0.01 < wide
+    with pytest.raises(ValueError, match="time_scale 'days'; valid choices: linear, log"):
+        make(time_scale="days")

@@ -175,15 +175,18 @@ def test_dense_reward_run_trains_and_records_the_mode(tmp_path: Path) -> None:
     summary = _run(
         tmp_path,
         *("--total-steps", "256", "--reward-mode", "dense", "--reward-scale", "log"),
-        *("--seed", "2"),
+        *("--seed", "2", "--time-scale", "log"),
     )
     run = tmp_path / "r"
     assert summary["timesteps"] == 256
     config = json.loads((run / "config.json").read_text())
     assert (config["reward_mode"], config["reward_scale"]) == ("dense", "log")
-    env = BackfillEnv(**env_kwargs(TrainConfig(reward_scale="log"), "train", 64))
-    assert env.reward_scale == "log"
-    assert card_from_run(run).data["reward_scale"] == "log"
+    env = BackfillEnv(**env_kwargs(TrainConfig(reward_scale="log", time_scale="log"), "train", 64))
+    assert (env.reward_scale, env.time_scale) == ("log", "log")
+    card = card_from_run(run)
+    assert card.data["reward_scale"] == "log"
+    # the evaluation plays the agent with the observation it was trained on
+    assert config["time_scale"] == "log" and card.env["time_scale"] == "log"
     # the episode returns are the terminal formula (the dense steps sum to it)
     sc = _scalars(run)
     assert sc["rollout/reward"] and all(math.isfinite(v) for _, v in sc["rollout/reward"])

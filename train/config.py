@@ -225,6 +225,14 @@ class TrainConfig:
         "day, load, queue, user-history columns: hpcgym.envs.features)",
         choices=library_names("hpcgym.envs.backfill_env", "FEATURE_SETS"),
     )
+    time_scale: str = _opt(
+        "linear",
+        "workload",
+        "how the observation's duration columns (wait, estimate, shadow, prediction) read "
+        "seconds: linear (the paper's, x / scale) or log (ln(1 + x / 10 s) / ln(1 + scale / "
+        "10 s): short jobs and long waits stay apart)",
+        choices=library_names("hpcgym.envs.observation", "TIME_SCALES"),
+    )
     reward_mode: str = _opt(
         "terminal",
         "workload",

@@ -16,6 +16,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcgym.envs import observation as FT
+from hpcgym.envs._args import _UNSET, _alias, _choice, _Unset
 from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext
 from hpcgym.envs.predictions import episode_predictions
 from hpcgym.envs.render import render_ansi
@@ -50,32 +51,6 @@ MODES: dict[str, str] = {"guarded": "easy", "penalized": "fit", "free": "fit"}
 #: what an invalid action does: ``stop`` (default) and ``penalty`` act as STOP (``penalty``
 #: with ``invalid_penalty`` -1 unless given), ``raise`` raises ``ValueError`` (debugging)
 INVALID_ACTIONS: tuple[str, ...] = ("stop", "penalty", "raise")
-
-
-def _choice(kind: str, value: str, valid: Any) -> str:
-    v = str(value).lower()
-    if v not in valid:
-        raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(valid)}")
-    return v
-
-
-class _Unset:
-    """Marker of an argument that was not given (``None`` is a valid reference)."""
-
-    def __repr__(self) -> str:
-        return "<unset>"
-
-
-_UNSET = _Unset()
-
-
-def _alias(name: str, value: Any, old: str, old_value: Any, unset: Any = None) -> Any:
-    """``value``, or the deprecated keyword ``old``'s value; both given: an error."""
-    if old_value is unset:
-        return value
-    if value is not unset and value != old_value:
-        raise ValueError(f"{old!r} is the old name of {name!r}: give only one of them")
-    return old_value
 
 
 class BackfillEnv(gym.Env[np.ndarray, np.int64]):
@@ -138,6 +113,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | 10  | shadow         | ``min((shadow - now) / est_scale, 1)``  | clipped                    |
     | 11  | extra          | ``extra / m``                           |                            |
     | 12  | prediction     | ``min(prediction / est_scale, 1)``      | with ``feature_predictor`` |
+
+    ``time_scale="log"`` reads the durations of columns 1, 2, 10, 12 on a log scale:
+    ``min(ln(1 + x / 10 s) / ln(1 + scale / 10 s), 1)`` (:mod:`hpcgym.envs.observation`).
 
     The *backfill order* of column 9 is the base policy's queue order without the head
     (FCFS: submission order). Columns 8, 10, 11 are the same in every row: the paper
@@ -238,6 +216,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     |                     |                 | request; transferred agents pass their card's)    |
     | `features`          | `"paper"`       | ``paper`` (columns 0-11 [+12]) or ``extended``    |
     |                     |                 | (+14 online columns, see above)                   |
+    | `time_scale`        | `"linear"`      | ``linear`` or ``log``: the duration columns       |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
 
@@ -312,6 +291,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         reward_mode: str = "terminal",
         load_weighting: float = 0.0,
         reward_scale: str = "linear",
+        time_scale: str = "linear",
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -428,6 +408,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             if not (np.isfinite(value) and value > 0):
                 raise ValueError(f"{name} must be > 0 seconds, got {value}")
         self.features = _choice("features", features, FEATURE_SETS)
+        self.time_scale = _choice("time_scale", time_scale, FT.TIME_SCALES)
         extended = self.features == "extended"
         self._ext_ctx = TraceContext(workload) if extended else None
         #: name of every observation column, in order
@@ -602,6 +583,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                 self.n_features,
                 self._out,
                 self._ext,
+                self.time_scale,
             )
             if self._ncand > kq:
                 self._overflow += 1

@@ -28,6 +28,12 @@ Columns (see :data:`COLUMNS`; every value is in ``[0, 1]``):
 12  prediction       ``min(prediction / est_scale, 1)`` (only with a feature predictor)
 ==  ===============  ===================================================================
 
+With ``time_scale="log"`` the durations of columns 1, 2, 10 and 12 are read on a log
+scale instead: ``min(ln(1 + x / tau) / ln(1 + scale / tau), 1)`` with ``tau`` =
+:data:`LOG_TAU` (10 s, the bound of the bounded slowdown) and the column's scale, so that
+a minute and ten minutes, or an hour's and a day's wait, stay apart (linearly, with a
+scale of days, short jobs all read about 0).
+
 With ``features="extended"`` the env appends the columns of
 :mod:`hpcgym.envs.features` (:func:`column_names`): :func:`build` with ``ext`` fills them
 in the same compiled call (:func:`_build_ext`: :func:`_build`, then :func:`_sync` and
@@ -62,7 +68,9 @@ __all__ = [
     "COL_SHADOW",
     "COL_VALID",
     "COL_WAIT",
+    "LOG_TAU",
     "N_BASE_FEATURES",
+    "TIME_SCALES",
     "build",
     "column_names",
     "n_features",
@@ -82,6 +90,11 @@ COL_SHADOW = 10
 COL_EXTRA = 11
 N_BASE_FEATURES = 12
 COL_PRED = 12  # only present with a feature predictor
+
+#: How the duration columns (wait, estimate, shadow, prediction) map seconds to [0, 1].
+TIME_SCALES = ("linear", "log")
+#: ``tau`` of the log time scale, seconds: the bound of the bounded slowdown.
+LOG_TAU = 10.0
 
 # ---- constants of the extended features' kernels (hpcgym.envs.features), defined in this
 # module: numba's disk cache only notices changes of the compiled function's own file
@@ -141,6 +154,7 @@ def build(
     n_cols: int,
     out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
     ext: EpisodeFeatures | None = None,
+    time_scale: str = "linear",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The observation of the decision point the simulation of ``view`` is at.
 
@@ -158,6 +172,8 @@ def build(
         rows); ``None`` allocates fresh arrays
     :param ext: the episode's extended features (``features="extended"``): fills the
         columns after the paper's (and ``prediction``) of the real rows
+    :param time_scale: ``linear`` or ``log`` (:data:`TIME_SCALES`): how the duration
+        columns read seconds (module docstring)
     :return: observation ``(max_rows, n_cols)`` float32, mask ``(max_rows + 1,)`` bool, the
         job index of each row (``-1`` for padding) and the total number of candidates
         (which may exceed ``max_rows``; the first ``max_rows`` by FCFS are shown); with
@@ -188,6 +204,7 @@ def build(
         pred,
         est_scale,
         wait_scale,
+        LOG_TAU if time_scale == "log" else 0.0,
         obs,
         mask,
         rows,
@@ -198,6 +215,15 @@ def build(
         col = N_BASE_FEATURES + (1 if n_cols > N_BASE_FEATURES and pred.shape[0] > 0 else 0)
         total = _build_ext(*args, col, *ext.kernel_args())
     return obs, mask, rows, total
+
+
+@njit(cache=True)
+def _dur(x, scale, tau):  # pragma: no cover - numba
+    """A duration column: ``min(x / scale, 1)``, or with ``tau > 0`` (the log time scale)
+    ``min(ln(1 + x / tau) / ln(1 + scale / tau), 1)`` (``x < 0`` reads 0)."""
+    if tau > 0.0:
+        return min(np.log1p(max(x, 0.0) / tau) / np.log1p(scale / tau), 1.0)
+    return min(x / scale, 1.0)
 
 
 @njit(cache=True)
@@ -220,6 +246,7 @@ def _build(
     pred,
     est_scale,
     wait_scale,
+    tau,
     obs,
     mask,
     rows,
@@ -238,7 +265,7 @@ def _build(
     left = shadow - now
     free_frac = free / m
     extra_frac = extra / m
-    shadow_col = min(left / est_scale, 1.0)
+    shadow_col = _dur(left, est_scale, tau)
     with_pred = n_cols > 12 and pred.shape[0] > 0
     total = 0
     c = 0
@@ -258,8 +285,8 @@ def _build(
             continue
         row = obs[c]
         row[0] = 1.0
-        row[1] = min((now - submit[j]) / wait_scale, 1.0)
-        row[2] = min(e / est_scale, 1.0)
+        row[1] = _dur(now - submit[j], wait_scale, tau)
+        row[2] = _dur(e, est_scale, tau)
         row[3] = p / m
         d = e + left
         row[4] = e / d if d > 0.0 else 1.0
@@ -271,8 +298,7 @@ def _build(
         row[10] = shadow_col
         row[11] = extra_frac
         if with_pred:
-            v = pred[j] / est_scale
-            row[12] = min(max(v, 0.0), 1.0)
+            row[12] = max(_dur(pred[j], est_scale, tau), 0.0)
         rows[c] = j
         mask[c] = True
         c += 1
@@ -299,6 +325,7 @@ def _build_ext(
     pred,
     est_scale,
     wait_scale,
+    tau,
     obs,
     mask,
     rows,
@@ -337,6 +364,7 @@ def _build_ext(
         pred,
         est_scale,
         wait_scale,
+        tau,
         obs,
         mask,
         rows,

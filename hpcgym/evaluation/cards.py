@@ -63,6 +63,7 @@ CARD_ENV_KEYS: tuple[str, ...] = (
     "starvation",
     "feature_predictor",
     "features",
+    "time_scale",
     "objective",
 )
 
@@ -291,6 +292,7 @@ def card_from_run(
                 "correction",
                 "feature_predictor",
                 "features",
+                "time_scale",
                 "reward_mode",
                 "reward_scale",
                 "load_weighting",  # training windows only
