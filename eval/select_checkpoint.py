@@ -65,6 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         "of the run's validation split: more, independent windows of the model a synthetic "
         "trace was drawn from (docs/evaluation.md)",
     )
+    p.add_argument(
+        "--models",
+        nargs="+",
+        default=None,
+        metavar="ZIP",
+        help="compare only these models (paths, or relative to RUN: seed-2/checkpoints/...): "
+        "e.g. the few best of a first look, confirmed on new windows",
+    )
     p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     args = p.parse_args(argv)
@@ -93,6 +101,7 @@ def _run(args: argparse.Namespace) -> int:
             reference=args.reference,
             max_candidates=args.max_candidates,
             workload=args.workload,
+            candidates=None if args.models is None else [_model(run, m) for m in args.models],
             jobs=args.jobs,
             progress=args.progress,
         )
@@ -124,6 +133,14 @@ def _run(args: argparse.Namespace) -> int:
         )
     print(f"\nwrote {run / SELECTION_FILE}; ship it: python eval/card.py {run} --model selected")
     return 0
+
+
+def _model(run: Path, name: str) -> Path:
+    """A ``--models`` entry: a path, or a path relative to the run folder."""
+    for p in (Path(name), run / name):
+        if p.is_file():
+            return p
+    raise UsageError(f"--models: {name} is neither a file nor a file of {run}")
 
 
 if __name__ == "__main__":

@@ -373,3 +373,27 @@ def test_selection_on_a_generated_workload(run: Path, tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert proc.returncode == 2 and "validation split only" in proc.stderr, proc.stderr
+
+
+def test_selection_among_given_models(run: Path) -> None:
+    """``--models``: only the models named (relative to the run or as paths) compete, and
+    the recorded command names them; a missing one is a usage error."""
+    script = str(REPO / "eval" / "select_checkpoint.py")
+    args = [str(run), "--windows", "2", "--length", "64", "--seed", "6", "--jobs", "1"]
+    proc = subprocess.run(
+        [sys.executable, script, *args, "--no-progress", "--models",
+         "checkpoints/model_128_steps.zip"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    sel = S.load_selection(run)
+    assert [r["model"] for r in sel["candidates"]] == ["checkpoints/model_128_steps.zip"]
+    assert sel["command"].endswith(" --models checkpoints/model_128_steps.zip")
+    again = S.select_checkpoint(run, agent_loader=load_agent, windows=2, length=64, seed=6,
+                                jobs=1, write=False)  # fmt: skip
+    assert len(again["candidates"]) == 2  # without it: every model of the run
+    proc = subprocess.run(
+        [sys.executable, script, *args, "--models", "checkpoints/nope.zip"],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 2 and "neither a file nor a file of" in proc.stderr, proc.stderr

@@ -294,6 +294,7 @@ def select_checkpoint(
             + (f" --reference {reference}" if reference else "")
             + (f" --max-candidates {max_candidates}" if max_candidates else "")
             + (f" --workload {generated}" if generated is not None else "")
+            + (" --models " + " ".join(labels) if candidates else "")
         ),
     }
     if write:
