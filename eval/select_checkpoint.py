@@ -108,11 +108,8 @@ def _run(args: argparse.Namespace) -> int:
     except (ValueError, FileNotFoundError) as exc:
         raise UsageError(str(exc)) from None
     load = load_quartiles_text(sel.get("offered_load"))
-    where = (
-        f"windows of the generated workload {sel['trace']}"
-        if sel.get("generated")
-        else ("validation windows")
-    )
+    gen = sel.get("generated")
+    where = f"windows of the generated workload {sel['trace']}" if gen else "validation windows"
     print(
         f"{sel['windows']} {where} of {sel['length']} jobs (seed {sel['seed']}"
         + (f"; {load}" if load else "")
