@@ -168,7 +168,7 @@ def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> No
 
 def test_dense_reward_run_trains_and_records_the_mode(tmp_path: Path) -> None:
     from hpcgym.envs.backfill_env import BackfillEnv
-    from hpcgym.evaluation.cards import card_from_run
+    from hpcgym.evaluation.cards import card_from_run, card_markdown
     from train.build import env_kwargs
     from train.config import TrainConfig
 
@@ -187,6 +187,8 @@ def test_dense_reward_run_trains_and_records_the_mode(tmp_path: Path) -> None:
     assert card.data["reward_scale"] == "log"
     # the evaluation plays the agent with the observation it was trained on
     assert config["time_scale"] == "log" and card.env["time_scale"] == "log"
+    md = card_markdown(card.to_dict())  # the card shows what the agent observes
+    assert "| time_scale | `log` |" in md and "| reward_mode | `dense` |" in md
     # the episode returns are the terminal formula (the dense steps sum to it)
     sc = _scalars(run)
     assert sc["rollout/reward"] and all(math.isfinite(v) for _, v in sc["rollout/reward"])
