@@ -68,6 +68,18 @@ CARD_ENV_KEYS: tuple[str, ...] = (
 )
 
 
+#: Training options a run's ``config.json`` gives its card when set (what the agent observes
+#: and how it was rewarded); the card's key table shows them.
+_OPTION_KEYS: tuple[str, ...] = (
+    "correction",
+    "feature_predictor",
+    "features",
+    "time_scale",
+    "reward_mode",
+    "reward_scale",
+)
+
+
 def canonical_trace(name: str | None) -> str:
     """The registry's spelling of a trace name (``sdsc-sp2`` -> ``SDSC-SP2``), else as is."""
     if name is None:
@@ -289,12 +301,7 @@ def card_from_run(
         **{
             k: cfg[k]
             for k in (
-                "correction",
-                "feature_predictor",
-                "features",
-                "time_scale",
-                "reward_mode",
-                "reward_scale",
+                *_OPTION_KEYS,
                 "load_weighting",  # training windows only
                 "mix_traces",  # more training traces (a trace mix)
             )
@@ -555,12 +562,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
         "normalizer",
         "objective",
         "estimator",
-        "correction",
-        "feature_predictor",
-        "features",
-        "time_scale",
-        "reward_mode",
-        "reward_scale",
+        *_OPTION_KEYS,
         "max_queue",
         "sequence_length",
         "est_scale",
