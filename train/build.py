@@ -65,7 +65,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         "correction": cfg.correction,
         "feature_predictor": cfg.feature_predictor,
         "features": cfg.features,
-        **({"time_scale": cfg.time_scale} if cfg.time_scale != "linear" else {}),
+        "time_scale": cfg.time_scale,
         "reward_mode": cfg.reward_mode,
         "reward_scale": cfg.reward_scale,
         "window_length": int(length),

@@ -218,12 +218,20 @@ def build(
 
 
 @njit(cache=True)
-def _dur(x, scale, tau):  # pragma: no cover - numba
+def _den(scale, tau):  # pragma: no cover - numba
+    """The denominator of a duration column (:func:`_dur`): ``scale``, or with ``tau > 0``
+    (the log time scale) ``ln(1 + scale / tau)``; computed once per observation."""
+    return np.log1p(scale / tau) if tau > 0.0 else scale
+
+
+@njit(cache=True)
+def _dur(x, den, tau):  # pragma: no cover - numba
     """A duration column: ``min(x / scale, 1)``, or with ``tau > 0`` (the log time scale)
-    ``min(ln(1 + x / tau) / ln(1 + scale / tau), 1)`` (``x < 0`` reads 0)."""
+    ``min(ln(1 + x / tau) / ln(1 + scale / tau), 1)`` (``x < 0`` reads 0); ``den`` is
+    :func:`_den` of the column's scale."""
     if tau > 0.0:
-        return min(np.log1p(max(x, 0.0) / tau) / np.log1p(scale / tau), 1.0)
-    return min(x / scale, 1.0)
+        return min(np.log1p(max(x, 0.0) / tau) / den, 1.0)
+    return min(x / den, 1.0)
 
 
 @njit(cache=True)
@@ -265,7 +273,9 @@ def _build(
     left = shadow - now
     free_frac = free / m
     extra_frac = extra / m
-    shadow_col = _dur(left, est_scale, tau)
+    den_est = _den(est_scale, tau)
+    den_wait = _den(wait_scale, tau)
+    shadow_col = _dur(left, den_est, tau)
     with_pred = n_cols > 12 and pred.shape[0] > 0
     total = 0
     c = 0
@@ -285,8 +295,8 @@ def _build(
             continue
         row = obs[c]
         row[0] = 1.0
-        row[1] = _dur(now - submit[j], wait_scale, tau)
-        row[2] = _dur(e, est_scale, tau)
+        row[1] = _dur(now - submit[j], den_wait, tau)
+        row[2] = _dur(e, den_est, tau)
         row[3] = p / m
         d = e + left
         row[4] = e / d if d > 0.0 else 1.0
@@ -298,7 +308,7 @@ def _build(
         row[10] = shadow_col
         row[11] = extra_frac
         if with_pred:
-            row[12] = max(_dur(pred[j], est_scale, tau), 0.0)
+            row[12] = max(_dur(pred[j], den_est, tau), 0.0)
         rows[c] = j
         mask[c] = True
         c += 1
