@@ -2,8 +2,9 @@
 
 The RLBackfilling kernel policy for ``MaskablePPO`` (:class:`KernelPolicy`), heuristic
 agents with SB3's ``predict`` (:class:`EasyAgent`, :class:`SJBFAgent`, :class:`StopAlways`,
-:class:`RandomValid`, :class:`FirstValid`) and :func:`load_agent`, which turns a name or an
-agent file into such an object.
+:class:`RandomValid`, :class:`FirstValid`), the gated agent that departs from a heuristic
+only where its model is confident (:class:`GatedAgent`) and :func:`load_agent`, which
+turns a name or an agent file into such an object.
 
 :class:`KernelPolicy` needs the ``train`` extra (torch, stable-baselines3, sb3-contrib); it
 is imported lazily so that the heuristic agents work without it.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hpcgym_agents.easy import EasyAgent, SJBFAgent
+from hpcgym_agents.gated import GatedAgent
 from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
 from hpcgym_agents.loading import HEURISTICS, load_agent, load_model, pretrained_dir
 
@@ -24,6 +26,7 @@ __all__ = [
     "HEURISTICS",
     "EasyAgent",
     "FirstValid",
+    "GatedAgent",
     "HeuristicAgent",
     "KernelPolicy",
     "RandomValid",

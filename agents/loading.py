@@ -6,7 +6,10 @@
 * a heuristic name (:data:`HEURISTICS`): ``easy``, ``sjbf``, ``stop``, ``random``, ``first``;
 * a ``MaskablePPO`` ``.zip`` file (trained by ``train/ppo.py`` or shipped in
   ``agents/pretrained/``), loaded on the CPU;
-* the name of a shipped agent (``sdsc-sp2-fcfs-guarded``), found in :func:`pretrained_dir`.
+* a model card ``.json``: its model; with a ``gate`` section (a gated agent,
+  :mod:`hpcgym.evaluation.gating`) a :class:`~hpcgym_agents.gated.GatedAgent` of it;
+* the name of a shipped agent (``sdsc-sp2-fcfs-guarded``), found in :func:`pretrained_dir`
+  (its card, else its ``.zip``).
 
 hpcgym's evaluation never imports this package: its callers pass :func:`load_agent` in,
 and ``hpcgym compare`` finds it through the entry point group ``hpcgym.agent_loaders``.
@@ -18,6 +21,7 @@ itself (``custom_objects``), so those files load without any module called ``age
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -25,7 +29,14 @@ from typing import Any
 from hpcgym_agents.easy import EasyAgent, SJBFAgent
 from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
 
-__all__ = ["HEURISTICS", "load_agent", "load_model", "pretrained_dir", "pretrained_agents"]
+__all__ = [
+    "HEURISTICS",
+    "load_agent",
+    "load_card_agent",
+    "load_model",
+    "pretrained_agents",
+    "pretrained_dir",
+]
 
 #: Heuristic agents selectable by name.
 HEURISTICS: dict[str, type[HeuristicAgent]] = {
@@ -43,8 +54,43 @@ def pretrained_dir() -> Path:
 
 
 def pretrained_agents() -> list[str]:
-    """Names of the shipped agents (``<trace>-<base>-<mode>``)."""
-    return sorted(p.stem for p in pretrained_dir().glob("*.zip"))
+    """Names of the shipped agents (``<trace>-<base>-<mode>``): their models and the cards
+    of gated agents (which share a model with another agent)."""
+    d = pretrained_dir()
+    names = {p.stem for p in d.glob("*.zip")}
+    names.update(p.stem for p in d.glob("*.json") if _gate_of(p) is not None)
+    return sorted(names)
+
+
+def _gate_of(card: Path) -> dict[str, Any] | None:
+    """The checked gate section of a card file (``None``: no gate, or not a card)."""
+    try:
+        data = json.loads(card.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    from hpcgym.evaluation.gating import read_gate
+
+    return read_gate(data, f"model card {card}")
+
+
+def load_card_agent(path: str | os.PathLike[str]) -> Any:
+    """The agent of a model card ``.json``: its model, gated when the card has a gate.
+
+    :param path: the card
+    :raises FileNotFoundError: the card or its model is missing
+    :raises ValueError: a malformed card or gate (the message names the file and the key)
+    """
+    from hpcgym.evaluation.cards import load_model_card
+    from hpcgym_agents.gated import GatedAgent
+
+    card = load_model_card(path)
+    model = load_model(card.model)
+    gate = _gate_of(Path(path))
+    if gate is None:
+        return model
+    return GatedAgent(model, HEURISTICS[gate["fallback"]](), gate["tau"])
 
 
 def load_model(path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any) -> Any:
@@ -71,7 +117,8 @@ def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
     """An agent from a heuristic name, a ``.zip`` file or a shipped agent's name.
 
     :param spec: ``easy`` | ``sjbf`` | ``stop`` | ``random`` | ``first``, a path to a
-        ``MaskablePPO`` ``.zip``, or a name of :func:`pretrained_agents`
+        ``MaskablePPO`` ``.zip`` or to a model card ``.json`` (:func:`load_card_agent`), or a
+        name of :func:`pretrained_agents`
     :param seed: seed of :class:`RandomValid` (ignored by the other agents)
     :return: an object with SB3's ``predict`` signature
     :raises FileNotFoundError: the spec is neither a name nor an existing file (the message
@@ -85,9 +132,12 @@ def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
         return HEURISTICS[key]()
     path = Path(text)
     if not path.exists() and not path.suffix:
-        shipped = pretrained_dir() / f"{text}.zip"
-        if shipped.exists():
-            path = shipped
+        for shipped in (pretrained_dir() / f"{text}.json", pretrained_dir() / f"{text}.zip"):
+            if shipped.exists():
+                path = shipped
+                break
+    if path.suffix == ".json" and path.is_file():
+        return load_card_agent(path)
     if not path.exists():
         raise FileNotFoundError(
             f"no agent {text!r}: not a file, not a heuristic ({', '.join(HEURISTICS)}) and not "

@@ -2,11 +2,11 @@
 
 The BC/DAgger student of ``train/imitate.py`` learns the teacher's choice *on average*
 and its argmax departs from EASY-SJBF's row more often than the teacher does
-(docs/imitation.md). This wrapper keeps EASY-SJBF's row (the valid row with the smallest
-estimate column, ties to the first row -- exactly EASY-SJBF's choice in guarded mode)
-unless the student gives another action a probability of at least ``tau``. It is played
-on the VALIDATION windows of ``train/imitate.py`` (``select_windows`` seed 7) and compared
-with EASY-SJBF::
+(docs/imitation.md). ``hpcgym_agents.GatedAgent`` keeps EASY-SJBF's row (``SJBFAgent``:
+the EASY-allowed row with the smallest estimate column, ties to the first row -- exactly
+EASY-SJBF's choice in guarded mode) unless the student gives another action a probability
+of at least ``tau``. It is played on the VALIDATION windows of ``train/imitate.py``
+(``select_windows`` seed 7) and compared with EASY-SJBF::
 
     HPCGYM_TRACE_DIR=../shared/traces python bench/imitation_confident.py \\
         runs/imitate-sdsc/bc_model.zip --trace SDSC-SP2 --length 512 --tau 0.5 0.7 0.9
@@ -19,44 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hpcgym.envs.observation import COL_EST, COL_VALID  # noqa: E402
-from hpcgym_agents.loading import load_model  # noqa: E402
+from hpcgym_agents import GatedAgent, SJBFAgent, load_model  # noqa: E402
 from train.imitation.measure import compare_on_validation, format_table  # noqa: E402
-
-
-class ConfidentStudent:
-    """SB3-style ``predict``: EASY-SJBF's row unless the student is confident.
-
-    :param model: a ``MaskablePPO`` kernel policy (the student)
-    :param tau: probability the student's best action needs to replace EASY-SJBF's row
-    """
-
-    def __init__(self, model: Any, tau: float) -> None:
-        self.model = model
-        self.tau = float(tau)
-
-    def predict(
-        self,
-        observation: np.ndarray,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-        action_masks: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, None]:
-        obs = np.asarray(observation)
-        k = obs.shape[-2]
-        rows = obs[..., COL_VALID] > 0.5
-        if not rows.any():
-            return np.asarray(k), None
-        est = np.where(rows, obs[..., COL_EST], np.inf)
-        sjbf = int(np.argmin(est))  # first minimum: the earliest submission
-        probs = self.model.policy.action_probabilities(obs, action_masks=action_masks)
-        best = int(np.argmax(probs))
-        return np.asarray(best if probs[best] >= self.tau else sjbf), None
 
 
 def main() -> None:
@@ -74,9 +40,9 @@ def main() -> None:
     extra = json.loads(args.env_kwargs)
     model = load_model(args.model)
     agents: dict[str, tuple[Any, dict[str, Any]]] = {"student (argmax)": (model, extra)}
-    agents["copy EASY-SJBF (tau > 1)"] = (ConfidentStudent(model, 2.0), extra)
+    agents["copy EASY-SJBF (tau > 1)"] = (GatedAgent(model, SJBFAgent(), 2.0), extra)
     for tau in args.tau:
-        agents[f"student if p >= {tau}"] = (ConfidentStudent(model, tau), extra)
+        agents[f"student if p >= {tau}"] = (GatedAgent(model, SJBFAgent(), tau), extra)
     env = {"trace": args.trace, "mode": "guarded", "reference": "EASY-SJBF"}
     res = compare_on_validation(
         env, agents, windows=args.windows, length=args.length, seed=args.seed, teacher=None

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.evaluation.gating import gate_markdown, read_gate
 from hpcgym.evaluation.loaders import default_agents_dir
 from hpcgym.evaluation.statistics import verdict
 from hpcgym.evaluation.windows import load_quartiles_text
@@ -144,6 +145,7 @@ class ModelCard:
         mpath = Path(model)
         if not mpath.is_absolute():
             mpath = base / mpath
+        read_gate(data, where)  # a gated agent's card: its gate section is checked now
         env = {k: data[k] for k in CARD_ENV_KEYS if data.get(k) is not None}
         env["policy"] = str(data["policy"]).upper()
         env["mode"] = str(data["mode"]).lower()
@@ -594,6 +596,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     lines += _paired_lines(ev.get("paired"))
     lines += _training_lines(data)
     lines += _selection_lines(data.get("selection"))
+    lines += gate_markdown(read_gate(data))
     lines += _seeds_lines(data.get("seeds"))
     for trace, section in (data.get("test") or {}).items():
         from hpcgym.evaluation.heldout import heldout_markdown

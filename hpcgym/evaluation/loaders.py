@@ -1,8 +1,9 @@
 """Agent loaders: how evaluation gets agent objects without importing the agents package.
 
 An agent loader is a function ``loader(spec) -> policy``: ``spec`` is a heuristic name
-(``easy``, ``sjbf``, ``stop``, ``random``, ``first``) or a model ``.zip`` path, the result
-has SB3's ``predict``. Callers pass one in (``agent_loader=...``); the agents package that
+(``easy``, ``sjbf``, ``stop``, ``random``, ``first``), a model ``.zip`` path or the model
+card ``.json`` of a gated agent (:mod:`hpcgym.evaluation.gating`), the result has SB3's
+``predict``. Callers pass one in (``agent_loader=...``); the agents package that
 ships with hpcgym declares its loader in the entry-point group :data:`AGENT_LOADER_GROUP`,
 which :func:`resolve_agent_loader` reads (``hpcgym compare --agents`` uses it).
 """

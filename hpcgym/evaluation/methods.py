@@ -20,6 +20,7 @@ from hpcgym.evaluation.cards import (
     load_model_card,
     run_dir_of,
 )
+from hpcgym.evaluation.gating import read_gate
 from hpcgym.evaluation.loaders import default_agents_dir
 
 __all__ = [
@@ -245,11 +246,22 @@ def card_method(
     card: ModelCard, label: str | None = None, scales: str = "target", env_seed: int = 0
 ) -> Method:
     """The agent :class:`Method` of a model card (env from the card; see
-    :func:`agent_method` for ``scales``)."""
+    :func:`agent_method` for ``scales``). A gated agent's card (:mod:`.gating`) is its own
+    spec: the agent loader builds the gated agent from the card's file.
+
+    :raises MethodUnavailable: a gated card that was not read from a file
+    """
+    spec = str(card.model)
+    if read_gate(card.data) is not None:
+        if card.source is None:
+            raise MethodUnavailable(
+                f"the gated agent {card.name} needs its card file: load it with load_model_card"
+            )
+        spec = str(card.source)
     method = Method(
         label=label or card.name,
         kind="agent",
-        spec=str(card.model),
+        spec=spec,
         env=dict(card.env),
         card=card.to_dict(),
         env_seed=env_seed,

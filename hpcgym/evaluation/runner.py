@@ -300,9 +300,14 @@ def _play_task(trace_key: str, method: Method, start: int, length: int) -> dict[
     model = _load_model(method.spec) if method.is_model else None
     env = _get_env(trace_key, method, length, model)
     agent = model if model is not None else _make_agent(method, start)
+    reset_counts = getattr(agent, "reset_counts", None)
+    if callable(reset_counts):  # a gated agent counts its departures from the fallback
+        reset_counts()
     row = play_window(env, agent, start, seed=method.env_seed, job_start=True)
     out = {k: row[k] for k in (*WINDOW_METRICS, *AGENT_COUNTERS)}
     out["job_start"] = row["job_start"]
+    if getattr(agent, "departures", None) is not None:
+        out["departures"] = int(agent.departures)
     return out
 
 
@@ -601,6 +606,8 @@ def evaluate_many(
                     row[k] = int(v) if k == "backfilled" else float(v)
                 for k in (*AGENT_COUNTERS, *HEAD_DELAY_METRICS):
                     row[k] = o[k]
+                if o.get("departures") is not None:  # gated agents only
+                    row["departures"] = o["departures"]
                 rows.append(row)
                 js.append(o["job_start"])
                 timings[m.label].append(float(o["seconds"]))

@@ -29,7 +29,14 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.cards import SEEDS_FILE, SELECTION_FILE, zip_timesteps
+from hpcgym.evaluation.cards import (
+    SEEDS_FILE,
+    SELECTION_FILE,
+    ModelCard,
+    load_model_card,
+    zip_timesteps,
+)
+from hpcgym.evaluation.gating import GATE_FALLBACKS, GATE_KEY, default_fallback, read_gate
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
@@ -37,17 +44,24 @@ from hpcgym.evaluation.windows import load_quartiles, select_windows
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
+    "DEFAULT_TAUS",
     "SELECTION_FILE",
     "checkpoint_candidates",
+    "gated_card",
     "load_selection",
     "run_reference",
     "seed_runs",
     "select_checkpoint",
+    "select_gate",
     "thin_candidates",
 ]
 
 #: Config keys the seeds of one selection must share (same windows, same reference).
 _SHARED_KEYS = ("trace", "train_fraction", "validation_fraction", "policy", "reference")
+
+#: Gate thresholds :func:`select_gate` compares by default (0: the model's own choice at
+#: every decision point; the fallback alone is the reference scheduler's row, ratio 1).
+DEFAULT_TAUS: tuple[float, ...] = (0.0, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 #: Candidate folders of a run (``kept/``: copies a user keeps beyond ``keep_checkpoints``).
 _CANDIDATE_DIRS = ("checkpoints", "kept")
@@ -371,3 +385,157 @@ def load_selection(run: str | os.PathLike[str]) -> dict[str, Any]:
             f"`python eval/select_checkpoint.py {run}`"
         )
     return json.loads(p.read_text(encoding="utf-8"))
+
+
+def select_gate(
+    card: ModelCard | str | os.PathLike[str],
+    *,
+    agent_loader: AgentLoader,
+    taus: Sequence[float] = DEFAULT_TAUS,
+    fallback: str | None = None,
+    windows: int = 30,
+    length: int = 1024,
+    seed: int = 8,
+    reference: str | None = None,
+    workload: str | None = None,
+    jobs: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Choose a gated agent's threshold on validation windows (:mod:`.gating`).
+
+    Plays the card's model gated at every threshold of ``taus`` (the fallback's choice
+    unless the model is at least ``tau`` sure of another action) on the same windows of
+    the card's **validation** split (or of a generated ``workload``, as
+    :func:`select_checkpoint`), and chooses the threshold with the lowest paired
+    geometric-mean ratio of AVEbsld against the reference (ties: the larger threshold,
+    which departs less).
+
+    :param card: the model card of the agent to gate (a card or its ``.json``)
+    :param agent_loader: builds the gated agents from their cards' paths (the loader
+        ``eval/`` passes)
+    :param taus: the thresholds (each a finite number >= 0)
+    :param fallback: the heuristic kept where the model is unsure (default: the one that
+        plays like the reference, :func:`~hpcgym.evaluation.gating.default_fallback`)
+    :param windows, length, seed: the validation windows (seed 8 by default: not the
+        windows :func:`select_checkpoint` chose the checkpoint on)
+    :param reference: scheduler of the ratio (default: the card's reward reference)
+    :param workload: choose on a generated workload instead (see :func:`select_checkpoint`)
+    :param jobs: worker processes (``None``: all cores)
+    :param progress: show a progress bar
+    :raises ValueError: a gated card, a bad threshold or fallback, a real ``workload``
+    :return: the selection (JSON-able): ``chosen_tau``, ``fallback``, ``candidates`` (per
+        threshold its mean AVEbsld, departure rate and paired statistics), the windows and
+        ``command``
+    """
+    from hpcgym.workload import load, trace_spec
+
+    c = card if isinstance(card, ModelCard) else load_model_card(card)
+    if read_gate(c.data) is not None:
+        raise ValueError(f"{c.name} is gated already: choose the gate of its model's own card")
+    ts = sorted({float(t) for t in taus})
+    if not ts or any(not (t >= 0 and t < float("inf")) for t in ts):
+        raise ValueError(f"taus must be finite numbers >= 0, got {list(taus)}")
+    ref = reference or run_reference(c.data)
+    fb = (fallback or default_fallback(ref)).lower()
+    if fb not in GATE_FALLBACKS:
+        raise ValueError(f"unknown fallback {fallback!r}; valid: {', '.join(GATE_FALLBACKS)}")
+    generated = _generated(workload)
+    trace = c.trace if generated is None else generated
+    split = "validation" if generated is None else "all"
+    wl = load(trace_spec(trace))
+    ws = select_windows(
+        len(wl),
+        length,
+        windows,
+        split,
+        seed,
+        float(c.data.get("train_fraction", 0.7)),
+        validation_fraction=float(c.data.get("validation_fraction", VALIDATION_FRACTION)),
+    )
+    methods = [scheduler_method(ref)]
+    base = {k: v for k, v in c.to_dict().items() if k not in ("test", GATE_KEY)}
+    base["model"] = str(c.model.resolve())
+    with tempfile.TemporaryDirectory(prefix="hpcgym-gate-") as tmp:
+        for t in ts:
+            label = f"tau={t:g}"
+            path = Path(tmp) / f"{label}.json"
+            gate = {"tau": t, "fallback": fb}
+            path.write_text(json.dumps({**base, "name": label, GATE_KEY: gate}), encoding="utf-8")
+            methods.append(agent_method(str(path), label=label))
+        res = evaluate(
+            wl,
+            methods,
+            ws,
+            jobs=jobs,
+            progress=progress,
+            reference=None,
+            agent_loader=agent_loader,
+            ratio_reference=methods[0].label,
+        )
+    per = res.per_window("avg_bsld")
+    rows = []
+    for t, m in zip(ts, methods[1:], strict=True):
+        mine = [r for r in res.rows if r["method"] == m.label]
+        decisions = sum(int(r.get("decisions") or 0) for r in mine)
+        departures = sum(int(r.get("departures") or 0) for r in mine)
+        rows.append(
+            {
+                "tau": t,
+                "mean_avg_bsld": float(sum(per[m.label]) / len(per[m.label])),
+                "decisions": decisions,
+                "departures": departures,
+                "departure_rate": departures / decisions if decisions else 0.0,
+                **res.paired(m.label),
+            }
+        )
+    chosen = min(rows, key=lambda r: (r["geo_ratio"], -r["tau"]))
+    src = c.source if c.source is not None else c.name
+    return {
+        "agent": c.name,
+        "card": str(src),
+        "split": split,
+        "trace": str(trace),
+        "generated": generated is not None,
+        "windows": windows,
+        "length": length,
+        "seed": seed,
+        "starts": list(ws.starts),
+        "reference": ref,
+        "reference_mean_avg_bsld": float(sum(per[methods[0].label]) / len(ws.starts)),
+        "offered_load": load_quartiles(wl, ws),
+        "fallback": fb,
+        "chosen_tau": chosen["tau"],
+        "candidates": rows,
+        "command": (
+            f"python eval/gate.py {src} --taus {' '.join(f'{t:g}' for t in ts)} "
+            f"--windows {windows} --length {length} --seed {seed}"
+            + (f" --fallback {fallback}" if fallback else "")
+            + (f" --reference {reference}" if reference else "")
+            + (f" --workload {generated}" if generated is not None else "")
+        ),
+    }
+
+
+def gated_card(
+    card: ModelCard, selection: dict[str, Any], name: str, out_dir: str | os.PathLike[str]
+) -> dict[str, Any]:
+    """The card dict of the gated agent ``name`` (to be written to ``out_dir/<name>.json``):
+    the model's card with its ``test`` section removed (the gated agent's test is its own),
+    ``model`` relative to ``out_dir`` and a ``gate`` section with the chosen threshold and
+    the selection it came from.
+
+    :param card: the model's card (the one :func:`select_gate` was given)
+    :param selection: the result of :func:`select_gate`
+    :param name: the gated agent's name
+    :param out_dir: the folder the card will be written to
+    """
+    data = {k: v for k, v in card.to_dict().items() if k not in ("test", GATE_KEY)}
+    data["name"] = name
+    data["model"] = os.path.relpath(card.model.resolve(), Path(out_dir).resolve())
+    data[GATE_KEY] = {
+        "tau": selection["chosen_tau"],
+        "fallback": selection["fallback"],
+        "base": card.name,
+        "selection": selection,
+    }
+    return data
