@@ -203,3 +203,18 @@ def test_gate_command_line(card: Path, tmp_path: Path, capsys) -> None:
     assert "neither a model card" in capsys.readouterr().err
     assert set(GATE_FALLBACKS) == {"sjbf", "easy", "first", "stop"}
     assert all(callable(HEURISTICS[f]) for f in GATE_FALLBACKS)
+
+
+def test_heldout_test_counts_a_gated_agents_departures(card: Path) -> None:
+    from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
+
+    gated = E.load_model_card(_gated_card(card, {"tau": 0.0, "fallback": "sjbf"}, "g0"))
+    sec = heldout_test(gated, agent_loader=load_agent, windows=2, length=64, seed=5, jobs=1)
+    a = sec["agent"]
+    # tau 0 plays the model: it departs wherever its choice is not EASY-SJBF's
+    assert 0 < a["departures"] <= a["decisions"]
+    assert f"fallback at {a['departures']} of them" in "\n".join(heldout_markdown(sec, "g0"))
+    plain = heldout_test(
+        E.load_model_card(card), agent_loader=load_agent, windows=2, length=64, seed=5, jobs=1
+    )
+    assert "departures" not in plain["agent"] and plain["agent"]["decisions"] == a["decisions"]

@@ -159,9 +159,17 @@ def _section(
             "label": card.name,
             "violations": int(sum(int(r["violations"] or 0) for r in agent_rows)),
             "decisions": int(sum(int(r["decisions"] or 0) for r in agent_rows)),
+            **_departures(agent_rows),
         },
         "paired": paired,
     }
+
+
+def _departures(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """``{"departures": n}`` for a gated agent's rows (:mod:`.gating`), else ``{}``."""
+    if not rows or any(r.get("departures") is None for r in rows):
+        return {}
+    return {"departures": int(sum(int(r["departures"]) for r in rows))}
 
 
 def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
@@ -193,7 +201,12 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
     lines += [
         "",
         f"Reservation violations of the agent: {a.get('violations', '?')} "
-        f"in {a.get('decisions', '?')} decisions.",
+        f"in {a.get('decisions', '?')} decisions"
+        + (
+            f"; its model's action replaced the gate's fallback at {a['departures']} of them."
+            if a.get("departures") is not None
+            else "."
+        ),
         "",
         "| vs | paired geo-mean ratio | 95% bootstrap interval | wins | verdict |",
         "|---|---:|---:|---:|---|",

@@ -489,7 +489,9 @@ def select_gate(
             }
         )
     chosen = min(rows, key=lambda r: (r["geo_ratio"], -r["tau"]))
-    src = c.source if c.source is not None else c.name
+    src = str(c.source) if c.source is not None else c.name
+    if c.source is not None and not (rel := os.path.relpath(c.source)).startswith(".."):
+        src = rel  # the command as typed in the checkout
     return {
         "agent": c.name,
         "card": str(src),
