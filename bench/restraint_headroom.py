@@ -1,0 +1,155 @@
+"""How much does a guarded backfiller gain by *not* backfilling (STOP)?
+
+The guarded Lublin agents depart from EASY-SJBF's choice mostly by STOPping where
+EASY-SJBF would start a job; the SDSC-SP2 agent never stops (docs/headroom.md,
+*Restraint*). This benchmark plays simple restraint rules against EASY-SJBF on the same
+validation windows (never ``test``), all in guarded mode (request-based reservations):
+
+* ``stop p=P``: EASY-SJBF's choice, but STOP instead with probability ``P`` at each
+  decision point (a seeded ``numpy.random.Generator`` per window);
+* ``one per instant``: EASY-SJBF's first choice at each new event time, then STOP until
+  the next event (at most one backfill per instant);
+
+and, with ``--agents``, what shipped agents do at the same decision points: the share of
+their decisions that equal EASY-SJBF's, that STOP where EASY-SJBF starts a job, and that
+start another job::
+
+    HPCGYM_TRACE_DIR=../shared/traces python bench/restraint_headroom.py --trace Lublin-1 \\
+        --length 512 --validation-fraction 0.3 \\
+        --agents lublin1-fcfs-guarded-dense-vf03-seeds34
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hpcgym import evaluation as E  # noqa: E402
+from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
+from hpcgym.evaluation.play import play_window  # noqa: E402
+from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
+from hpcgym.workload import load  # noqa: E402
+from hpcgym_agents import SJBFAgent, load_agent  # noqa: E402
+
+
+class RandomStop:
+    """EASY-SJBF's choice, or STOP with probability ``p`` where it would start a job.
+
+    :param p: the probability of STOP
+    :param seed: seed of the generator
+    """
+
+    def __init__(self, p: float, seed: int) -> None:
+        self.p = float(p)
+        self.rng = np.random.default_rng(seed)
+        self.sjbf = SJBFAgent()
+
+    def predict(self, obs: np.ndarray, action_masks: Any = None, **_: Any) -> tuple[Any, None]:
+        k = obs.shape[-2]
+        a = int(self.sjbf.predict(obs, action_masks=action_masks)[0])
+        return np.asarray(k if a != k and self.rng.random() < self.p else a), None
+
+
+class OnePerInstant:
+    """EASY-SJBF's first choice at each new event time of ``env``, then STOP.
+
+    :param env: the env played (its simulation's clock tells a new instant)
+    """
+
+    def __init__(self, env: BackfillEnv) -> None:
+        self.env = env
+        self.last: float | None = None
+        self.sjbf = SJBFAgent()
+
+    def predict(self, obs: np.ndarray, action_masks: Any = None, **_: Any) -> tuple[Any, None]:
+        now = float(self.env.simulation.now)
+        if now == self.last:
+            return np.asarray(obs.shape[-2]), None
+        self.last = now
+        return self.sjbf.predict(obs, action_masks=action_masks)
+
+
+def decision_shares(env: BackfillEnv, agent: Any, starts: list[int]) -> dict[str, Any]:
+    """The agent's decisions compared with EASY-SJBF's at the same decision points, and its
+    AVEbsld per window (``bsld``)."""
+    sjbf = SJBFAgent()
+    n = same = stop = 0
+    bsld: list[float] = []
+    for s in starts:
+        obs, _ = env.reset(seed=0, options={"start": int(s)})
+        while True:
+            mask = env.action_masks()
+            k = len(mask) - 1
+            a = int(np.asarray(agent.predict(obs, action_masks=mask, deterministic=True)[0]))
+            b = int(sjbf.predict(obs, action_masks=mask)[0])
+            n, same, stop = n + 1, same + (a == b), stop + (a != b and a == k)
+            obs, _, term, trunc, info = env.step(a)
+            if term or trunc:
+                bsld.append(float(info["agent"]["avg_bsld"]))
+                break
+    shares = {"same": same / n, "stop": stop / n, "other": (n - same - stop) / n}
+    return {"decisions": n, **shares, "bsld": bsld}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p.add_argument("--trace", default="SDSC-SP2")
+    p.add_argument("--policy", default="FCFS", help="base queue policy (FCFS)")
+    p.add_argument("--windows", type=int, default=30)
+    p.add_argument("--length", type=int, default=1024)
+    p.add_argument("--seed", type=int, default=8, help="window seed (8)")
+    p.add_argument("--validation-fraction", type=float, default=0.1)
+    p.add_argument("--stop", type=float, nargs="*", default=[0.1, 0.3], help="STOP probabilities")
+    p.add_argument("--agents", nargs="*", default=[], help="shipped agents: their decisions")
+    args = p.parse_args()
+    wl = load(args.trace)
+    ws = E.select_windows(
+        len(wl), args.length, args.windows, "validation", args.seed, 0.7,
+        validation_fraction=args.validation_fraction,
+    )  # fmt: skip
+    starts = [int(s) for s in ws.starts]
+    env = BackfillEnv(
+        trace=wl, window_length=args.length, split="all", reference=None,
+        policy=args.policy, mode="guarded",
+    )  # fmt: skip
+    base = [play_window(env, SJBFAgent(), s)["avg_bsld"] for s in starts]
+    print(
+        f"{args.trace} ({args.policy}), {len(starts)} validation windows of {args.length} jobs "
+        f"(seed {args.seed}); EASY-SJBF mean AVEbsld {np.mean(base):.2f}\n"
+    )
+    print("| rule | mean AVEbsld | ratio vs EASY-SJBF [95%] | wins |")
+    print("|---|---:|---:|---:|")
+    rules: list[tuple[str, Any]] = [
+        (f"stop p={q:g}", lambda s, q=q: RandomStop(q, seed=s)) for q in args.stop
+    ]
+    rules.append(("one per instant", lambda s: OnePerInstant(env)))
+    for name, make in rules:
+        vals = [play_window(env, make(s), s)["avg_bsld"] for s in starts]
+        pc = paired_comparison(vals, base)
+        print(
+            f"| {name} | {np.mean(vals):.2f} | {pc.geo_ratio:.3f} "
+            f"[{pc.ci_low:.3f}, {pc.ci_high:.3f}] | {pc.wins}/{len(starts)} |"
+        )
+    for a in args.agents:
+        method = E.agent_method(a)  # the env the agent was trained with, from its card
+        aenv = BackfillEnv(
+            trace=wl, window_length=args.length, split="all", reference=None, **method.env
+        )
+        sh = decision_shares(aenv, load_agent(a), starts)
+        pc = paired_comparison(sh["bsld"], base)
+        print(
+            f"\n{a}: {pc.geo_ratio:.3f} [{pc.ci_low:.3f}, {pc.ci_high:.3f}] x EASY-SJBF; "
+            f"{sh['decisions']} decisions; same as EASY-SJBF {100 * sh['same']:.1f}%, "
+            f"STOP where EASY-SJBF starts a job {100 * sh['stop']:.1f}%, "
+            f"another job {100 * sh['other']:.1f}%"
+        )
+
+
+if __name__ == "__main__":
+    main()
