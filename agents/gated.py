@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym_agents.heuristic import HeuristicAgent
+
 __all__ = ["GatedAgent", "action_probabilities"]
 
 
@@ -45,11 +47,13 @@ def action_probabilities(model: Any, observations: np.ndarray, masks: np.ndarray
         return np.asarray(dist.distribution.probs.cpu().numpy(), dtype=np.float64)
 
 
-class GatedAgent:
+class GatedAgent(HeuristicAgent):
     """The fallback's action unless the model is at least ``tau`` sure of another one.
 
-    SB3's ``predict`` signature (one observation or a batch), so it runs wherever a model
-    or a heuristic agent runs (``hpcgym.evaluation``, the env directly).
+    SB3's ``predict`` signature (one observation or a batch, always deterministic), so it
+    runs wherever a model or a heuristic agent runs (``hpcgym.evaluation``, the env
+    directly); a :class:`~hpcgym_agents.heuristic.HeuristicAgent` whose choice needs the
+    model.
 
     :param model: the trained ``MaskablePPO`` model
     :param fallback: the heuristic agent whose choice is kept (``predict`` with masks)
@@ -84,47 +88,21 @@ class GatedAgent:
         self.decisions = 0
         self.departures = 0
 
-    def predict(
-        self,
-        observation: np.ndarray,
-        state: Any = None,
-        episode_start: Any = None,
-        deterministic: bool = True,
-        action_masks: np.ndarray | None = None,
-    ) -> tuple[np.ndarray, Any]:
-        """Choose actions (SB3-compatible signature; always deterministic).
-
-        :param observation: ``(K, F)`` or ``(N, K, F)``
-        :param state: returned unchanged
-        :param episode_start: unused (SB3 compatibility)
-        :param deterministic: unused: the gate compares the model's most probable action
-        :param action_masks: bool ``(K + 1,)`` / ``(N, K + 1)`` (the env's
-            ``action_masks()``); ``None``: the valid rows and STOP
-        :return: ``(actions, state)``: a 0-d array for one observation, ``(N,)`` for a batch
-        """
-        obs = np.asarray(observation)
-        if obs.ndim not in (2, 3):
-            raise ValueError(
-                f"observation must be (K, F) or a batch (N, K, F), got shape {obs.shape}"
-            )
-        single = obs.ndim == 2
-        batch = obs[None] if single else obs
-        n, k = batch.shape[0], batch.shape[1]
-        if action_masks is None:
-            masks = np.ones((n, k + 1), dtype=bool)
-            masks[:, :k] = batch[:, :, 0] > 0.5
-        else:
-            masks = np.asarray(action_masks, dtype=bool).reshape(n, k + 1)
-        base, _ = self.fallback.predict(batch, action_masks=masks)
+    def select(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
+        """The fallback's actions, replaced by the model's where it is at least ``tau`` sure
+        of another action (:class:`~hpcgym_agents.heuristic.HeuristicAgent` checks the
+        shapes and that every action is allowed)."""
+        n = observations.shape[0]
+        base, _ = self.fallback.predict(observations, action_masks=masks)
         base = np.asarray(base, dtype=np.int64).reshape(n)
-        if self.tau > 1.0:
-            actions = base
-        else:
-            probs = action_probabilities(self.model, batch, masks)
-            best = probs.argmax(axis=1)
-            sure = probs[np.arange(n), best] >= self.tau
-            depart = sure & (best != base)
-            actions = np.where(depart, best, base).astype(np.int64)
-            self.departures += int(depart.sum())
         self.decisions += n
-        return (actions[0] if single else actions), state
+        if self.tau > 1.0:
+            return base
+        probs = action_probabilities(self.model, observations, masks)
+        best = probs.argmax(axis=1)
+        depart = (probs[np.arange(n), best] >= self.tau) & (best != base)
+        self.departures += int(depart.sum())
+        return np.where(depart, best, base).astype(np.int64)
+
+    def __repr__(self) -> str:
+        return f"GatedAgent(tau={self.tau:g}, fallback={self.fallback!r})"

@@ -217,8 +217,6 @@ def select_checkpoint(
     :return: the selection (JSON-able): ``chosen`` (path), ``candidates`` (per model its
         steps, mean AVEbsld and paired statistics), the windows and ``command``
     """
-    from hpcgym.workload import load
-
     generated = _generated(workload)
     rdir = Path(run).resolve()
     runs, cfg = _runs_and_config(rdir)
@@ -230,17 +228,7 @@ def select_checkpoint(
         ]
     ref = reference or run_reference(cfg)
     trace = cfg.get("trace", "synthetic") if generated is None else generated
-    split = "validation" if generated is None else "all"
-    wl = load(trace)  # a registered name, an SWF path, "synthetic" or "synthetic:..."
-    ws = select_windows(
-        len(wl),
-        length,
-        windows,
-        split,
-        seed,
-        float(cfg.get("train_fraction", 0.7)),
-        validation_fraction=float(cfg.get("validation_fraction", VALIDATION_FRACTION)),
-    )
+    wl, ws, split = _choice_windows(trace, generated, cfg, length, windows, seed)
     methods = [scheduler_method(ref)]
     labels: dict[str, Path] = {}
     # a run still training prunes its checkpoints/: evaluate snapshots (hard links) of the
@@ -259,16 +247,7 @@ def select_checkpoint(
             label = _label(m, rdir) if m.is_relative_to(rdir) else str(m)
             labels[label] = m
             methods.append(agent_method(str(snap), label=label))
-        res = evaluate(
-            wl,
-            methods,
-            ws,
-            jobs=jobs,
-            progress=progress,
-            reference=None,
-            agent_loader=agent_loader,
-            ratio_reference=methods[0].label,
-        )
+        res = _against_first(wl, methods, ws, agent_loader, jobs, progress)
         per = res.per_window("avg_bsld")
         rows = []
         for label, path in labels.items():
@@ -288,16 +267,7 @@ def select_checkpoint(
             labels[chosen["model"]] = kept
     out = {
         "run": str(rdir),
-        "split": split,
-        "trace": str(trace),
-        "generated": generated is not None,
-        "windows": windows,
-        "length": length,
-        "seed": seed,
-        "starts": list(ws.starts),
-        "reference": ref,
-        "reference_mean_avg_bsld": float(sum(per[methods[0].label]) / len(ws.starts)),
-        "offered_load": load_quartiles(wl, ws),
+        **_where(wl, ws, split, str(trace), generated, ref, per[methods[0].label], seed),
         "chosen": chosen["model"],
         "chosen_path": str(labels[chosen["model"]]),
         "candidates": rows,
@@ -314,6 +284,74 @@ def select_checkpoint(
     if write:
         (rdir / SELECTION_FILE).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     return out
+
+
+def _where(
+    wl: Any,
+    ws: Any,
+    split: str,
+    trace: str,
+    generated: str | None,
+    ref: str,
+    ref_bsld: Sequence[float],
+    seed: int,
+) -> dict[str, Any]:
+    """The record of the windows a choice was made on (a selection's common keys)."""
+    return {
+        "split": split,
+        "trace": trace,
+        "generated": generated is not None,
+        "windows": len(ws.starts),
+        "length": ws.length,
+        "seed": seed,
+        "starts": list(ws.starts),
+        "reference": ref,
+        "reference_mean_avg_bsld": float(sum(ref_bsld) / len(ws.starts)),
+        "offered_load": load_quartiles(wl, ws),
+    }
+
+
+def _choice_windows(
+    trace: str, generated: str | None, data: dict[str, Any], length: int, windows: int, seed: int
+) -> tuple[Any, Any, str]:
+    """The workload, windows and split a choice is made on: windows of the validation split
+    of ``trace`` (with the split fractions of ``data``: a run's config or a card), or of the
+    whole ``generated`` workload (:func:`_generated`; ``trace`` is then its name)."""
+    from hpcgym.workload import load
+
+    split = "validation" if generated is None else "all"
+    wl = load(trace)  # a registered name, an SWF path, "synthetic" or "synthetic:..."
+    ws = select_windows(
+        len(wl),
+        length,
+        windows,
+        split,
+        seed,
+        float(data.get("train_fraction", 0.7)),
+        validation_fraction=float(data.get("validation_fraction", VALIDATION_FRACTION)),
+    )
+    return wl, ws, split
+
+
+def _against_first(
+    wl: Any,
+    methods: Sequence[Any],
+    ws: Any,
+    agent_loader: AgentLoader,
+    jobs: int | None,
+    progress: bool,
+) -> Any:
+    """Evaluate ``methods`` on the windows, paired ratios against the first (the reference)."""
+    return evaluate(
+        wl,
+        list(methods),
+        ws,
+        jobs=jobs,
+        progress=progress,
+        reference=None,
+        agent_loader=agent_loader,
+        ratio_reference=methods[0].label,
+    )
 
 
 def _generated(workload: str | None) -> str | None:
@@ -427,8 +465,6 @@ def select_gate(
         threshold its mean AVEbsld, departure rate and paired statistics), the windows and
         ``command``
     """
-    from hpcgym.workload import load, trace_spec
-
     c = card if isinstance(card, ModelCard) else load_model_card(card)
     if read_gate(c.data) is not None:
         raise ValueError(f"{c.name} is gated already: choose the gate of its model's own card")
@@ -441,17 +477,7 @@ def select_gate(
         raise ValueError(f"unknown fallback {fallback!r}; valid: {', '.join(GATE_FALLBACKS)}")
     generated = _generated(workload)
     trace = c.trace if generated is None else generated
-    split = "validation" if generated is None else "all"
-    wl = load(trace_spec(trace))
-    ws = select_windows(
-        len(wl),
-        length,
-        windows,
-        split,
-        seed,
-        float(c.data.get("train_fraction", 0.7)),
-        validation_fraction=float(c.data.get("validation_fraction", VALIDATION_FRACTION)),
-    )
+    wl, ws, split = _choice_windows(trace, generated, c.data, length, windows, seed)
     methods = [scheduler_method(ref)]
     base = {k: v for k, v in c.to_dict().items() if k not in ("test", GATE_KEY)}
     base["model"] = str(c.model.resolve())
@@ -462,16 +488,7 @@ def select_gate(
             gate = {"tau": t, "fallback": fb}
             path.write_text(json.dumps({**base, "name": label, GATE_KEY: gate}), encoding="utf-8")
             methods.append(agent_method(str(path), label=label))
-        res = evaluate(
-            wl,
-            methods,
-            ws,
-            jobs=jobs,
-            progress=progress,
-            reference=None,
-            agent_loader=agent_loader,
-            ratio_reference=methods[0].label,
-        )
+        res = _against_first(wl, methods, ws, agent_loader, jobs, progress)
     per = res.per_window("avg_bsld")
     rows = []
     for t, m in zip(ts, methods[1:], strict=True):
@@ -495,16 +512,7 @@ def select_gate(
     return {
         "agent": c.name,
         "card": str(src),
-        "split": split,
-        "trace": str(trace),
-        "generated": generated is not None,
-        "windows": windows,
-        "length": length,
-        "seed": seed,
-        "starts": list(ws.starts),
-        "reference": ref,
-        "reference_mean_avg_bsld": float(sum(per[methods[0].label]) / len(ws.starts)),
-        "offered_load": load_quartiles(wl, ws),
+        **_where(wl, ws, split, str(trace), generated, ref, per[methods[0].label], seed),
         "fallback": fb,
         "chosen_tau": chosen["tau"],
         "candidates": rows,
