@@ -200,6 +200,31 @@ def add_reference_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument("--normalizer", dest="reference", type=_reference, help=argparse.SUPPRESS)
 
 
+def add_choice_args(p: argparse.ArgumentParser, seed: int, reference_of: str) -> None:
+    """The arguments of a choice made on validation windows (``eval/select_checkpoint.py``,
+    ``eval/gate.py``): ``--windows --length --seed --reference --workload``.
+
+    :param seed: the default window seed
+    :param reference_of: whose reward reference is the default (``run``, ``card``)
+    """
+    p.add_argument("--windows", type=positive_int, default=30, help="validation windows (30)")
+    p.add_argument("--length", type=positive_int, default=1024, help="jobs per window (1024)")
+    p.add_argument("--seed", type=int, default=seed, help=f"window seed ({seed})")
+    p.add_argument(
+        "--reference",
+        default=None,
+        help=f"scheduler of the ratio (default: the {reference_of}'s reference)",
+    )
+    p.add_argument(
+        "--workload",
+        default=None,
+        metavar="SPEC",
+        help="choose on windows of this generated workload (synthetic:KEY=VALUE,...) instead "
+        "of the validation split: more, independent windows of the model a synthetic trace "
+        "was drawn from (docs/evaluation.md)",
+    )
+
+
 def _reference(text: str) -> str | None:
     return None if text.lower() == "none" else text
 

@@ -68,19 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         help="heuristic kept where the model is unsure (default: the reference's: sjbf for "
         "EASY-SJBF, EASY++ and ELOSS, easy for EASY)",
     )
-    p.add_argument("--windows", type=C.positive_int, default=30, help="validation windows (30)")
-    p.add_argument("--length", type=C.positive_int, default=1024, help="jobs per window (1024)")
-    p.add_argument("--seed", type=int, default=8, help="window seed (8)")
-    p.add_argument(
-        "--reference", default=None, help="scheduler of the ratio (default: the card's reference)"
-    )
-    p.add_argument(
-        "--workload",
-        default=None,
-        metavar="SPEC",
-        help="choose on windows of this generated workload (synthetic:KEY=VALUE,...) instead of "
-        "the validation split (as eval/select_checkpoint.py --workload)",
-    )
+    C.add_choice_args(p, seed=8, reference_of="card")
     p.add_argument("--name", default=None, help="ship the gated agent under this name")
     p.add_argument("--out", default=None, help="destination of --name (default agents/pretrained)")
     p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")

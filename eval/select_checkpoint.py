@@ -44,26 +44,13 @@ def main(argv: list[str] | None = None) -> int:
     """
     p = C.make_parser("python eval/select_checkpoint.py", (__doc__ or "").split("\n\n")[0])
     p.add_argument("run", help="train/ppo.py run folder")
-    p.add_argument("--windows", type=C.positive_int, default=30, help="validation windows (30)")
-    p.add_argument("--length", type=C.positive_int, default=1024, help="jobs per window (1024)")
-    p.add_argument("--seed", type=int, default=7, help="window seed (7)")
-    p.add_argument(
-        "--reference", default=None, help="scheduler of the ratio (default: the run's reference)"
-    )
+    C.add_choice_args(p, seed=7, reference_of="run")
     p.add_argument(
         "--max-candidates",
         type=C.positive_int,
         default=None,
         help="at most N checkpoints per run (seed), evenly spaced in steps; the best and "
         "final models stay (for runs trained with --keep-checkpoints 0; default: all)",
-    )
-    p.add_argument(
-        "--workload",
-        default=None,
-        metavar="SPEC",
-        help="choose on windows of this generated workload (synthetic:KEY=VALUE,...) instead "
-        "of the run's validation split: more, independent windows of the model a synthetic "
-        "trace was drawn from (docs/evaluation.md)",
     )
     p.add_argument(
         "--models",
