@@ -63,6 +63,8 @@ __all__ = [
 STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
 #: Choices of the ``value_head`` option of :class:`KernelPolicy`.
 VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
+#: Choices of the ``row_context`` option of :class:`KernelPolicy`.
+ROW_CONTEXTS: tuple[str, ...] = ("none", "pooled")
 #: Logit given to padding rows (validity flag 0); the same constant sb3-contrib uses for
 #: masked actions, so the probability of a padding row is exactly 0 even without a mask.
 PADDING_LOGIT: float = -1e8
@@ -302,6 +304,10 @@ class KernelNetwork(nn.Module):
     :param value_head: ``"flat"`` or ``"pooled"``
     :param value_arch: hidden widths of the value MLP
     :param value_row_arch: hidden widths of the per-row encoder of the ``"pooled"`` value head
+    :param row_context: ``"none"`` (a row's score depends on its row only) or ``"pooled"``
+        (on its row and the mean and max of the kernel's last hidden layer over the valid
+        rows; see :class:`KernelPolicy`)
+    :param context_arch: hidden widths of the ``"pooled"`` row-context scorer
     """
 
     def __init__(
@@ -316,6 +322,8 @@ class KernelNetwork(nn.Module):
         value_arch: tuple[int, ...],
         value_row_arch: tuple[int, ...],
         stop_init: float = 0.0,
+        row_context: str = "none",
+        context_arch: tuple[int, ...] = (16,),
     ) -> None:
         super().__init__()
         self.n_rows = n_rows
@@ -326,7 +334,13 @@ class KernelNetwork(nn.Module):
         # ---- policy side: the kernel (shared across rows) and the STOP score
         self.kernel = _mlp(row_dim, kernel_arch, activation_fn)
         emb_dim = kernel_arch[-1] if kernel_arch else row_dim
-        self.kernel_out = nn.Linear(emb_dim, 1)
+        self.row_context = row_context
+        self.context_net: nn.Sequential | None = None
+        score_in = emb_dim
+        if row_context == "pooled":
+            self.context_net = _mlp(3 * emb_dim, context_arch, activation_fn)
+            score_in = context_arch[-1] if context_arch else 3 * emb_dim
+        self.kernel_out = nn.Linear(score_in, 1)
         self.stop_bias: nn.Parameter | None = None
         self.stop_net: nn.Sequential | None = None
         if stop_score == "learned":
@@ -349,6 +363,8 @@ class KernelNetwork(nn.Module):
     def policy_modules(self) -> list[nn.Module]:
         """Modules (and the STOP bias holder) updated with the policy learning rate."""
         mods: list[nn.Module] = [self.kernel, self.kernel_out]
+        if self.context_net is not None:
+            mods.append(self.context_net)
         if self.stop_net is not None:
             mods.append(self.stop_net)
         return mods
@@ -382,23 +398,32 @@ class KernelNetwork(nn.Module):
         """Scores ``(N, K)`` and the embeddings and validity of the active rows only."""
         rows_a, valid_a = _active_rows(rows)
         if _gather_valid(valid_a, rows_a.shape[1]):
-            emb = self.kernel(rows_a[valid_a])
-            scores = _scatter_rows(self.kernel_out(emb).squeeze(-1), valid_a, PADDING_LOGIT)
-            emb = _scatter_rows(emb, valid_a, 0.0)
+            emb_v = self.kernel(rows_a[valid_a])
+            emb = _scatter_rows(emb_v, valid_a, 0.0)
+            if self.context_net is not None:
+                ctx = _masked_mean_max(emb, valid_a).unsqueeze(1).expand(-1, emb.shape[1], -1)
+                emb_v = self.context_net(th.cat([emb_v, ctx[valid_a]], dim=-1))
+            scores = _scatter_rows(self.kernel_out(emb_v).squeeze(-1), valid_a, PADDING_LOGIT)
         else:
             emb = self.kernel(rows_a)
-            scores = self.kernel_out(emb).squeeze(-1)
-            scores = th.where(valid_a, scores, th.full_like(scores, PADDING_LOGIT))
+            scores = self._scores(emb, valid_a)
         return _pad_rows(scores, rows.shape[1], PADDING_LOGIT), emb, valid_a
+
+    def _scores(self, emb: th.Tensor, valid: th.Tensor) -> th.Tensor:
+        """Row scores ``(N, k)`` of the kernel embeddings ``(N, k, D)`` (with the pooled
+        row context when there is one); :data:`PADDING_LOGIT` on the rows not ``valid``."""
+        h = emb
+        if self.context_net is not None:
+            ctx = _masked_mean_max(emb, valid).unsqueeze(1).expand(-1, emb.shape[1], -1)
+            h = self.context_net(th.cat([emb, ctx], dim=-1))
+        scores = self.kernel_out(h).squeeze(-1)
+        return th.where(valid, scores, th.full_like(scores, PADDING_LOGIT))
 
     def row_scores_dense(self, rows: th.Tensor) -> tuple[th.Tensor, th.Tensor]:
         """The kernel on all ``N * K`` rows, padding included (the reference for
         :meth:`row_scores`): scores ``(N, K)`` and embeddings ``(N, K, D)``."""
         emb = self.kernel(rows)
-        scores = self.kernel_out(emb).squeeze(-1)
-        valid = self.valid_rows(rows)
-        scores = th.where(valid, scores, th.full_like(scores, PADDING_LOGIT))
-        return scores, emb
+        return self._scores(emb, self.valid_rows(rows)), emb
 
     def forward_actor(self, rows: th.Tensor) -> th.Tensor:
         scores, emb, valid = self._active_scores(rows)
@@ -475,6 +500,16 @@ class KernelPolicy(MaskableActorCriticPolicy):
       hidden layer over the valid rows, so the STOP preference can depend on the whole queue
       (not only through the row scores). Permutation-invariant.
 
+    Row context (``row_context``):
+
+    - ``"none"`` (default, the paper's): a row's score depends on that row only; the rows
+      meet only in the softmax.
+    - ``"pooled"``: the kernel's last hidden layer ``e_i`` of every row is concatenated
+      with the mean and max of ``e`` over the valid rows, and a small MLP
+      (``context_arch``) and ``Linear(., 1)`` give the row's score (a DeepSets-style
+      context: a job can be scored against the other candidates, e.g. as the shortest of
+      them). Still permutation-equivariant.
+
     **Critic** (``value_head``), with no parameter shared with the actor:
 
     - ``"flat"`` (default, the paper's): an MLP over the flattened ``(K*F)`` observation, hidden
@@ -520,6 +555,9 @@ class KernelPolicy(MaskableActorCriticPolicy):
         ``"flat"``, ``(64, 32)`` for ``"pooled"``)
     :param value_row_arch: per-row encoder of the ``"pooled"`` value head (default
         ``(32, 16)``; must not be empty)
+    :param row_context: ``"none"`` (default) or ``"pooled"`` (see above)
+    :param context_arch: hidden widths of the ``"pooled"`` row-context scorer (default
+        ``(16,)``)
     :param stop_init: initial STOP logit (the learned bias starts there; the fixed score and
         the pooled head's offset are this constant). Default 0; a negative value encodes the
         prior that backfilling is usually better than waiting, which keeps the argmax of an
@@ -550,6 +588,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
         value_row_arch: Sequence[int] = (32, 16),
         value_lr_ratio: float = DEFAULT_VALUE_LR_RATIO,
         stop_init: float = 0.0,
+        row_context: str = "none",
+        context_arch: Sequence[int] = (16,),
         ortho_init: bool = True,
         features_extractor_class: type[BaseFeaturesExtractor] = JobRowsExtractor,
         features_extractor_kwargs: dict[str, Any] | None = None,
@@ -578,6 +618,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
             raise ValueError(f"stop_score must be one of {STOP_SCORES}, got {stop_score!r}")
         if value_head not in VALUE_HEADS:
             raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {value_head!r}")
+        if row_context not in ROW_CONTEXTS:
+            raise ValueError(f"row_context must be one of {ROW_CONTEXTS}, got {row_context!r}")
         if not (np.isfinite(value_lr_ratio) and value_lr_ratio > 0):
             raise ValueError(f"value_lr_ratio must be a positive number, got {value_lr_ratio!r}")
         # Plain attributes may be set before nn.Module.__init__ (runs inside super().__init__,
@@ -593,6 +635,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
         self.value_row_arch = _as_arch(value_row_arch, "value_row_arch", allow_empty=False)
         self.value_lr_ratio = float(value_lr_ratio)
         self.stop_init = float(stop_init)
+        self.row_context = row_context
+        self.context_arch = _as_arch(context_arch, "context_arch")
         super().__init__(
             observation_space,
             action_space,
@@ -624,6 +668,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
             value_arch=self.value_arch,
             value_row_arch=self.value_row_arch,
             stop_init=self.stop_init,
+            row_context=self.row_context,
+            context_arch=self.context_arch,
         ).to(self.device)
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -638,6 +684,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 module.apply(lambda m, g=gain: self.init_weights(m, gain=g))
             if net.value_rows is not None:
                 net.value_rows.apply(lambda m, g=gain: self.init_weights(m, gain=g))
+            if net.context_net is not None:
+                net.context_net.apply(lambda m, g=gain: self.init_weights(m, gain=g))
             self.init_weights(net.kernel_out, gain=0.01)
             if net.stop_net is not None:
                 net.stop_net.apply(lambda m, g=gain: self.init_weights(m, gain=g))
@@ -679,6 +727,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 value_row_arch=self.value_row_arch,
                 value_lr_ratio=self.value_lr_ratio,
                 stop_init=self.stop_init,
+                row_context=self.row_context,
+                context_arch=self.context_arch,
             )
         )
         return data
@@ -713,6 +763,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
             return sum(p.numel() for m in mods for p in m.parameters())
 
         kernel = count([net.kernel, net.kernel_out])
+        kernel += count([net.context_net]) if net.context_net is not None else 0
         stop = count([net.stop_net]) if net.stop_net is not None else 0
         stop += 1 if net.stop_bias is not None else 0
         value = count([*net.value_modules(), self.value_net])

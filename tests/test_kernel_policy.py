@@ -21,7 +21,7 @@ from stable_baselines3.common.env_checker import check_env as sb3_check_env
 from stable_baselines3.common.utils import update_learning_rate
 
 from hpcgym_agents import FirstValid, KernelPolicy, RandomValid
-from hpcgym_agents.kernel_policy import PADDING_LOGIT, STOP_SCORES, VALUE_HEADS
+from hpcgym_agents.kernel_policy import PADDING_LOGIT, ROW_CONTEXTS, STOP_SCORES, VALUE_HEADS
 
 REPO = Path(__file__).resolve().parents[1]
 K, F = 16, 10
@@ -123,11 +123,12 @@ def test_deterministic_predict_is_masked_argmax() -> None:
 
 
 @pytest.mark.parametrize(("stop_score", "value_head"), COMBOS)
+@pytest.mark.parametrize("row_context", ROW_CONTEXTS)
 def test_padding_rows_do_not_change_probabilities_or_value(
-    stop_score: str, value_head: str
+    stop_score: str, value_head: str, row_context: str
 ) -> None:
     rng = np.random.default_rng(3)
-    policy = make_policy(stop_score=stop_score, value_head=value_head)
+    policy = make_policy(stop_score=stop_score, value_head=value_head, row_context=row_context)
     obs, masks = random_batch(rng, 32)
     altered = obs.copy()
     for i in range(len(obs)):
@@ -149,9 +150,10 @@ def test_padding_rows_do_not_change_probabilities_or_value(
 
 
 @pytest.mark.parametrize(("stop_score", "value_head"), COMBOS)
-def test_permuting_rows_permutes_logits(stop_score: str, value_head: str) -> None:
+@pytest.mark.parametrize("row_context", ROW_CONTEXTS)
+def test_permuting_rows_permutes_logits(stop_score: str, value_head: str, row_context: str) -> None:
     rng = np.random.default_rng(4)
-    policy = make_policy(stop_score=stop_score, value_head=value_head)
+    policy = make_policy(stop_score=stop_score, value_head=value_head, row_context=row_context)
     obs, masks = random_batch(rng, 16)
     perm = rng.permutation(K)
     _, v0, l0 = probs_and_values(policy, obs, None)
@@ -200,10 +202,11 @@ def test_parameter_counts() -> None:
 
 
 @pytest.mark.parametrize(("stop_score", "value_head"), COMBOS)
-def test_all_heads_train(stop_score: str, value_head: str) -> None:
+@pytest.mark.parametrize("row_context", ROW_CONTEXTS)
+def test_all_heads_train(stop_score: str, value_head: str, row_context: str) -> None:
     """Every parameter gets a gradient from the PPO losses; output shapes are right."""
     rng = np.random.default_rng(5)
-    policy = make_policy(stop_score=stop_score, value_head=value_head)
+    policy = make_policy(stop_score=stop_score, value_head=value_head, row_context=row_context)
     obs, masks = random_batch(rng, 32)
     obs[:, 0, 0] = 1.0  # every state has a valid row, so that max pooling reaches all rows
     masks[:, 0] = True
@@ -218,11 +221,52 @@ def test_all_heads_train(stop_score: str, value_head: str) -> None:
         assert p.grad is not None and th.count_nonzero(p.grad) > 0, name
 
 
+def test_row_context_scores_each_row_against_the_others() -> None:
+    """With ``row_context="pooled"`` a row's score changes when another valid row changes
+    (and not when a padding row does); without it, it never does."""
+    rng = np.random.default_rng(8)
+    obs, _ = random_batch(rng, 16, scatter=False)
+    obs[:, :3, 0] = 1.0  # rows 0-2 valid everywhere
+    other = obs.copy()
+    other[:, 1, 1:] = rng.random((16, F - 1), dtype=np.float32)  # another valid row
+    padding = obs.copy()
+    pad = padding[:, :, 0] == 0
+    padding[:, :, 1:][pad] = 5.0
+    for context, changes in (("none", False), ("pooled", True)):
+        policy = make_policy(row_context=context)
+        _, _, l0 = probs_and_values(policy, obs, None)
+        _, _, l1 = probs_and_values(policy, other, None)
+        _, _, l2 = probs_and_values(policy, padding, None)
+        assert (not np.allclose(l1[:, 0], l0[:, 0], atol=1e-4)) == changes, context
+        np.testing.assert_allclose(l2, l0, rtol=1e-6, atol=1e-5)
+    counts = make_policy(k=128, f=10, row_context="pooled").parameter_counts()
+    # kernel 10 -> 32 -> 16 -> 8; context (row | mean | max = 24) -> 16; score 16 -> 1
+    assert counts["kernel"] == (10 * 32 + 32 + 32 * 16 + 16 + 16 * 8 + 8) + (24 * 16 + 16) + 17
+    groups = {
+        g["name"]: sum(p.numel() for p in g["params"])
+        for g in make_policy(row_context="pooled").optimizer.param_groups
+    }
+    assert groups["policy"] == make_policy(row_context="pooled").parameter_counts()["policy"]
+
+
+def test_train_config_knows_the_policy_options() -> None:
+    """train/config.py declares the policy's option choices without importing torch: the
+    same tuples as the policy's."""
+    sys.path.insert(0, str(REPO))
+    from train import config
+
+    assert config.STOP_SCORES == STOP_SCORES
+    assert config.VALUE_HEADS == VALUE_HEADS
+    assert config.ROW_CONTEXTS == ROW_CONTEXTS
+
+
 def test_invalid_options_raise() -> None:
     with pytest.raises(ValueError, match="learned"):
         make_policy(stop_score="mean")
     with pytest.raises(ValueError, match="pooled"):
         make_policy(value_head="attention")
+    with pytest.raises(ValueError, match="row_context"):
+        make_policy(row_context="attention")
     with pytest.raises(ValueError, match="kernel_arch"):
         make_policy(net_arch=[64, 64])
     with pytest.raises(ValueError, match="kernel_arch"):
@@ -289,6 +333,7 @@ def _compare_models(a: MaskablePPO, b: MaskablePPO) -> None:
         {},
         {"stop_score": "pooled", "value_head": "pooled", "activation_fn": th.nn.Tanh},
         {"stop_score": "fixed", "kernel_arch": [16, 8], "value_lr_ratio": 2.0},
+        {"row_context": "pooled", "context_arch": [8, 4]},
     ],
 )
 def test_save_load_round_trip(tmp_path: Path, policy_kwargs: dict[str, object]) -> None:

@@ -23,6 +23,7 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.distributions import MaskableCategorical
 
 from hpcgym_agents.kernel_policy import (
+    ROW_CONTEXTS,
     STOP_SCORES,
     VALUE_HEADS,
     FastMaskableCategorical,
@@ -87,11 +88,12 @@ def row_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
 
 
 @pytest.mark.parametrize("stop_score,value_head", COMBOS)
+@pytest.mark.parametrize("row_context", ROW_CONTEXTS)
 @pytest.mark.parametrize("prefix", [True, False])
 def test_active_rows_kernel_equals_dense(
-    stop_score: str, value_head: str, prefix: bool, row_path: str
+    stop_score: str, value_head: str, row_context: str, prefix: bool, row_path: str
 ) -> None:
-    policy = _policy(stop_score=stop_score, value_head=value_head)
+    policy = _policy(stop_score=stop_score, value_head=value_head, row_context=row_context)
     net = policy.mlp_extractor
     obs, masks = _batch(np.random.default_rng(1), 64, prefix)
     scores, emb = net.row_scores(obs)
@@ -116,8 +118,11 @@ def test_active_rows_kernel_equals_dense(
 
 
 @pytest.mark.parametrize("stop_score,value_head", COMBOS)
-def test_active_rows_gradients_equal_dense(stop_score: str, value_head: str, row_path: str) -> None:
-    policy = _policy(stop_score=stop_score, value_head=value_head)
+@pytest.mark.parametrize("row_context", ROW_CONTEXTS)
+def test_active_rows_gradients_equal_dense(
+    stop_score: str, value_head: str, row_context: str, row_path: str
+) -> None:
+    policy = _policy(stop_score=stop_score, value_head=value_head, row_context=row_context)
     net = policy.mlp_extractor
     obs, masks = _batch(np.random.default_rng(2), 48, prefix=True)
     actions = MaskableCategorical(logits=net.forward_actor(obs).detach(), masks=masks).sample()

@@ -271,6 +271,7 @@ def new_model(
             "value_head": cfg.value_head,
             "stop_score": cfg.stop_score,
             "stop_init": float(cfg.stop_init or 0.0),
+            "row_context": cfg.row_context,
             "value_lr_ratio": cfg.value_lr / cfg.learning_rate,
         },
         seed=cfg.seed,
@@ -309,7 +310,7 @@ def init_policy_from(model: Any, path: str) -> None:
     except RuntimeError as exc:
         raise ConfigError(
             f"--init-from: {path} has another network than the run's (--kernel-arch, "
-            f"--value-head, --stop-score): {str(exc).splitlines()[0]}"
+            f"--value-head, --stop-score, --row-context): {str(exc).splitlines()[0]}"
         ) from None
 
 

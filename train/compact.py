@@ -235,6 +235,8 @@ def check_policy(policy: Any) -> None:
         raise ValueError(f"unexpected kernel network {type(net).__name__}")
     if net.stop_score not in ("learned", "fixed", "pooled"):
         raise ValueError(f"the lean PPO does not know stop_score={net.stop_score!r}")
+    if net.row_context not in ("none", "pooled"):
+        raise ValueError(f"the lean PPO does not know row_context={net.row_context!r}")
     if net.value_head not in ("flat", "pooled"):
         raise ValueError(f"the lean PPO does not know value_head={net.value_head!r}")
     if net.value_head == "flat":
@@ -281,8 +283,11 @@ def actor_logits(policy: Any, b: CompactBatch) -> th.Tensor:
     """
     net = policy.mlp_extractor
     emb = _mlp(net.kernel, b.rows)
+    h = emb
+    if net.context_net is not None:  # row_context="pooled": each row sees its sample's pool
+        h = _mlp(net.context_net, th.cat([emb, _mean_max(emb, b)[b.seg]], dim=-1))
     out = net.kernel_out
-    scores = nn.functional.linear(emb, out.weight, out.bias).view(-1)
+    scores = nn.functional.linear(h, out.weight, out.bias).view(-1)
     if net.stop_bias is not None:
         stop = net.stop_bias.expand(b.n)
     elif net.stop_net is not None:

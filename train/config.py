@@ -139,6 +139,7 @@ VEC_ENVS: tuple[str, ...] = ("auto", "dummy", "subproc", "native")
 ALGOS: tuple[str, ...] = ("sb3", "lean")
 VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
 STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
+ROW_CONTEXTS: tuple[str, ...] = ("none", "pooled")
 
 
 class ConfigError(ValueError):
@@ -418,6 +419,13 @@ class TrainConfig:
         "flat", "hyper", "KernelPolicy critic: flat (the paper's) or pooled", choices=VALUE_HEADS
     )
     stop_score: str = _opt("learned", "hyper", "KernelPolicy STOP logit", choices=STOP_SCORES)
+    row_context: str = _opt(
+        "none",
+        "hyper",
+        "KernelPolicy row scores: none (each row alone, the paper's) or pooled (each row "
+        "with the mean and max of all candidates' kernel features)",
+        choices=ROW_CONTEXTS,
+    )
     stop_init: float = _opt(
         0.0,
         "hyper",

@@ -371,6 +371,7 @@ def card_from_run(
         "max_grad_norm",
         "value_head",
         "stop_score",
+        "row_context",
         "kernel_arch",
         "n_envs",
         "n_steps_resolved",
