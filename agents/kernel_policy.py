@@ -400,23 +400,31 @@ class KernelNetwork(nn.Module):
         if _gather_valid(valid_a, rows_a.shape[1]):
             emb_v = self.kernel(rows_a[valid_a])
             emb = _scatter_rows(emb_v, valid_a, 0.0)
-            if self.context_net is not None:
-                ctx = _masked_mean_max(emb, valid_a).unsqueeze(1).expand(-1, emb.shape[1], -1)
-                emb_v = self.context_net(th.cat([emb_v, ctx[valid_a]], dim=-1))
-            scores = _scatter_rows(self.kernel_out(emb_v).squeeze(-1), valid_a, PADDING_LOGIT)
+            ctx = self._row_context(emb, valid_a)
+            scores_v = self._score(emb_v, None if ctx is None else ctx[valid_a])
+            scores = _scatter_rows(scores_v, valid_a, PADDING_LOGIT)
         else:
             emb = self.kernel(rows_a)
             scores = self._scores(emb, valid_a)
         return _pad_rows(scores, rows.shape[1], PADDING_LOGIT), emb, valid_a
 
+    def _row_context(self, emb: th.Tensor, valid: th.Tensor) -> th.Tensor | None:
+        """Each row's context ``(N, k, 2D)``: the mean and max of the embeddings ``(N, k, D)``
+        over the valid rows of its observation (``None`` without the row context)."""
+        if self.context_net is None:
+            return None
+        return _masked_mean_max(emb, valid).unsqueeze(1).expand(-1, emb.shape[1], -1)
+
+    def _score(self, emb: th.Tensor, ctx: th.Tensor | None) -> th.Tensor:
+        """The scores of rows from their embeddings ``(..., D)`` and contexts ``(..., 2D)``."""
+        if ctx is not None and self.context_net is not None:
+            emb = self.context_net(th.cat([emb, ctx], dim=-1))
+        return self.kernel_out(emb).squeeze(-1)
+
     def _scores(self, emb: th.Tensor, valid: th.Tensor) -> th.Tensor:
-        """Row scores ``(N, k)`` of the kernel embeddings ``(N, k, D)`` (with the pooled
-        row context when there is one); :data:`PADDING_LOGIT` on the rows not ``valid``."""
-        h = emb
-        if self.context_net is not None:
-            ctx = _masked_mean_max(emb, valid).unsqueeze(1).expand(-1, emb.shape[1], -1)
-            h = self.context_net(th.cat([emb, ctx], dim=-1))
-        scores = self.kernel_out(h).squeeze(-1)
+        """Row scores ``(N, k)`` of the kernel embeddings ``(N, k, D)``;
+        :data:`PADDING_LOGIT` on the rows not ``valid``."""
+        scores = self._score(emb, self._row_context(emb, valid))
         return th.where(valid, scores, th.full_like(scores, PADDING_LOGIT))
 
     def row_scores_dense(self, rows: th.Tensor) -> tuple[th.Tensor, th.Tensor]:

@@ -283,15 +283,17 @@ def actor_logits(policy: Any, b: CompactBatch) -> th.Tensor:
     """
     net = policy.mlp_extractor
     emb = _mlp(net.kernel, b.rows)
+    # the sample's mean|max of the embeddings: the pooled STOP head's and the row context's
+    pooled = _mean_max(emb, b) if net.stop_net is not None or net.context_net is not None else None
     h = emb
-    if net.context_net is not None:  # row_context="pooled": each row sees its sample's pool
-        h = _mlp(net.context_net, th.cat([emb, _mean_max(emb, b)[b.seg]], dim=-1))
+    if net.context_net is not None and pooled is not None:  # each row sees its sample's pool
+        h = _mlp(net.context_net, th.cat([emb, pooled[b.seg]], dim=-1))
     out = net.kernel_out
     scores = nn.functional.linear(h, out.weight, out.bias).view(-1)
     if net.stop_bias is not None:
         stop = net.stop_bias.expand(b.n)
-    elif net.stop_net is not None:
-        stop = _mlp(net.stop_net, _mean_max(emb, b)).squeeze(-1) + net.stop_init
+    elif net.stop_net is not None and pooled is not None:
+        stop = _mlp(net.stop_net, pooled).squeeze(-1) + net.stop_init
     else:
         stop = scores.new_full((b.n,), net.stop_init)
     logits = th.cat([stop.unsqueeze(-1), _grid(scores, b, MASKED_LOGIT)], dim=1)
