@@ -68,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation.selection import SELECTION_FILE, select_checkpoint
+    from hpcgym.evaluation.statistics import holdout_text
     from hpcgym.evaluation.windows import load_quartiles_text
 
     run = Path(args.run)
@@ -115,6 +116,8 @@ def _run(args: argparse.Namespace) -> int:
             f"best of {b['run']}: {b['model']} {b['geo_ratio']:.3f} "
             f"[{b['ci_low']:.3f}, {b['ci_high']:.3f}]"
         )
+    if text := holdout_text(sel.get("holdout"), sel["reference"]):
+        print(f"\n{text}")
     print(f"\nwrote {run / SELECTION_FILE}; ship it: python eval/card.py {run} --model selected")
     return 0
 

@@ -18,7 +18,11 @@ if str(REPO) not in sys.path:
 
 from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.evaluation import selection as S  # noqa: E402
-from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
+from hpcgym.evaluation.statistics import (  # noqa: E402
+    choice_holdout,
+    holdout_text,
+    paired_comparison,
+)
 from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
 
@@ -92,6 +96,12 @@ def test_select_checkpoint_chooses_the_lowest_ratio(run: Path) -> None:
         assert row["geo_ratio"] == pytest.approx(pc.geo_ratio)
         assert row["mean_avg_bsld"] == pytest.approx(float(np.mean(per["m"])))
         assert row["steps"] == E.cards.zip_timesteps(run / row["model"])
+        assert row["avg_bsld"] == pytest.approx(per["m"])
+        assert sel["reference_avg_bsld"] == pytest.approx(per["EASY-SJBF"])
+    # the split-half estimate of the choice is recomputable from the recorded values
+    assert sel["holdout"] == choice_holdout(
+        {r["model"]: r["avg_bsld"] for r in sel["candidates"]}, sel["reference_avg_bsld"]
+    )
     best = min(sel["candidates"], key=lambda r: r["geo_ratio"])
     assert sel["chosen"] == best["model"]
     assert Path(sel["chosen_path"]) == run.resolve() / best["model"]
@@ -99,7 +109,7 @@ def test_select_checkpoint_chooses_the_lowest_ratio(run: Path) -> None:
 
 
 def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
-    S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=5, jobs=1)
+    S.select_checkpoint(run, agent_loader=load_agent, windows=4, length=64, seed=5, jobs=1)
     sel = S.load_selection(run)
     card = E.card_from_run(run, model="selected")
     assert card.model == Path(sel["chosen_path"])
@@ -109,6 +119,8 @@ def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
     assert "## Checkpoint selection" in md and sel["command"] in md
     assert f"offered load {sel['offered_load']['q1']:.2f} / " in md
     assert f"**{sel['chosen']}**" in md
+    assert "scored on the other half" in holdout_text(sel["holdout"], "EASY-SJBF")
+    assert holdout_text(sel["holdout"], "EASY-SJBF") in md
     paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
     shipped = json.loads(paths["json"].read_text())
     assert shipped["selection"]["seed"] == 5

@@ -4,6 +4,7 @@ the evaluation outputs (summary.csv, table.md, paper tables)."""
 from __future__ import annotations
 
 import csv
+import itertools
 import json
 import math
 
@@ -14,7 +15,9 @@ from hpcgym import evaluation as E
 from hpcgym.evaluation.statistics import (
     MIN_RESAMPLES,
     bootstrap_interval,
+    choice_holdout,
     geo_ratio,
+    holdout_text,
     paired_comparison,
     wins,
 )
@@ -196,3 +199,59 @@ def test_generated_markdown_says_better_only_below_one(tmp_path):
     assert "**on par**" in md and not _claims(md)
     md = card_markdown({**card, "eval": {"avg_bsld": 50.0, "paired": {**on_par, "ci_high": 0.99}}})
     assert "**better**" in md
+
+
+# ------------------------------------------------------------------- choice_holdout
+def test_choice_holdout_of_a_clear_winner():
+    ref = np.linspace(10.0, 80.0, 30)
+    rng = np.random.default_rng(3)
+    values = {f"c{i}": ref * np.exp(rng.normal(0.0, 0.1, 30)) for i in range(5)}
+    values["winner"] = ref * 0.5  # half the reference on every window
+    h = choice_holdout(values, ref, splits=500, seed=1)
+    assert h["chosen"] == "winner" and h["agreement"] == 1.0 and h["splits"] == 500
+    assert h["geo_ratio"] == pytest.approx(0.5)
+    assert h["low"] == pytest.approx(0.5) and h["high"] == pytest.approx(0.5)
+    assert choice_holdout(values, ref, splits=500, seed=1) == h  # seeded
+    assert holdout_text(h, "EASY-SJBF").startswith("Chosen on a random half")
+    assert "500 splits" in holdout_text(h, "EASY-SJBF") and holdout_text(None, "X") == ""
+
+
+def test_choice_holdout_removes_the_winners_curse():
+    # 20 candidates of the same true quality (ratio 1): the lowest ratio is luck
+    rng = np.random.default_rng(11)
+    lowest, held = [], []
+    for _ in range(20):
+        ref = rng.uniform(10.0, 100.0, 30)
+        values = {f"c{i}": ref * np.exp(rng.normal(0.0, 0.2, 30)) for i in range(20)}
+        lowest.append(min(math.log(geo_ratio(v, ref)) for v in values.values()))
+        held.append(math.log(choice_holdout(values, ref, splits=300, seed=rng)["geo_ratio"]))
+    assert np.mean(lowest) < -0.05  # the chosen ratio is biased low ...
+    assert abs(np.mean(held)) < 0.02  # ... the held-out one is not
+
+
+def test_choice_holdout_averages_over_the_halves():
+    # 4 windows: 6 halves; the estimate is their (log) average, each half as likely
+    ref = np.array([10.0, 20.0, 30.0, 40.0])
+    values = {"a": ref * np.array([0.5, 1.5, 1.0, 0.9]), "b": ref * np.array([1.2, 0.7, 0.8, 1.1])}
+    logs = {k: np.log(v / ref) for k, v in values.items()}
+    expected = []
+    for first in itertools.combinations(range(4), 2):
+        second = [i for i in range(4) if i not in first]
+        pick = min(logs, key=lambda k: logs[k][list(first)].mean())
+        expected.append(logs[pick][second].mean())
+    h = choice_holdout(values, ref, splits=20_000, seed=0)
+    assert math.log(h["geo_ratio"]) == pytest.approx(np.mean(expected), abs=0.01)
+    assert math.exp(min(expected)) == pytest.approx(h["low"])
+    assert math.exp(max(expected)) == pytest.approx(h["high"])
+
+
+def test_choice_holdout_errors():
+    ref = [10.0, 20.0, 30.0, 40.0]
+    with pytest.raises(ValueError, match="at least one candidate"):
+        choice_holdout({}, ref)
+    with pytest.raises(ValueError, match="at least 4 windows"):
+        choice_holdout({"a": ref[:3]}, ref[:3])
+    with pytest.raises(ValueError, match="at least 100 splits"):
+        choice_holdout({"a": ref}, ref, splits=10)
+    with pytest.raises(ValueError, match="same length"):
+        choice_holdout({"a": ref[:3]}, ref)

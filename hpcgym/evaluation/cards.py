@@ -20,7 +20,7 @@ import numpy as np
 
 from hpcgym.evaluation.gating import gate_markdown, read_gate
 from hpcgym.evaluation.loaders import default_agents_dir
-from hpcgym.evaluation.statistics import verdict
+from hpcgym.evaluation.statistics import holdout_text, verdict
 from hpcgym.evaluation.windows import load_quartiles_text
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
@@ -665,6 +665,8 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
         + f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
         f"Reproduce: `{sel['command']}`",
     ]
+    if text := holdout_text(sel.get("holdout"), sel["reference"]):
+        lines += ["", text]
     if sel.get("seeds"):  # a choice across the seeds of a --seeds run
         bests = ", ".join(f"{b['run']} {float(b['geo_ratio']):.3f}" for b in sel["seeds"])
         lines += ["", f"The candidates are the checkpoints of all {len(sel['seeds'])} seeds "

@@ -11,6 +11,15 @@ interval and wins, the windows, the chosen model and the command that reproduces
 written to ``<run>/selection.json``; ``eval/card.py RUN --model selected`` ships the chosen
 model and copies the selection into the model card.
 
+The lowest of many noisy ratios is biased low (the winner's curse: part of what made it
+lowest is luck on these windows). So the selection also records ``holdout``
+(:func:`hpcgym.evaluation.statistics.choice_holdout`): the same choice made on a random
+half of the windows and scored on the other half, over many splits. It is what the choice
+can be expected to score on fresh windows of the validation range, and how often a half
+makes the same choice; the per-window AVEbsld of every candidate (``avg_bsld``) and of the
+reference (``reference_avg_bsld``) are kept so that it can be recomputed (``None`` on fewer
+than 4 windows, too few to split).
+
 For a ``train/ppo.py --seeds`` run (the folder holding ``seeds.json`` and its ``seed-<s>``
 run folders), the checkpoints of **every seed** are compared on the same windows and the
 choice is made across seeds (``<root>/selection.json``; ``eval/card.py ROOT --model
@@ -40,6 +49,7 @@ from hpcgym.evaluation.gating import GATE_FALLBACKS, GATE_KEY, default_fallback,
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
+from hpcgym.evaluation.statistics import HOLDOUT_MIN_WINDOWS, choice_holdout
 from hpcgym.evaluation.windows import load_quartiles, select_windows
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
@@ -215,7 +225,8 @@ def select_checkpoint(
     :raises ValueError: the seeds of a seeds run differ in their trace, split or reference;
         ``workload`` is not a generated workload
     :return: the selection (JSON-able): ``chosen`` (path), ``candidates`` (per model its
-        steps, mean AVEbsld and paired statistics), the windows and ``command``
+        steps, mean AVEbsld, paired statistics and per-window AVEbsld), ``holdout``
+        (:func:`~hpcgym.evaluation.statistics.choice_holdout`), the windows and ``command``
     """
     generated = _generated(workload)
     rdir = Path(run).resolve()
@@ -257,6 +268,7 @@ def select_checkpoint(
                     "steps": zip_timesteps(snaps[path]),
                     "mean_avg_bsld": float(sum(per[label]) / len(per[label])),
                     **res.paired(label),
+                    "avg_bsld": [float(v) for v in per[label]],
                 }
             )
         chosen = min(rows, key=lambda r: (r["geo_ratio"], r["steps"] or 0))
@@ -271,6 +283,11 @@ def select_checkpoint(
         "chosen": chosen["model"],
         "chosen_path": str(labels[chosen["model"]]),
         "candidates": rows,
+        "holdout": (
+            choice_holdout({r["model"]: r["avg_bsld"] for r in rows}, per[methods[0].label])
+            if len(ws.starts) >= HOLDOUT_MIN_WINDOWS
+            else None
+        ),
         **({"seeds": _best_per_seed(rows, labels, owner, rdir)} if runs != [rdir] else {}),
         "command": (
             f"python eval/select_checkpoint.py {rdir} --windows {windows} "
@@ -307,6 +324,7 @@ def _where(
         "starts": list(ws.starts),
         "reference": ref,
         "reference_mean_avg_bsld": float(sum(ref_bsld) / len(ws.starts)),
+        "reference_avg_bsld": [float(v) for v in ref_bsld],
         "offered_load": load_quartiles(wl, ws),
     }
 
