@@ -45,7 +45,8 @@ class Shift:
     :param reference: the selection's reference scheduler
     :param candidates: how many checkpoints the choice was made among
     :param chosen: the chosen checkpoint's validation ratio
-    :param median: the median candidate's validation ratio
+    :param median: the median candidate's validation ratio (of an even count, the
+        geometric mean of the two middle ones, as ``holdout``'s ``median``)
     :param test: the test ratio of the shipped (chosen) model against the same reference
     :param holdout: the selection's split-half estimate of the choice (``None``: recorded
         before it existed)
@@ -87,7 +88,7 @@ def read_shift(card: dict[str, Any]) -> Shift | str:
         reference=str(ref),
         candidates=len(ratios),
         chosen=chosen,
-        median=float(statistics.median(ratios)),
+        median=math.exp(statistics.median(math.log(r) for r in ratios)),
         test=float(paired["geo_ratio"]),
         holdout=None if hold is None else float(hold),
     )

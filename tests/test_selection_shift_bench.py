@@ -45,13 +45,16 @@ def test_read_shift_and_summary(tmp_path: Path) -> None:
     shifts, skipped = B.read_shifts(tmp_path)
     assert skipped == {"gated": 1, "no selection": 1, "no test": 1}
     a, b = shifts
-    # the home trace's test, never the transfer's; the median of an even count averages
-    assert (a.chosen, a.median, a.test, a.holdout, a.candidates) == (0.8, 0.9, 0.9, None, 3)
-    assert (b.chosen, b.median, b.test, b.holdout) == (0.7, 1.05, 1.05, 0.95)
+    # the home trace's test, never the transfer's; the median of an even count is the
+    # geometric mean of the middle two
+    assert (a.chosen, a.test, a.holdout, a.candidates) == (0.8, 0.9, None, 3)
+    assert a.median == pytest.approx(0.9)
+    assert (b.chosen, b.test, b.holdout) == (0.7, 1.05, 0.95)
+    assert b.median == pytest.approx(math.sqrt(1.0 * 1.1))
     s = B.summary(shifts)["all"]
     assert s["agents"] == 2
     assert s["chosen_mean"] == pytest.approx((math.log(0.9 / 0.8) + math.log(1.05 / 0.7)) / 2)
-    assert s["median_mean"] == pytest.approx(0.0)
+    assert s["median_mean"] == pytest.approx(math.log(1.05 / math.sqrt(1.1)) / 2)
     assert B.summary(shifts)["T"]["agents"] == 2
 
 

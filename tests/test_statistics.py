@@ -212,6 +212,9 @@ def test_choice_holdout_of_a_clear_winner():
     assert h["geo_ratio"] == pytest.approx(0.5)
     assert h["low"] == pytest.approx(0.5) and h["high"] == pytest.approx(0.5)
     assert choice_holdout(values, ref, splits=500, seed=1) == h  # seeded
+    ratios = sorted(geo_ratio(v, ref) for v in values.values())
+    assert h["median"] == pytest.approx((ratios[2] * ratios[3]) ** 0.5)  # 6: between 3rd, 4th
+    assert f"the median candidate scores {h['median']:.3f}." in holdout_text(h, "EASY-SJBF")
     assert holdout_text(h, "EASY-SJBF").startswith("Chosen on a random half")
     assert "500 splits" in holdout_text(h, "EASY-SJBF") and holdout_text(None, "X") == ""
 

@@ -261,7 +261,9 @@ def choice_holdout(
     :return: ``geo_ratio`` (the geometric mean of the held-out ratios over the splits),
         ``low`` and ``high`` (their 2.5 % and 97.5 % percentiles: the spread over splits,
         not a confidence interval), ``chosen`` (the candidate with the lowest ratio on all
-        the windows), ``agreement`` (the share of splits whose half chose it), ``splits``
+        the windows), ``agreement`` (the share of splits whose half chose it), ``median``
+        (the median candidate's ratio on all the windows: what a candidate scores without
+        any choice), ``splits``
     :raises ValueError: no candidate, fewer than 4 windows, or values that
         :func:`geo_ratio` refuses (the message says which)
     """
@@ -290,6 +292,7 @@ def choice_holdout(
         "high": float(np.exp(high)),
         "chosen": names[full],
         "agreement": float((picked == full).mean()),
+        "median": float(np.exp(np.median(logs.mean(axis=1)))),
         "splits": int(splits),
     }
 
@@ -309,5 +312,10 @@ def holdout_text(holdout: Mapping[str, Any] | None, reference: str) -> str:
         f"{float(holdout['geo_ratio']):.3f} x {reference} (middle 95 % of the splits "
         f"{float(holdout['low']):.3f}-{float(holdout['high']):.3f}): what to expect on fresh "
         f"windows of this range, where the chosen ratio is biased low by the choice itself. "
-        f"{100 * float(holdout['agreement']):.0f} % of the halves choose the same checkpoint."
+        f"{100 * float(holdout['agreement']):.0f} % of the halves choose the same checkpoint"
+        + (
+            f"; the median candidate scores {float(holdout['median']):.3f}."
+            if holdout.get("median") is not None
+            else "."
+        )
     )
