@@ -7,7 +7,8 @@ the request) on the same windows, always starting the first candidate in the ord
 STOP):
 
 * ``order-<predictor>``: shortest predicted runtime first, the prediction made at the
-  job's submission by an online predictor (``ave2``, ``eloss``);
+  job's submission by an online predictor (``--predictors``: ``ave2``, ``eloss`` by
+  default; any name of ``hpcgym.predictors.estimator_names()``);
 * ``area-<predictor>``: smallest predicted ``runtime x procs`` first;
 * ``order-actual``: shortest *actual* runtime first (clairvoyant: an upper bound of what
   runtime knowledge alone can give an ordering).
@@ -110,7 +111,20 @@ def main() -> None:
         choices=GUARDS,
         help="whose reservations decide the candidates (and the ratios' reference)",
     )
+    p.add_argument(
+        "--predictors",
+        nargs="+",
+        default=["ave2", "eloss"],
+        metavar="NAME",
+        help="online predictors to order by (hpcgym.predictors.estimator_names(); "
+        "'actual', the clairvoyant order, is always added)",
+    )
     args = p.parse_args()
+    for name in args.predictors:  # an unknown name fails now, with the valid ones
+        try:
+            make_estimator(name)
+        except ValueError as exc:
+            p.error(f"--predictors: {exc}")
     wl = load(args.trace)
     starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
     g = args.guard
@@ -123,12 +137,11 @@ def main() -> None:
         "EASY-SJBF": lambda w: get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"],
         "ELOSS": lambda w: get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"],
         **({"order-guard": order("guard", by_runtime)} if g != "EASY-SJBF" else {}),
-        "order-ave2": order("ave2", by_runtime),
-        "area-ave2": order("ave2", by_area),
-        "order-eloss": order("eloss", by_runtime),
-        "order-actual": order("actual", by_runtime),
-        "area-actual": order("actual", by_area),
     }
+    for pred in [*args.predictors, "actual"]:
+        methods[f"order-{pred}"] = order(pred, by_runtime)
+        if pred != "eloss":
+            methods[f"area-{pred}"] = order(pred, by_area)
     if args.oracle:
         methods["LOOKAHEAD-ORACLE"] = lambda w: (
             get_scheduler("LOOKAHEAD-ORACLE").simulate(w).metrics["avg_bsld"]
