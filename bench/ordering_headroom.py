@@ -54,6 +54,35 @@ Key = Callable[[np.ndarray, np.ndarray, Workload], np.ndarray]
 GUARDS = ("EASY-SJBF", "ELOSS")
 
 
+def guard_simulation(window: Workload, guard: str = "EASY-SJBF") -> Simulation:
+    """A simulation of ``window`` whose backfill decisions are the caller's, among the
+    candidates that ``guard``'s reservations allow (:data:`GUARDS`).
+
+    :param window: the jobs
+    :param guard: ``EASY-SJBF`` (request-based reservations) or ``ELOSS`` (E-Loss's
+        predictions with incremental-offset corrections)
+    """
+    if guard == "EASY-SJBF":
+        return Simulation(window, backfill="external", candidates="easy", estimate="request")
+    return get_scheduler(guard).make_simulation(window, backfill="external")
+
+
+def play_in_order(sim: Simulation, score: Callable[[np.ndarray], np.ndarray]) -> float:
+    """Run ``sim`` starting, at every decision point, the allowed candidate with the lowest
+    ``score(jobs)`` (never STOP); return its AVEbsld.
+
+    :param sim: a simulation with external backfilling (:func:`guard_simulation`)
+    :param score: the allowed candidates' job indices -> one score each
+    """
+
+    def decide(s: Simulation) -> int | None:  # the engine's decision points (Simulation.run)
+        jobs, easy = s.candidates()
+        jobs = jobs[easy]
+        return int(jobs[np.argmin(score(jobs))]) if len(jobs) else None
+
+    return float(sim.run(decide).metrics["avg_bsld"])
+
+
 def ordered_backfill(window: Workload, predictor: str, key: Key, guard: str = "EASY-SJBF") -> float:
     """AVEbsld of guarded backfilling that starts the candidate minimising ``key``.
 
@@ -64,10 +93,7 @@ def ordered_backfill(window: Workload, predictor: str, key: Key, guard: str = "E
     :param guard: the scheduler whose reservations (estimates and corrections) decide the
         candidates (:data:`GUARDS`)
     """
-    if guard == "EASY-SJBF":
-        sim = Simulation(window, backfill="external", candidates="easy", estimate="request")
-    else:
-        sim = get_scheduler(guard).make_simulation(window, backfill="external")
+    sim = guard_simulation(window, guard)
     if predictor == "guard":
         pred = np.zeros(len(window), dtype=np.float64)
     elif predictor == "actual":
@@ -79,14 +105,12 @@ def ordered_backfill(window: Workload, predictor: str, key: Key, guard: str = "E
         pred = np.array(window.request, dtype=np.float64)
         sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
 
-    def decide(s: Simulation) -> int | None:  # the engine's decision points (Simulation.run)
-        jobs, easy = s.candidates()
-        jobs = jobs[easy]
+    def score(jobs: np.ndarray) -> np.ndarray:
         if predictor == "guard":  # the engine's estimates now (corrected ones included)
-            pred[jobs] = s.estimates[jobs]
-        return int(jobs[np.argmin(key(jobs, pred, window))]) if len(jobs) else None
+            pred[jobs] = sim.estimates[jobs]
+        return key(jobs, pred, window)
 
-    return float(sim.run(decide).metrics["avg_bsld"])
+    return play_in_order(sim, score)
 
 
 def by_runtime(jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:

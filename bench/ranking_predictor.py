@@ -28,6 +28,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ordering_headroom import guard_simulation, play_in_order  # noqa: E402
 
 from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
 from hpcgym.predictors import make_estimator  # noqa: E402
@@ -97,16 +100,9 @@ def ordered_by(wl: Workload, start: int, length: int, key: np.ndarray) -> float:
     :param length: jobs in the window
     :param key: one value per job of ``wl``
     """
-    window = wl.window(start, length)
     k = key[start : start + length]
-    sim = get_scheduler("ELOSS").make_simulation(window, backfill="external")
-
-    def decide(s: Simulation) -> int | None:
-        jobs, easy = s.candidates()
-        jobs = jobs[easy]
-        return int(jobs[np.argmin(k[jobs])]) if len(jobs) else None
-
-    return float(sim.run(decide).metrics["avg_bsld"])
+    sim = guard_simulation(wl.window(start, length), "ELOSS")
+    return play_in_order(sim, lambda jobs: k[jobs])
 
 
 def main(argv: list[str] | None = None) -> int:
