@@ -15,8 +15,11 @@ windows of the **validation** split, paired against ELOSS::
 The features are those E-Loss computes at each job's submission in one ELOSS run over
 the whole trace (a user's finished jobs, running jobs and break time depend a little on
 the schedule, so inside a window they can differ slightly from the run's); nothing of a
-job's own runtime enters them. A probe of the lead, not a predictor of the library:
-the fit is offline and the same for every window.
+job's own runtime enters them. A probe of the lead: the fit is offline and the same for
+every window. The library's online form of it is the ``log-ridge`` predictor
+(:mod:`hpcgym.predictors.ridge`, same inputs, fitted within each window on the jobs
+finished so far), which ``bench/ordering_headroom.py --guard ELOSS --predictors
+log-ridge:lam=10`` measures the same way.
 """
 
 from __future__ import annotations
@@ -34,22 +37,17 @@ from ordering_headroom import guard_simulation, play_in_order  # noqa: E402
 
 from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
 from hpcgym.predictors import make_estimator  # noqa: E402
-from hpcgym.predictors.eloss import FEATURES  # noqa: E402
+from hpcgym.predictors.ridge import design  # noqa: E402
 from hpcgym.sim import get_scheduler  # noqa: E402
 from hpcgym.sim.engine import Simulation  # noqa: E402
 from hpcgym.workload import WindowSampler, load  # noqa: E402
 from hpcgym.workload.core import Workload  # noqa: E402
 from hpcgym.workload.sequences import split_range  # noqa: E402
 
-#: Features used as they are (bounded); the others enter as ``log1p``.
-LINEAR = ("day_cos", "day_sin", "week_cos", "week_sin", "procs_over_ave_hist")
-#: Features whose being 0 means "no history": a flag each.
-FLAGS = ("last1", "ave2", "ave_all")
-
 
 def submission_features(wl: Workload) -> np.ndarray:
     """E-Loss's features of every job, as computed at its submission in an ELOSS run over
-    the whole workload (``(n_jobs, 20)``, columns in :data:`FEATURES` order).
+    the whole workload (``(n_jobs, 20)``, columns in E-Loss's ``FEATURES`` order).
 
     :param wl: the workload
     """
@@ -58,25 +56,10 @@ def submission_features(wl: Workload) -> np.ndarray:
     return np.asarray(est.X, dtype=np.float64)
 
 
-def design(x: np.ndarray) -> np.ndarray:
-    """The regression's inputs: a bias, the features (log-scaled but :data:`LINEAR`), the
-    :data:`FLAGS` and the squares of the first eight transformed features.
-
-    :param x: features, ``(n, 20)``
-    """
-    cols = [
-        x[:, i] if f in LINEAR else np.log1p(np.maximum(x[:, i], 0.0))
-        for i, f in enumerate(FEATURES)
-    ]
-    cols += [(x[:, FEATURES.index(f)] > 0).astype(np.float64) for f in FLAGS]
-    d = np.stack(cols, axis=1)
-    return np.concatenate([np.ones((len(d), 1)), d, d[:, :8] ** 2], axis=1)
-
-
 def fit_log_runtime(d: np.ndarray, runtime: np.ndarray, lam: float = 1.0) -> np.ndarray:
     """Ridge weights of ``log(max(runtime, 1 s))`` on the rows of ``d``.
 
-    :param d: inputs (:func:`design`)
+    :param d: inputs (:func:`hpcgym.predictors.ridge.design`)
     :param runtime: the jobs' actual runtimes (s)
     :param lam: ridge coefficient
     """

@@ -563,6 +563,7 @@ def test_registry_names_and_kinds() -> None:
         "tang-combined",
         "tang-selective",
         "hmm",
+        "log-ridge",
     ]
     online = {
         "ave2",
@@ -572,6 +573,7 @@ def test_registry_names_and_kinds() -> None:
         "tang-combined",
         "tang-selective",
         "hmm",
+        "log-ridge",
     }
     for name in ESTIMATORS:
         e = make_estimator(name, level=0.1) if name == "noisy" else make_estimator(name)
@@ -631,6 +633,8 @@ CONFIGS: list[tuple[str, dict]] = [
     ("eloss", {"over": "linear", "under": "squared", "weight": "short-wide"}),
     ("eloss", {"weight": "long-narrow", "local_time": False}),
     ("eloss", {"negative": "floor", "missing": "request", "gamma_offset": 1.0}),
+    ("log-ridge", {}),
+    ("log-ridge", {"lam": 0.01, "missing": "request", "local_time": False}),
     ("tang-user", {"min_jobs": 2}),
     ("tang-project", {"min_jobs": 1, "percentile": 50}),
     ("tang-combined", {"min_jobs": 2}),

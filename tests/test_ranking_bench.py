@@ -18,18 +18,19 @@ import ordering_headroom as O  # noqa: E402
 import ranking_predictor as B  # noqa: E402
 
 from hpcgym.predictors.eloss import FEATURES  # noqa: E402
+from hpcgym.predictors.ridge import FLAGS, LINEAR, design  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
 
 
 def test_design_and_fit_recover_a_known_model() -> None:
     rng = np.random.default_rng(0)
     x = np.expm1(rng.uniform(0.0, 10.0, size=(500, len(FEATURES))))  # log1p: uniform
-    for f in B.LINEAR:  # bounded columns (clock, a ratio)
+    for f in LINEAR:  # bounded columns (clock, a ratio)
         x[:, FEATURES.index(f)] = rng.uniform(-1.0, 1.0, 500)
-    for f in B.FLAGS:  # some jobs without history
+    for f in FLAGS:  # some jobs without history
         x[rng.random(500) < 0.3, FEATURES.index(f)] = 0.0
-    d = B.design(x)
-    assert d.shape == (500, 1 + len(FEATURES) + len(B.FLAGS) + 8)
+    d = design(x)
+    assert d.shape == (500, 1 + len(FEATURES) + len(FLAGS) + 8)
     assert np.all(d[:, 0] == 1.0)
     w_true = rng.normal(0.0, 0.1, d.shape[1])
     w_true[0] += 0.1 - min(0.0, float((d @ w_true).min()))  # runtimes > 1 s (not clipped)

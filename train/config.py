@@ -214,8 +214,8 @@ class TrainConfig:
     feature_predictor: str | None = _opt(
         None,
         "workload",
-        "online predictor of the observation's 'prediction' column (e.g. eloss, ave2); "
-        "none = no such column",
+        "online predictor of the observation's 'prediction' column (e.g. eloss, ave2, "
+        "log-ridge:lam=10); none = no such column",
         parse=none_or_name,
         show_default=False,
     )

@@ -16,6 +16,7 @@ name                 kind    estimate
 ``tang-project``     online  same over the project (SWF group)
 ``tang-combined``    online  Eq. 5 combination of the two
 ``tang-selective``   online  combined, but the request for running jobs' ends
+``log-ridge``        online  ridge regression of log(runtime/request) on E-Loss's features
 ===================  ======  =======================================================
 
 Details, formulas and documented choices: ``docs/predictors.md``.
@@ -26,6 +27,7 @@ from __future__ import annotations
 from hpcgym.predictors.ave import Ave2Estimator
 from hpcgym.predictors.corrections import correct
 from hpcgym.predictors.eloss import ELossEstimator
+from hpcgym.predictors.ridge import LogRidgeEstimator
 from hpcgym.predictors.static import ActualEstimator, NoisyActualEstimator, RequestEstimator
 from hpcgym.predictors.tang import TangEstimator, TangSelectiveEstimator
 from hpcgym.sim.estimators import (
@@ -45,6 +47,7 @@ __all__ = [
     "ELossEstimator",
     "Estimator",
     "HMMPredictor",
+    "LogRidgeEstimator",
     "NoisyActualEstimator",
     "RequestEstimator",
     "SystemView",
@@ -82,6 +85,7 @@ def _register() -> None:
         "tang-combined": (TangEstimator, {"scheme": "combined"}),
         "tang-selective": (TangSelectiveEstimator, {}),
         "hmm": (_hmm, {}),
+        "log-ridge": (LogRidgeEstimator, {}),
     }
     for name, (cls, fixed) in table.items():
         if name in ESTIMATORS:  # re-import (e.g. importlib.reload): keep the first
