@@ -635,6 +635,7 @@ CONFIGS: list[tuple[str, dict]] = [
     ("eloss", {"negative": "floor", "missing": "request", "gamma_offset": 1.0}),
     ("log-ridge", {}),
     ("log-ridge", {"lam": 0.01, "missing": "request", "local_time": False}),
+    ("log-ridge", {"templates": True}),
     ("tang-user", {"min_jobs": 2}),
     ("tang-project", {"min_jobs": 1, "percentile": 50}),
     ("tang-combined", {"min_jobs": 2}),

@@ -110,3 +110,33 @@ def test_errors() -> None:
     est.bind(_wl([10.0], [20.0], [1]), np.random.default_rng(0))
     with pytest.raises(RuntimeError, match="never predicted"):
         est.observe_finished(np.array([0]), np.array([10.0]))
+
+
+def test_templates_learn_per_request_accuracies() -> None:
+    # one user; each request value has its own accuracy, not monotone in the request:
+    # the user's last job with the same request (a template) tells it, the request's
+    # log and its square do not
+    rng = np.random.default_rng(5)
+    acc = {600.0: 0.9, 1200.0: 0.05, 1800.0: 0.7, 2400.0: 0.1, 3000.0: 0.5}
+    n = 400
+    req = rng.choice(list(acc), size=n)
+    w = _wl(req * np.array([acc[r] for r in req]), req, np.ones(n))
+    truth = np.log(w.runtime / req)[-150:]
+
+    def err(spec: str) -> float:
+        p = _replay(make_estimator(spec), w)
+        return float(np.mean(np.abs(np.log(p[-150:] / req[-150:]) - truth)))
+
+    base, tpl = err("log-ridge"), err("log-ridge:templates=true")
+    assert tpl < 0.05 and tpl < base / 3, (base, tpl)
+    est = make_estimator("log-ridge:lam=10,templates=true")
+    assert isinstance(est, LogRidgeEstimator) and est.templates and est.n_inputs == 36
+
+
+def test_templates_of_unknown_users_are_empty() -> None:
+    n = 50
+    req = np.full(n, 1000.0)
+    w = _wl(req / 4, req, -np.ones(n))
+    est = make_estimator("log-ridge:templates=true")
+    p = _replay(est, w)
+    assert est._same_req == {} and np.all(p <= req)

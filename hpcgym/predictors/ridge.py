@@ -23,9 +23,16 @@ The sufficient statistics ``D^T D`` and ``D^T y`` grow by one outer product per 
 job; ``w`` is solved again (a 32 x 32 system) before the next prediction that follows a
 completion. Nothing of a job's own runtime is read before it finishes.
 
+With ``templates=True`` four inputs more describe the user's *similar* jobs, in the sense
+of the job templates of Gibbons (1997) and Smith, Foster & Taylor (1998): the log
+accuracy ``log(p / p~)`` of the user's last finished job with the same request, and of
+the last one with the same request and processor count, each with a 0/1 "exists" flag
+(0 and 0 without such a job).
+
 Documented choices (docs/predictors.md): the model is linear in the inputs (no pairwise
 products, unlike E-Loss's 231-term polynomial); the target is floored at 1 s; ``lam``
-(default 1.0) was not tuned on any test window.
+(default 1.0) was not tuned on any test window; a template is keyed by the user id
+(unknown users, id < 0, have none).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from hpcgym.predictors.base import SystemView
 from hpcgym.predictors.eloss import FEATURES, ELossEstimator
 from hpcgym.workload.core import Workload
 
-__all__ = ["FLAGS", "LINEAR", "N_INPUTS", "LogRidgeEstimator", "design"]
+__all__ = ["FLAGS", "LINEAR", "N_INPUTS", "N_TEMPLATE", "LogRidgeEstimator", "design"]
 
 #: Features used as they are (bounded or a ratio); the others enter as ``log1p``.
 LINEAR: tuple[str, ...] = ("day_cos", "day_sin", "week_cos", "week_sin", "procs_over_ave_hist")
@@ -50,6 +57,8 @@ _FLAG_COLS = np.array([FEATURES.index(f) for f in FLAGS])
 N_SQUARED = 8
 #: Inputs of the regression: bias, features, flags, squares.
 N_INPUTS = 1 + len(FEATURES) + len(FLAGS) + N_SQUARED
+#: Inputs added by ``templates=True``.
+N_TEMPLATE = 4
 
 
 def design(x: np.ndarray) -> np.ndarray:
@@ -81,28 +90,59 @@ class LogRidgeEstimator(ELossEstimator):
         (as :class:`~hpcgym.predictors.eloss.ELossEstimator`)
     :param missing: value of the last1..3 / AVE2 / AVE3 features without history:
         ``"zero"`` (default) or ``"request"`` (as E-Loss)
+    :param templates: add the :data:`N_TEMPLATE` inputs of the user's similar jobs (same
+        request; same request and processors)
     """
 
     name = "log-ridge"
     online = True
 
-    def __init__(self, lam: float = 1.0, local_time: bool = True, missing: str = "zero") -> None:
+    def __init__(
+        self,
+        lam: float = 1.0,
+        local_time: bool = True,
+        missing: str = "zero",
+        templates: bool = False,
+    ) -> None:
         if not (lam > 0 and math.isfinite(lam)):
             raise ValueError(f"lam must be a positive finite number, got {lam!r}")
         super().__init__(local_time=local_time, missing=missing)
         self.ridge = float(lam)
-        self.name = "log-ridge" if lam == 1.0 else f"log-ridge:lam={lam:g}"
+        self.templates = bool(templates)
+        opts = ([f"lam={lam:g}"] if lam != 1.0 else []) + (["templates=true"] if templates else [])
+        self.name = "log-ridge" + (":" + ",".join(opts) if opts else "")
+        self.n_inputs = N_INPUTS + (N_TEMPLATE if self.templates else 0)
 
     def bind(self, workload: Workload, rng: np.random.Generator) -> None:
         super().bind(workload, rng)
         self._inputs: dict[int, np.ndarray] = {}  # d(x) of submitted, unfinished jobs
-        self._a = self.ridge * np.eye(N_INPUTS)
-        self._b = np.zeros(N_INPUTS)
-        self.weights = np.zeros(N_INPUTS)
+        self._a = self.ridge * np.eye(self.n_inputs)
+        self._b = np.zeros(self.n_inputs)
+        self.weights = np.zeros(self.n_inputs)
         self._stale = False
+        # log accuracy of the user's last finished job per (user, request) and
+        # (user, request, procs)
+        self._same_req: dict[tuple[int, float], float] = {}
+        self._same_rq: dict[tuple[int, float, float], float] = {}
+
+    def _template_inputs(self, job: int) -> list[float]:
+        u = self._uid[job]
+        if u < 0:
+            return [0.0] * N_TEMPLATE
+        req = self._req[job]
+        a = self._same_req.get((u, req))
+        b = self._same_rq.get((u, req, self._procs[job]))
+        return [
+            0.0 if a is None else a,
+            0.0 if a is None else 1.0,
+            0.0 if b is None else b,
+            0.0 if b is None else 1.0,
+        ]
 
     def predict(self, job: int, view: SystemView) -> float:
         d = design(self.features(job, view))
+        if self.templates:
+            d = np.concatenate([d, self._template_inputs(job)])
         self._inputs[job] = d
         if self._stale:
             self.weights = np.linalg.solve(self._a, self._b)
@@ -121,6 +161,11 @@ class LogRidgeEstimator(ELossEstimator):
                 f"predict() at each job's submission before reporting it finished"
             )
         y = math.log(max(self._runtime[j], 1.0) / max(self._req[j], 1.0))
+        u = self._uid[j]
+        if self.templates and u >= 0:
+            req = self._req[j]
+            self._same_req[(u, req)] = y
+            self._same_rq[(u, req, self._procs[j])] = y
         self._a += np.outer(d, d)
         self._b += y * d
         self._stale = True
