@@ -12,6 +12,8 @@ shipped agent are compared with EASY-SJBF on VALIDATION windows (never test)::
         --eval-windows 30 --eval-length 512 --out runs/imitate-sdsc
     python train/imitate.py --trace SDSC-SP2 --features extended ...   # env options
     python train/imitate.py --trace synthetic --episodes 4 --no-eval   # offline smoke run
+    python train/imitate.py --teacher prediction-order \\
+        --env-kwargs '{"feature_predictor": "log-ridge:lam=10"}' ...   # a greedy start
 
 Writes ``<out>/bc_model.zip`` (``MaskablePPO.load`` / ``hpcgym_agents.load_agent`` load it),
 ``<out>/imitate.json`` (datasets, collection costs, accuracies, wall times, validation
@@ -31,6 +33,8 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
+
+from train.imitation.data import TEACHERS  # noqa: E402
 
 __all__ = ["build_parser", "main", "run"]
 
@@ -71,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument("--features", default=None, help="shortcut for --env-kwargs features")
     g = p.add_argument_group("teacher and data")
+    g.add_argument(
+        "--teacher",
+        default="lookahead-oracle",
+        choices=list(TEACHERS),
+        help="lookahead-oracle (clairvoyant) or prediction-order (shortest feature "
+        "prediction first, never STOP; needs a feature_predictor in --env-kwargs)",
+    )
     g.add_argument("--episodes", type=int, default=200, help="teacher-driven episodes")
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after BC")
     g.add_argument(
@@ -160,12 +171,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     kw = {**env_kwargs(cfg, "train", cfg.length), **extra}
     env = BackfillEnv(**kw)
-    teacher = {"k": args.teacher_k, "horizon": args.horizon}
+    teacher = (
+        {"k": args.teacher_k, "horizon": args.horizon} if args.teacher == "lookahead-oracle" else {}
+    )
     model = make_student(cfg, extra)
     report: dict[str, Any] = {
         "args": dict(vars(args)),
         "env_kwargs": {k: v for k, v in kw.items() if k != "trace"} | {"trace": args.trace},
-        "teacher": teacher,
+        "teacher": {"kind": args.teacher, **teacher},
         "iterations": [],
     }
 
@@ -183,6 +196,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             student=None if beta >= 1.0 else model,
             beta=beta,
             first_episode=episode0,
+            kind=args.teacher,
         )
         episode0 += n_ep
         parts.append(data)
@@ -276,7 +290,9 @@ def _validate(
         windows=args.eval_windows,
         length=args.eval_length,
         seed=args.eval_seed,
-        teacher=None if args.no_teacher_eval else f"LOOKAHEAD-ORACLE,k={args.teacher_k}",
+        teacher=None
+        if args.no_teacher_eval or args.teacher != "lookahead-oracle"
+        else f"LOOKAHEAD-ORACLE,k={args.teacher_k}",
     )
     table = format_table(res)
     print(table, flush=True)

@@ -510,6 +510,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         """Window job index of every observation row (``-1`` for padding)."""
         return self._rows.copy()
 
+    def feature_predictions(self) -> np.ndarray:
+        """The feature predictor's runtime prediction (s) of every job of the episode's
+        window (``nan`` until an online one has predicted it; empty without one)."""
+        return self._pred.copy()
+
     # -------------------------------------------------------------- gym API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -1,4 +1,9 @@
-"""Teacher-labelled decision points: LOOKAHEAD-ORACLE's choice at every env decision.
+"""Teacher-labelled decision points: a teacher's choice at every env decision.
+
+Teachers (:data:`TEACHERS`): ``lookahead-oracle`` (default, clairvoyant, below) and
+``prediction-order`` (:class:`PredictionOrder`: the shown candidate with the shortest
+feature prediction, never STOP -- the greedy policy of the env's own ``prediction``
+column, online; a start for PPO, not a bound).
 
 An episode is played on a :class:`~hpcgym.envs.backfill_env.BackfillEnv` (the TRAIN
 split: the windows are drawn by the env itself). At each decision point the teacher
@@ -31,7 +36,46 @@ import numpy as np
 from hpcgym.envs.backfill_env import BackfillEnv
 from hpcgym.sim.lookahead import LookaheadOracle
 
-__all__ = ["CollectStats", "Dataset", "collect", "sjbf_row"]
+__all__ = ["TEACHERS", "CollectStats", "Dataset", "PredictionOrder", "collect", "sjbf_row"]
+
+#: teacher names of :func:`collect`
+TEACHERS: tuple[str, ...] = ("lookahead-oracle", "prediction-order")
+
+
+class PredictionOrder:
+    """Teacher: the shown candidate with the shortest feature prediction (ties by job
+    index), never STOP. Non-clairvoyant: it reads only the env's ``prediction`` column
+    source (:meth:`~hpcgym.envs.backfill_env.BackfillEnv.feature_predictions`).
+
+    :param env: the env whose decisions are labelled (needs a ``feature_predictor``)
+    """
+
+    def __init__(self, env: BackfillEnv) -> None:
+        if "prediction" not in env.feature_names:
+            raise ValueError(
+                "teacher 'prediction-order' needs an env with a feature predictor "
+                '(e.g. --env-kwargs \'{"feature_predictor": "log-ridge:lam=10"}\')'
+            )
+        self.env = env
+        self.counters = {"lookahead_rollouts": 0}
+
+    def __call__(self, sim: Any) -> int | None:
+        shown = self.env.candidate_jobs()
+        shown = shown[shown >= 0]
+        if len(shown) == 0:
+            return None
+        pred = self.env.feature_predictions()[shown]
+        if np.isnan(pred).any():
+            raise RuntimeError("a shown candidate has no feature prediction yet")
+        return int(shown[np.lexsort((shown, pred))[0]])
+
+
+def _teacher(kind: str, env: BackfillEnv, kwargs: dict[str, Any]) -> Any:
+    if kind == "lookahead-oracle":
+        return LookaheadOracle(**kwargs)
+    if kind == "prediction-order":
+        return PredictionOrder(env)
+    raise ValueError(f"unknown teacher {kind!r}; valid choices: {', '.join(TEACHERS)}")
 
 
 @dataclass
@@ -250,6 +294,7 @@ def collect(
     beta: float = 1.0,
     first_episode: int = 0,
     starts: Sequence[int] | None = None,
+    kind: str = "lookahead-oracle",
 ) -> tuple[Dataset, CollectStats]:
     """Play ``episodes`` env episodes and label every decision point with the teacher.
 
@@ -258,13 +303,14 @@ def collect(
     :param episodes: episodes to play
     :param rng: the generator of every random choice (reset seeds, the beta mixture)
     :param teacher: :class:`~hpcgym.sim.lookahead.LookaheadOracle` keyword arguments
-        (``k``, ``horizon``, ``rollout``)
+        (``k``, ``horizon``, ``rollout``; only for ``kind="lookahead-oracle"``)
     :param student: an object with SB3's ``predict`` (needed when ``beta < 1``)
     :param beta: probability that the teacher's choice is executed at a decision
         (1: behaviour cloning; < 1: DAgger's mixture)
     :param first_episode: episode number of the first episode (in :attr:`Dataset.episode`)
     :param starts: play these windows (``reset(options={"start": s})``, one episode each,
         cycling) instead of windows drawn by the env
+    :param kind: the teacher, one of :data:`TEACHERS`
     :return: the samples and the statistics of the collection
     """
     if not 0.0 <= beta <= 1.0:
@@ -272,13 +318,14 @@ def collect(
     if beta < 1.0 and student is None:
         raise ValueError("beta < 1 needs a student policy")
     kwargs = dict(teacher or {})
+    _teacher(kind, env, kwargs)  # a bad name or env fails before any episode
     kq = env.max_queue
     stats = CollectStats()
     rows_l: list[np.ndarray] = []
     counts, labels, sjbf, ep_ids, rets = [], [], [], [], []
     t_all = time.perf_counter()
     for e in range(int(episodes)):
-        oracle = LookaheadOracle(**kwargs)
+        oracle = _teacher(kind, env, kwargs)
         seed = int(rng.integers(2**31))
         opts = None if not starts else {"start": int(starts[e % len(starts)])}
         obs, info = env.reset(seed=seed, options=opts)
@@ -321,7 +368,7 @@ def collect(
                 if action != label:
                     # the oracle's reuse shortcut assumes its own choice was taken
                     stats.rollouts += oracle.counters["lookahead_rollouts"]
-                    oracle = LookaheadOracle(**kwargs)
+                    oracle = _teacher(kind, env, kwargs)
             obs, r, done, _, info = env.step(action)
             ret += float(r)
         stats.rollouts += oracle.counters["lookahead_rollouts"]
