@@ -480,13 +480,18 @@ class ELossEstimator(Estimator):
             self._sum_q[u] += self._procs[j]
             self._last_end[u] = end
 
-    def _learn(self, j: int) -> None:
-        phi = self._pending.pop(j, None)
-        if phi is None:
+    def _take_pending(self, j: int) -> np.ndarray:
+        """The model inputs stored at ``j``'s prediction (removed; an error if none)."""
+        x = self._pending.pop(j, None)
+        if x is None:
             raise RuntimeError(
-                f"E-Loss: job {j} finished but was never predicted; the engine must call "
-                f"predict() at each job's submission before reporting it finished"
+                f"{self.name}: job {j} finished but was never predicted; the engine must "
+                f"call predict() at each job's submission before reporting it finished"
             )
+        return x
+
+    def _learn(self, j: int) -> None:
+        phi = self._take_pending(j)
         model = self.model
         model.rescale(phi)
         p = self._runtime[j]

@@ -114,8 +114,7 @@ class LogRidgeEstimator(ELossEstimator):
         self.n_inputs = N_INPUTS + (N_TEMPLATE if self.templates else 0)
 
     def bind(self, workload: Workload, rng: np.random.Generator) -> None:
-        super().bind(workload, rng)
-        self._inputs: dict[int, np.ndarray] = {}  # d(x) of submitted, unfinished jobs
+        super().bind(workload, rng)  # self._pending: d(x) of submitted, unfinished jobs
         self._a = self.ridge * np.eye(self.n_inputs)
         self._b = np.zeros(self.n_inputs)
         self.weights = np.zeros(self.n_inputs)
@@ -143,7 +142,7 @@ class LogRidgeEstimator(ELossEstimator):
         d = design(self.features(job, view))
         if self.templates:
             d = np.concatenate([d, self._template_inputs(job)])
-        self._inputs[job] = d
+        self._pending[job] = d
         if self._stale:
             self.weights = np.linalg.solve(self._a, self._b)
             self._stale = False
@@ -154,12 +153,7 @@ class LogRidgeEstimator(ELossEstimator):
         return min(max(est, min(1.0, req)), req)
 
     def _learn(self, j: int) -> None:
-        d = self._inputs.pop(j, None)
-        if d is None:
-            raise RuntimeError(
-                f"log-ridge: job {j} finished but was never predicted; the engine must call "
-                f"predict() at each job's submission before reporting it finished"
-            )
+        d = self._take_pending(j)
         y = math.log(max(self._runtime[j], 1.0) / max(self._req[j], 1.0))
         u = self._uid[j]
         if self.templates and u >= 0:
