@@ -38,6 +38,8 @@ DEFAULT: list[tuple[str, dict]] = [
     ("tang-selective", {}),
     ("eloss", {}),
     ("eloss", {"over": "squared", "under": "squared", "weight": "constant"}),
+    ("log-ridge", {"lam": 10.0}),
+    ("log-ridge", {"lam": 10.0, "templates": True}),
 ]
 
 
