@@ -13,6 +13,21 @@ STOP):
 * ``order-actual``: shortest *actual* runtime first (clairvoyant: an upper bound of what
   runtime knowledge alone can give an ordering).
 
+Two more questions, asked on request:
+
+* ``--short SECONDS``: is the clairvoyant room in *knowing which jobs are short*?
+  ``short-actual`` starts the candidates that really end within ``SECONDS`` first (then
+  the guard's own order, shortest engine estimate first); ``short-history`` does the same
+  with what is known at the decision point instead: the runtime of the last *finished*
+  job of the same user with the same request and processor count (else the user's last
+  finished job), re-read at every decision, so a burst of jobs that crash in seconds is
+  recognised as soon as its first job has ended.
+* ``--fit-check``: is it in *not starting jobs that will overrun the shadow*?
+  ``fit-actual`` starts, shortest engine estimate first, only the candidates that really
+  end by the shadow time (or fit in the extra processors), and STOPs when there is none;
+  ``fit-<predictor>`` asks the same of an online prediction (a second opinion on the
+  guard's fit test).
+
 and, for comparison, ``ELOSS`` (E-Loss predictions as the engine's estimates: a different,
 non-guarded-by-request scheduler) and ``LOOKAHEAD-ORACLE`` if requested. It answers a
 design question of issue #14: if even the clairvoyant ordering stays far from the target
@@ -69,7 +84,8 @@ def guard_simulation(window: Workload, guard: str = "EASY-SJBF") -> Simulation:
 
 def play_in_order(sim: Simulation, score: Callable[[np.ndarray], np.ndarray]) -> float:
     """Run ``sim`` starting, at every decision point, the allowed candidate with the lowest
-    ``score(jobs)`` (never STOP); return its AVEbsld.
+    ``score(jobs)``; return its AVEbsld. A candidate scored ``inf`` is never started: when
+    every candidate is, the decision is STOP (with finite scores, never).
 
     :param sim: a simulation with external backfilling (:func:`guard_simulation`)
     :param score: the allowed candidates' job indices -> one score each
@@ -78,7 +94,11 @@ def play_in_order(sim: Simulation, score: Callable[[np.ndarray], np.ndarray]) ->
     def decide(s: Simulation) -> int | None:  # the engine's decision points (Simulation.run)
         jobs, easy = s.candidates()
         jobs = jobs[easy]
-        return int(jobs[np.argmin(score(jobs))]) if len(jobs) else None
+        if not len(jobs):
+            return None
+        sc = score(jobs)
+        best = int(np.argmin(sc))
+        return int(jobs[best]) if np.isfinite(sc[best]) else None
 
     return float(sim.run(decide).metrics["avg_bsld"])
 
@@ -113,6 +133,72 @@ def ordered_backfill(window: Workload, predictor: str, key: Key, guard: str = "E
     return play_in_order(sim, score)
 
 
+def short_first(window: Workload, seconds: float, source: str, guard: str = "EASY-SJBF") -> float:
+    """AVEbsld of guarded backfilling that starts the candidates believed to end within
+    ``seconds`` first, each group in the guard's own order (shortest engine estimate).
+
+    :param window: the jobs
+    :param seconds: what counts as short
+    :param source: ``actual`` (clairvoyant) or ``history`` (the last finished similar job
+        of the same user, else the user's last finished job, at the decision point)
+    :param guard: the scheduler whose reservations decide the candidates (:data:`GUARDS`)
+    """
+    sim = guard_simulation(window, guard)
+    ran = np.minimum(window.runtime, window.request).astype(np.float64)
+    user, req, procs = window.user, window.request, window.procs
+    last_user: dict[int, float] = {}
+    last_similar: dict[tuple[int, float, int], float] = {}
+    seen = 0
+
+    def believed_short(jobs: np.ndarray) -> np.ndarray:
+        nonlocal seen
+        if source == "actual":
+            return ran[jobs] < seconds
+        for j in sim.view.finished(seen):  # what ended since the last decision
+            last_user[int(user[j])] = ran[j]
+            last_similar[(int(user[j]), float(req[j]), int(procs[j]))] = ran[j]
+        seen = sim.view.n_finished
+        out = np.zeros(len(jobs), dtype=bool)
+        for i, j in enumerate(jobs):
+            u = int(user[j])
+            r = last_similar.get((u, float(req[j]), int(procs[j])), last_user.get(u, np.inf))
+            out[i] = r < seconds
+        return out
+
+    def score(jobs: np.ndarray) -> np.ndarray:
+        est = sim.estimates[jobs]
+        return np.where(believed_short(jobs), est - 1e12, est)
+
+    return play_in_order(sim, score)
+
+
+def fit_checked(window: Workload, predictor: str, guard: str = "EASY-SJBF") -> float:
+    """AVEbsld of guarded backfilling that starts, shortest engine estimate first, only
+    the candidates that ``predictor`` says end by the shadow time (or that fit in the
+    extra processors), and STOPs when none does.
+
+    :param window: the jobs
+    :param predictor: ``actual`` (clairvoyant) or an online predictor name, predicting at
+        submission
+    :param guard: the scheduler whose reservations decide the candidates (:data:`GUARDS`)
+    """
+    sim = guard_simulation(window, guard)
+    if predictor == "actual":
+        pred = np.minimum(window.runtime, window.request).astype(np.float64)
+    else:
+        est = make_estimator(predictor)
+        est.bind(window, np.random.default_rng(0))
+        feed = EstimatorFeed(est)
+        pred = np.array(window.request, dtype=np.float64)
+        sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
+
+    def score(jobs: np.ndarray) -> np.ndarray:
+        fits = (sim.now + pred[jobs] <= sim.shadow) | (window.procs[jobs] <= sim.extra)
+        return np.where(fits, sim.estimates[jobs], np.inf)
+
+    return play_in_order(sim, score)
+
+
 def by_runtime(jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:
     return pred[jobs]
 
@@ -134,6 +220,20 @@ def main() -> None:
         default="EASY-SJBF",
         choices=GUARDS,
         help="whose reservations decide the candidates (and the ratios' reference)",
+    )
+    p.add_argument(
+        "--short",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="also order the candidates believed to end within SECONDS first: "
+        "short-actual (clairvoyant) and short-history (the last finished similar job)",
+    )
+    p.add_argument(
+        "--fit-check",
+        action="store_true",
+        help="also start only the candidates that end by the shadow by their actual "
+        "runtime (fit-actual) or each predictor's prediction (fit-<predictor>), else STOP",
     )
     p.add_argument(
         "--predictors",
@@ -166,6 +266,12 @@ def main() -> None:
         methods[f"order-{pred}"] = order(pred, by_runtime)
         if pred != "eloss":
             methods[f"area-{pred}"] = order(pred, by_area)
+    if args.short is not None:
+        for src in ("actual", "history"):
+            methods[f"short-{src}"] = lambda w, src=src: short_first(w, args.short, src, g)
+    if args.fit_check:
+        for pred in ["actual", *args.predictors]:
+            methods[f"fit-{pred}"] = lambda w, pred=pred: fit_checked(w, pred, g)
     if args.oracle:
         methods["LOOKAHEAD-ORACLE"] = lambda w: (
             get_scheduler("LOOKAHEAD-ORACLE").simulate(w).metrics["avg_bsld"]

@@ -342,3 +342,30 @@ def test_policy_keys_hand_computed():
     assert key(K.POL_F4, s, n, r, w) == pytest.approx(200 + 5.3e5 * 3)
     assert key(K.POL_F1, 0.0, n, 0.5, w) == 0.0  # r and s clamped below at 1
     assert key(K.POL_UNICEF, s, 1, r, w) == pytest.approx(-50 / (1 * 100))  # log2(max(n,2))
+
+
+@SLOW
+@given(wl=workloads(), seed=st.integers(0, 10**6))
+def test_view_finished_lists_the_jobs_ended_by_now_in_completion_order(wl, seed):
+    """``view.finished()``: at every decision point, exactly the jobs whose start +
+    runtime is <= now, ordered by their end; ``since`` skips the first ones."""
+    rng = np.random.default_rng(seed)
+    sim = Simulation(wl, backfill="external", candidates="easy", estimate="request")
+    checked = []
+
+    def decide(s: Simulation) -> int | None:
+        v = s.view
+        fin = v.finished()
+        st_ = v.start
+        ended = np.flatnonzero(np.isfinite(st_) & (st_ + wl.runtime <= s.now))
+        assert sorted(fin.tolist()) == ended.tolist() and v.n_finished == len(fin)
+        ends = st_[fin] + wl.runtime[fin]
+        assert np.all(np.diff(ends) >= 0)
+        k = int(rng.integers(0, len(fin) + 1))
+        np.testing.assert_array_equal(v.finished(k), fin[k:])
+        checked.append(len(fin))
+        jobs, _ = s.candidates()
+        return int(jobs[0]) if len(jobs) and rng.random() < 0.7 else None
+
+    sim.run(decide)
+    assert sim.view.n_finished == len(wl)  # all done at the end

@@ -243,7 +243,9 @@ def test_prediction_order_teacher_labels_the_shortest_prediction() -> None:
 def test_prediction_order_teacher_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="needs an env with a feature predictor"):
         collect(_env(), 1, np.random.default_rng(0), starts=BUSY[:1], kind="prediction-order")
-    with pytest.raises(ValueError, match="valid choices: lookahead-oracle, prediction-order"):
+    with pytest.raises(
+        ValueError, match="valid choices: lookahead-oracle, lookahead, prediction-order"
+    ):
         collect(_env(), 1, np.random.default_rng(0), starts=BUSY[:1], kind="oracle")
     with pytest.raises(SystemExit):
         main(["--teacher", "sjbf"])
@@ -266,3 +268,41 @@ def test_imitate_prediction_order_end_to_end(tmp_path: Path) -> None:
     assert it["collect"]["rollouts"] == 0 and it["new_data"]["stop_share"] == 0.0
     # the greedy order is a simple function of one column: BC copies it closely
     assert it["held_out"]["accuracy"] > 0.8, it["held_out"]
+
+
+def test_online_lookahead_teacher_driven_env_is_the_lookahead_scheduler() -> None:
+    """Teacher ``lookahead`` (online, non-clairvoyant): its labels, executed, give exactly
+    the LOOKAHEAD scheduler's schedule with the same options and seed."""
+    env = _env()
+    opts = {"seed": 5, "samples": 2, "k": 4}
+    data, stats = collect(env, 2, np.random.default_rng(3), starts=BUSY, kind="lookahead",
+                          teacher=opts)  # fmt: skip
+    assert len(data) > 20 and stats.outside == 0 and stats.rollouts > 0
+    spec = get_scheduler("LOOKAHEAD," + ",".join(f"{k}={v}" for k, v in opts.items()))
+    for i in range(2):
+        env.reset(seed=0, options={"start": BUSY[i]})
+        want = spec.simulate(env.simulation.workload).metrics["avg_bsld"]
+        assert stats.episode_avg_bsld[i] == pytest.approx(want, rel=1e-12)
+    # without a seed, each episode's teacher draws one from the collection's generator
+    a, _ = collect(_env(), 2, np.random.default_rng(8), starts=BUSY, kind="lookahead",
+                   teacher={"samples": 2, "k": 4})  # fmt: skip
+    b, _ = collect(_env(), 2, np.random.default_rng(8), starts=BUSY, kind="lookahead",
+                   teacher={"samples": 2, "k": 4})  # fmt: skip
+    np.testing.assert_array_equal(a.labels, b.labels)
+
+
+def test_teacher_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for argv, message in [
+        (["--teacher", "lookahead", "--teacher-options", "bogus=1"], "bogus"),
+        (
+            ["--teacher", "lookahead", "--teacher-options", "estimate=eloss"],
+            "give its estimator and corrections in --env-kwargs",
+        ),  # fmt: skip
+        (
+            ["--teacher", "prediction-order", "--teacher-options", "samples=2"],
+            "--teacher-options are options of --teacher lookahead",
+        ),  # fmt: skip
+    ]:
+        with pytest.raises(SystemExit):
+            main([*argv, "--out", str(tmp_path / "x")])
+        assert message in capsys.readouterr().err

@@ -108,3 +108,50 @@ def test_mix_traces_unknown_trace_is_a_usage_error(tmp_path, capsys):
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--mix-traces 'NOPE': unknown trace 'NOPE'; registered traces: SDSC-SP2" in err
+
+
+def test_total_steps_zero_ships_the_initial_policy(tmp_path, capsys):
+    """--total-steps 0 with --init-from: no update; the run is evaluated and its final
+    model (what eval/card.py and eval/select_checkpoint.py read) is the initial policy."""
+    from stable_baselines3.common.save_util import load_from_zip_file
+
+    from train.ppo import main
+
+    cfg = _cfg(seed=3)
+    src = new_model(cfg, plan_rollout(cfg))
+    with th.no_grad():
+        for p in src.policy.parameters():
+            p.add_(0.25)
+    src.save(tmp_path / "start.zip")
+    small = ["--trace", "synthetic", "--length", "64", "--max-queue", "16", "--n-envs", "1",
+             "--vec-env", "dummy", "--n-steps", "64", "--batch-size", "32", "--eval-windows",
+             "1", "--eval-length", "64", "--baselines", "EASY", "--no-progress",
+             "--logdir", str(tmp_path)]  # fmt: skip
+    summary = main([*small, "--run-name", "r", "--init-from", str(tmp_path / "start.zip"),
+                    "--total-steps", "0"])  # fmt: skip
+    assert summary["timesteps"] == 0
+    assert "no training steps (the initial policy" in capsys.readouterr().out
+    run = tmp_path / "r"
+    _, params, _ = load_from_zip_file(run / "final_model.zip")
+    for name, value in src.policy.state_dict().items():
+        assert th.equal(params["policy"][name], value), name
+    assert len(summary["eval"]["history"]) >= 1  # evaluated at 0 steps
+    for argv, message in [
+        (["--total-steps", "0"], "--total-steps 0 trains nothing: it only makes sense with"),
+        (
+            [
+                "--total-steps",
+                "0",
+                "--init-from",
+                str(tmp_path / "start.zip"),
+                "--lr-schedule",
+                "linear",
+            ],
+            "--lr-schedule linear needs a run of at least one update",
+        ),  # fmt: skip
+        (["--total-steps", "-1"], "--total-steps"),
+    ]:
+        with pytest.raises(SystemExit) as exc:
+            main([*small, "--run-name", "e", *argv])
+        assert exc.value.code == 2
+        assert message in capsys.readouterr().err

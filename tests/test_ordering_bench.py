@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,3 +35,38 @@ def test_another_order_changes_the_schedule() -> None:
     values = {B.ordered_backfill(w, "actual", k, "ELOSS") for k in (B.by_runtime, B.by_area)}
     values.add(get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"])
     assert len(values) > 1
+
+
+@pytest.mark.parametrize("guard", B.GUARDS)
+@pytest.mark.parametrize("source", ["actual", "history"])
+def test_short_first_with_nothing_short_is_the_guard(guard: str, source: str) -> None:
+    w = load(None).window(0, 400)
+    ref = get_scheduler(guard).simulate(w).metrics["avg_bsld"]
+    assert B.short_first(w, 0.0, source, guard) == pytest.approx(ref)
+
+
+@pytest.mark.parametrize("source", ["actual", "history"])
+def test_short_first_changes_the_schedule(source: str) -> None:
+    w = load(None).window(0, 400)
+    ref = get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"]
+    seconds = float(np.median(w.runtime))
+    assert B.short_first(w, seconds, source, "ELOSS") != pytest.approx(ref)
+
+
+def test_fit_check_by_actual_runtime() -> None:
+    w = load(None).window(0, 400)
+    # under request-based reservations every candidate already ends by the shadow by its
+    # request, so by its actual runtime too: nothing is skipped, EASY-SJBF's schedule
+    sjbf = get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"]
+    assert B.fit_checked(w, "actual", "EASY-SJBF") == pytest.approx(sjbf)
+    # under ELOSS's under-predicted reservations some candidates would overrun: skipped
+    eloss = get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"]
+    assert B.fit_checked(w, "actual", "ELOSS") != pytest.approx(eloss)
+    assert B.fit_checked(w, "log-ridge", "ELOSS") > 0
+
+
+def test_an_infinite_score_means_stop() -> None:
+    w = load(None).window(0, 200)
+    sim = B.guard_simulation(w, "EASY-SJBF")
+    never = B.play_in_order(sim, lambda jobs: np.full(len(jobs), np.inf))
+    assert never == pytest.approx(get_scheduler("NONE").simulate(w).metrics["avg_bsld"])

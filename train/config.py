@@ -300,8 +300,10 @@ class TrainConfig:
     total_steps: int | None = _opt(
         None,
         "length",
-        "environment steps (decisions) to train for; rounded up to whole updates",
-        parse=positive_int,
+        "environment steps (decisions) to train for; rounded up to whole updates (0 with "
+        "--init-from: no update, the run evaluates and saves the initial policy, e.g. a "
+        "behaviour-cloned one, so that eval/ can select and ship it like any run)",
+        parse=nonneg_int,
         exclusive="length",
     )
     epochs: int | None = _opt(
@@ -529,6 +531,15 @@ class TrainConfig:
             out.append("--batch-size must be > 1 (advantage normalization needs 2 samples)")
         if self.total_steps is not None and self.epochs is not None:
             out.append("--total-steps and --epochs exclude each other: give one")
+        if self.total_steps == 0 and self.init_from is None:
+            out.append(
+                "--total-steps 0 trains nothing: it only makes sense with --init-from "
+                "(to evaluate and ship that policy as a run)"
+            )
+        if self.total_steps == 0 and self.lr_schedule == "linear":
+            out.append(
+                "--lr-schedule linear needs a run of at least one update, not --total-steps 0"
+            )
         if (
             self.lr_schedule == "linear"
             and self.epochs is None

@@ -49,6 +49,29 @@ def _json_object(text: str) -> dict[str, Any]:
     return value
 
 
+def _key_values(text: str) -> dict[str, Any]:
+    """``--teacher-options``: the LOOKAHEAD scheduler's decider options (parsed and checked
+    by the scheduler registry; the estimator and corrections are the env's)."""
+    from hpcgym.sim import get_scheduler
+
+    try:
+        spec = get_scheduler(f"LOOKAHEAD,{text}")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    base = get_scheduler("LOOKAHEAD")
+    if (spec.policy, spec.backfill, spec.estimate, spec.correction) != (
+        base.policy,
+        base.backfill,
+        base.estimate,
+        base.correction,
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the teacher decides on the env's own simulation; give its estimator "
+            "and corrections in --env-kwargs (estimator, correction), not here"
+        )
+    return dict(spec.decider_kwargs)
+
+
 def _unit(text: str) -> float:
     v = float(text)
     if not 0.0 <= v <= 1.0:
@@ -79,8 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
         "--teacher",
         default="lookahead-oracle",
         choices=list(TEACHERS),
-        help="lookahead-oracle (clairvoyant) or prediction-order (shortest feature "
-        "prediction first, never STOP; needs a feature_predictor in --env-kwargs)",
+        help="lookahead-oracle (clairvoyant), lookahead (online, Monte Carlo futures from "
+        "the past; --teacher-options) or prediction-order (shortest feature prediction "
+        "first, never STOP; needs a feature_predictor in --env-kwargs)",
+    )
+    g.add_argument(
+        "--teacher-options",
+        type=_key_values,
+        default={},
+        metavar="KEY=VALUE,...",
+        help="options of the lookahead teacher, as for the LOOKAHEAD scheduler (e.g. "
+        "samples=8,match=user-request; docs/lookahead.md)",
     )
     g.add_argument("--episodes", type=int, default=200, help="teacher-driven episodes")
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after BC")
@@ -171,9 +203,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     kw = {**env_kwargs(cfg, "train", cfg.length), **extra}
     env = BackfillEnv(**kw)
-    teacher = (
-        {"k": args.teacher_k, "horizon": args.horizon} if args.teacher == "lookahead-oracle" else {}
-    )
+    teacher: dict[str, Any] = {}
+    if args.teacher == "lookahead-oracle":
+        teacher = {"k": args.teacher_k, "horizon": args.horizon}
+    elif args.teacher == "lookahead":
+        teacher = {"k": args.teacher_k, **args.teacher_options}
     model = make_student(cfg, extra)
     report: dict[str, Any] = {
         "args": dict(vars(args)),
@@ -310,6 +344,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for name in ("episodes", "length", "max_queue", "epochs", "batch_size"):
         if getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.teacher_options and args.teacher != "lookahead":
+        parser.error("--teacher-options are options of --teacher lookahead")
     if args.dagger_iters < 0:
         parser.error("--dagger-iters must be >= 0")
     if not 0.0 <= args.held_out < 1.0:

@@ -256,8 +256,15 @@ def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
     if skipped:
         lines.append("skipped baselines: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))
     s = summary["sessions"][-1]
+    steps = s["timesteps_end"] - s["timesteps_start"]
+    if steps == 0:  # --total-steps 0: the initial policy, evaluated and saved
+        lines.append(
+            f"\nno training steps (the initial policy, saved as the final model); evaluations "
+            f"{s['eval_time_s']:.0f} s; summary: {summary['paths']['run_dir']}/summary.json"
+        )
+        return "\n".join(lines)
     lines.append(
-        f"\n{s['timesteps_end'] - s['timesteps_start']} steps in {s['learn_time_s']:.0f} s: "
+        f"\n{steps} steps in {s['learn_time_s']:.0f} s: "
         f"rollouts {s['rollout_time_s']:.0f} s ({s['rollout_steps_per_s']:.0f} steps/s), "
         f"updates {s['update_time_s']:.0f} s, evaluations {s['eval_time_s']:.0f} s; "
         f"summary: {summary['paths']['run_dir']}/summary.json"

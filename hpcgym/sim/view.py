@@ -44,6 +44,7 @@ class EngineView:
         "_C",
         "_S",
         "estimate",
+        "finished_buffer",
         "order_buffer",
         "procs",
         "request",
@@ -69,6 +70,8 @@ class EngineView:
         self.waiting_buffer: np.ndarray = _ro(JI[K.I_QUEUE])
         #: at a decision point: head, then the backfill order: ``order_buffer[:n_order]``
         self.order_buffer: np.ndarray = _ro(JI[K.I_ORDER])
+        #: finished jobs in completion order: ``finished_buffer[:n_finished]``
+        self.finished_buffer: np.ndarray = _ro(JI[K.I_FIN])
 
     # ------------------------------------------------------------------ time
     @property
@@ -94,6 +97,11 @@ class EngineView:
     @property
     def n_order(self) -> int:
         return int(self._C[K.C_OLEN])
+
+    @property
+    def n_finished(self) -> int:
+        """Number of jobs finished so far."""
+        return int(self._C[K.C_NFIN])
 
     @property
     def submitted(self) -> int:
@@ -139,3 +147,12 @@ class EngineView:
     def waiting(self) -> np.ndarray:
         """A copy of the waiting jobs in submission order."""
         return np.array(self.waiting_buffer[: self.n_waiting])
+
+    def finished(self, since: int = 0) -> np.ndarray:
+        """A copy of the jobs finished so far, in completion order, from the ``since``-th
+        on (an online predictor that re-reads the history at a decision point passes the
+        count it has already seen).
+
+        :param since: how many of the first finished jobs to skip
+        """
+        return np.array(self.finished_buffer[since : self.n_finished])

@@ -1,9 +1,15 @@
 """Teacher-labelled decision points: a teacher's choice at every env decision.
 
-Teachers (:data:`TEACHERS`): ``lookahead-oracle`` (default, clairvoyant, below) and
-``prediction-order`` (:class:`PredictionOrder`: the shown candidate with the shortest
-feature prediction, never STOP -- the greedy policy of the env's own ``prediction``
-column, online; a start for PPO, not a bound).
+Teachers (:data:`TEACHERS`): ``lookahead-oracle`` (default, clairvoyant, below),
+``lookahead`` (:class:`~hpcgym.sim.lookahead.Lookahead`, the online one-step lookahead over
+Monte Carlo futures drawn from the past: non-clairvoyant, a scheduler a site could run;
+its options, e.g. ``samples`` and ``match``, come as ``teacher`` keyword arguments, and
+each teacher it makes gets its own ``seed`` from the collection's generator unless one is
+given) and ``prediction-order`` (:class:`PredictionOrder`: the shown candidate with the
+shortest feature prediction, never STOP -- the greedy policy of the env's own
+``prediction`` column, online; a start for PPO, not a bound). The lookaheads decide on
+the env's own simulation, so under the env's estimator and corrections (e.g. ELOSS's
+predicted reservations) they choose among exactly the candidates the agent may choose.
 
 An episode is played on a :class:`~hpcgym.envs.backfill_env.BackfillEnv` (the TRAIN
 split: the windows are drawn by the env itself). At each decision point the teacher
@@ -34,12 +40,12 @@ from typing import Any
 import numpy as np
 
 from hpcgym.envs.backfill_env import BackfillEnv
-from hpcgym.sim.lookahead import LookaheadOracle
+from hpcgym.sim.lookahead import Lookahead, LookaheadOracle
 
 __all__ = ["TEACHERS", "CollectStats", "Dataset", "PredictionOrder", "collect", "sjbf_row"]
 
 #: teacher names of :func:`collect`
-TEACHERS: tuple[str, ...] = ("lookahead-oracle", "prediction-order")
+TEACHERS: tuple[str, ...] = ("lookahead-oracle", "lookahead", "prediction-order")
 
 
 class PredictionOrder:
@@ -70,9 +76,14 @@ class PredictionOrder:
         return int(shown[np.lexsort((shown, pred))[0]])
 
 
-def _teacher(kind: str, env: BackfillEnv, kwargs: dict[str, Any]) -> Any:
+def _teacher(
+    kind: str, env: BackfillEnv, kwargs: dict[str, Any], rng: np.random.Generator | None = None
+) -> Any:
     if kind == "lookahead-oracle":
         return LookaheadOracle(**kwargs)
+    if kind == "lookahead":
+        seed = int(rng.integers(2**31)) if rng is not None else 0
+        return Lookahead(**{"seed": seed, **kwargs})
     if kind == "prediction-order":
         return PredictionOrder(env)
     raise ValueError(f"unknown teacher {kind!r}; valid choices: {', '.join(TEACHERS)}")
@@ -302,8 +313,11 @@ def collect(
         ``reset(seed=...)`` with seeds from ``rng``)
     :param episodes: episodes to play
     :param rng: the generator of every random choice (reset seeds, the beta mixture)
-    :param teacher: :class:`~hpcgym.sim.lookahead.LookaheadOracle` keyword arguments
-        (``k``, ``horizon``, ``rollout``; only for ``kind="lookahead-oracle"``)
+    :param teacher: keyword arguments of the teacher:
+        :class:`~hpcgym.sim.lookahead.LookaheadOracle`'s (``k``, ``horizon``, ``rollout``)
+        for ``kind="lookahead-oracle"``,
+        :class:`~hpcgym.sim.lookahead.Lookahead`'s (``k``, ``samples``, ``match``...) for
+        ``kind="lookahead"``
     :param student: an object with SB3's ``predict`` (needed when ``beta < 1``)
     :param beta: probability that the teacher's choice is executed at a decision
         (1: behaviour cloning; < 1: DAgger's mixture)
@@ -325,7 +339,7 @@ def collect(
     counts, labels, sjbf, ep_ids, rets = [], [], [], [], []
     t_all = time.perf_counter()
     for e in range(int(episodes)):
-        oracle = _teacher(kind, env, kwargs)
+        oracle = _teacher(kind, env, kwargs, rng)
         seed = int(rng.integers(2**31))
         opts = None if not starts else {"start": int(starts[e % len(starts)])}
         obs, info = env.reset(seed=seed, options=opts)
@@ -365,7 +379,7 @@ def collect(
                     stats.student_seconds += time.perf_counter() - t0
                     action = int(np.asarray(a).reshape(()))
                     stats.disagreements += int(action != label)
-                if action != label:
+                if action != label and kind == "lookahead-oracle":
                     # the oracle's reuse shortcut assumes its own choice was taken
                     stats.rollouts += oracle.counters["lookahead_rollouts"]
                     oracle = _teacher(kind, env, kwargs)
