@@ -103,6 +103,28 @@ def play_in_order(sim: Simulation, score: Callable[[np.ndarray], np.ndarray]) ->
     return float(sim.run(decide).metrics["avg_bsld"])
 
 
+def predictions(sim: Simulation, predictor: str) -> np.ndarray:
+    """The runtime of every job of ``sim``'s window as ``predictor`` sees it: ``actual``
+    (clairvoyant), ``guard`` (zeros, for the caller to fill with the engine's current
+    estimates) or an online predictor name, whose prediction for a job is written at its
+    submission (the array is filled as ``sim`` runs).
+
+    :param sim: a simulation that has not started (:func:`guard_simulation`)
+    :param predictor: see above
+    """
+    window = sim.workload
+    if predictor == "guard":
+        return np.zeros(len(window), dtype=np.float64)
+    if predictor == "actual":
+        return np.minimum(window.runtime, window.request).astype(np.float64)
+    est = make_estimator(predictor)
+    est.bind(window, np.random.default_rng(0))
+    feed = EstimatorFeed(est)
+    pred = np.array(window.request, dtype=np.float64)
+    sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
+    return pred
+
+
 def ordered_backfill(window: Workload, predictor: str, key: Key, guard: str = "EASY-SJBF") -> float:
     """AVEbsld of guarded backfilling that starts the candidate minimising ``key``.
 
@@ -114,16 +136,7 @@ def ordered_backfill(window: Workload, predictor: str, key: Key, guard: str = "E
         candidates (:data:`GUARDS`)
     """
     sim = guard_simulation(window, guard)
-    if predictor == "guard":
-        pred = np.zeros(len(window), dtype=np.float64)
-    elif predictor == "actual":
-        pred = np.minimum(window.runtime, window.request).astype(np.float64)
-    else:
-        est = make_estimator(predictor)
-        est.bind(window, np.random.default_rng(0))
-        feed = EstimatorFeed(est)
-        pred = np.array(window.request, dtype=np.float64)
-        sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
+    pred = predictions(sim, predictor)
 
     def score(jobs: np.ndarray) -> np.ndarray:
         if predictor == "guard":  # the engine's estimates now (corrected ones included)
@@ -183,14 +196,7 @@ def fit_checked(window: Workload, predictor: str, guard: str = "EASY-SJBF") -> f
     :param guard: the scheduler whose reservations decide the candidates (:data:`GUARDS`)
     """
     sim = guard_simulation(window, guard)
-    if predictor == "actual":
-        pred = np.minimum(window.runtime, window.request).astype(np.float64)
-    else:
-        est = make_estimator(predictor)
-        est.bind(window, np.random.default_rng(0))
-        feed = EstimatorFeed(est)
-        pred = np.array(window.request, dtype=np.float64)
-        sim.observe_arrivals(lambda s, lo, hi: feed.predict(s, lo, hi, pred))
+    pred = predictions(sim, predictor)
 
     def score(jobs: np.ndarray) -> np.ndarray:
         fits = (sim.now + pred[jobs] <= sim.shadow) | (window.procs[jobs] <= sim.extra)

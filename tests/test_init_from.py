@@ -52,13 +52,21 @@ def test_load_weighting_reaches_the_training_env_only(tmp_path):
         _cfg(load_weighting=-1.0)
 
 
-def test_init_from_copies_the_policy(tmp_path):
+def _saved_start(path, shift: float):
+    """A model of :func:`_cfg` (seed 3) with every policy weight moved by ``shift``, saved
+    to ``path`` (a start for --init-from that differs from a fresh model)."""
     cfg = _cfg(seed=3)
     src = new_model(cfg, plan_rollout(cfg))
     with th.no_grad():
         for p in src.policy.parameters():
-            p.add_(0.5)
-    src.save(tmp_path / "start.zip")
+            p.add_(shift)
+    src.save(path)
+    return src
+
+
+def test_init_from_copies_the_policy(tmp_path):
+    cfg = _cfg(seed=3)
+    src = _saved_start(tmp_path / "start.zip", 0.5)
     model = new_model(_cfg(seed=4, init_from=str(tmp_path / "start.zip")), plan_rollout(cfg))
     for a, b in zip(src.policy.parameters(), model.policy.parameters(), strict=True):
         assert th.equal(a, b)
@@ -117,12 +125,7 @@ def test_total_steps_zero_ships_the_initial_policy(tmp_path, capsys):
 
     from train.ppo import main
 
-    cfg = _cfg(seed=3)
-    src = new_model(cfg, plan_rollout(cfg))
-    with th.no_grad():
-        for p in src.policy.parameters():
-            p.add_(0.25)
-    src.save(tmp_path / "start.zip")
+    src = _saved_start(tmp_path / "start.zip", 0.25)
     small = ["--trace", "synthetic", "--length", "64", "--max-queue", "16", "--n-envs", "1",
              "--vec-env", "dummy", "--n-steps", "64", "--batch-size", "32", "--eval-windows",
              "1", "--eval-length", "64", "--baselines", "EASY", "--no-progress",
