@@ -258,15 +258,15 @@ def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
     s = summary["sessions"][-1]
     steps = s["timesteps_end"] - s["timesteps_start"]
     if steps == 0:  # --total-steps 0: the initial policy, evaluated and saved
-        lines.append(
-            f"\nno training steps (the initial policy, saved as the final model); evaluations "
-            f"{s['eval_time_s']:.0f} s; summary: {summary['paths']['run_dir']}/summary.json"
+        work = "no training steps (the initial policy, saved as the final model);"
+    else:
+        work = (
+            f"{steps} steps in {s['learn_time_s']:.0f} s: "
+            f"rollouts {s['rollout_time_s']:.0f} s ({s['rollout_steps_per_s']:.0f} steps/s), "
+            f"updates {s['update_time_s']:.0f} s,"
         )
-        return "\n".join(lines)
     lines.append(
-        f"\n{steps} steps in {s['learn_time_s']:.0f} s: "
-        f"rollouts {s['rollout_time_s']:.0f} s ({s['rollout_steps_per_s']:.0f} steps/s), "
-        f"updates {s['update_time_s']:.0f} s, evaluations {s['eval_time_s']:.0f} s; "
+        f"\n{work} evaluations {s['eval_time_s']:.0f} s; "
         f"summary: {summary['paths']['run_dir']}/summary.json"
     )
     return "\n".join(lines)
