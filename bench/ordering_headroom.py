@@ -46,6 +46,11 @@ estimate* first, i.e. ELOSS's own SJBF choice) must equal ELOSS, a check of the 
 This is the room of issue #14's target 3 agents, which choose among exactly these
 candidates: if the clairvoyant ``order-actual`` stays close to 1 x ELOSS, the room over
 ELOSS is in *when to stop*, not in which job to start.
+
+``--policy SJF`` asks both questions with the SJF queue (issue #14's target 4: SJF-base
+agents against SJF+EASY-SJBF): the guard and every heuristic then order the *queue* by
+shortest request first (``SJF+EASY-SJBF``, ``SJF+ELOSS``, ``SJF+LOOKAHEAD-ORACLE``), and
+the ratios are against ``SJF+EASY-SJBF`` (or ``SJF+ELOSS`` with ``--guard ELOSS``).
 """
 
 from __future__ import annotations
@@ -66,7 +71,14 @@ from hpcgym.workload.core import Workload
 Key = Callable[[np.ndarray, np.ndarray, Workload], np.ndarray]
 
 
-GUARDS = ("EASY-SJBF", "ELOSS")
+#: Whose reservations decide the candidates: EASY-SJBF (request-based) or ELOSS (E-Loss
+#: predictions with incremental-offset corrections), with the FCFS or the SJF queue.
+GUARDS = ("EASY-SJBF", "ELOSS", "SJF+EASY-SJBF", "SJF+ELOSS")
+
+
+def queue_name(policy: str, name: str) -> str:
+    """``name`` with the queue policy ``policy`` (``SJF+EASY``; FCFS names are bare)."""
+    return name if policy == "FCFS" else f"{policy}+{name}"
 
 
 def guard_simulation(window: Workload, guard: str = "EASY-SJBF") -> Simulation:
@@ -75,10 +87,11 @@ def guard_simulation(window: Workload, guard: str = "EASY-SJBF") -> Simulation:
 
     :param window: the jobs
     :param guard: ``EASY-SJBF`` (request-based reservations) or ``ELOSS`` (E-Loss's
-        predictions with incremental-offset corrections)
+        predictions with incremental-offset corrections), optionally with the SJF queue
+        (``SJF+EASY-SJBF``, ``SJF+ELOSS``)
     """
-    if guard == "EASY-SJBF":
-        return Simulation(window, backfill="external", candidates="easy", estimate="request")
+    if guard not in GUARDS:
+        raise ValueError(f"unknown guard {guard!r}; valid: {', '.join(GUARDS)}")
     return get_scheduler(guard).make_simulation(window, backfill="external")
 
 
@@ -224,8 +237,15 @@ def main() -> None:
     p.add_argument(
         "--guard",
         default="EASY-SJBF",
-        choices=GUARDS,
+        choices=GUARDS[:2],
         help="whose reservations decide the candidates (and the ratios' reference)",
+    )
+    p.add_argument(
+        "--policy",
+        default="FCFS",
+        choices=["FCFS", "SJF"],
+        help="the queue policy of the guard and of every heuristic (SJF: issue #14's "
+        "target 4 question, against SJF+EASY-SJBF)",
     )
     p.add_argument(
         "--short",
@@ -257,17 +277,20 @@ def main() -> None:
             p.error(f"--predictors: {exc}")
     wl = load(args.trace)
     starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
-    g = args.guard
+    g = queue_name(args.policy, args.guard)
+
+    def heuristic(name: str) -> Callable[[Workload], float]:
+        spec = get_scheduler(queue_name(args.policy, name))
+        return lambda w: float(spec.simulate(w).metrics["avg_bsld"])
 
     def order(predictor: str, key: Key) -> Callable[[Workload], float]:
         return lambda w: ordered_backfill(w, predictor, key, g)
 
     methods: dict[str, Callable[[Workload], float]] = {
-        "EASY": lambda w: get_scheduler("EASY").simulate(w).metrics["avg_bsld"],
-        "EASY-SJBF": lambda w: get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"],
-        "ELOSS": lambda w: get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"],
-        **({"order-guard": order("guard", by_runtime)} if g != "EASY-SJBF" else {}),
+        queue_name(args.policy, h): heuristic(h) for h in ("EASY", "EASY-SJBF", "ELOSS")
     }
+    if args.guard != "EASY-SJBF":
+        methods["order-guard"] = order("guard", by_runtime)
     for pred in [*args.predictors, "actual"]:
         methods[f"order-{pred}"] = order(pred, by_runtime)
         if pred != "eloss":
@@ -279,9 +302,7 @@ def main() -> None:
         for pred in ["actual", *args.predictors]:
             methods[f"fit-{pred}"] = lambda w, pred=pred: fit_checked(w, pred, g)
     if args.oracle:
-        methods["LOOKAHEAD-ORACLE"] = lambda w: (
-            get_scheduler("LOOKAHEAD-ORACLE").simulate(w).metrics["avg_bsld"]
-        )
+        methods[queue_name(args.policy, "LOOKAHEAD-ORACLE")] = heuristic("LOOKAHEAD-ORACLE")
     values: dict[str, list[float]] = {m: [] for m in methods}
     seconds: dict[str, float] = dict.fromkeys(methods, 0.0)
     for s in starts:

@@ -5,7 +5,7 @@
         --compare results/compare/SDSC-SP2/results.json \\
         --noise docs/figures/noise_sweep.json \\
         --training runs/<run> [--training runs/<run2>] \\
-        --figures docs/figures --agents --out docs/results.md
+        --figures docs/figures --agents --targets --out docs/results.md
 
 Tables are rendered from the JSON files (ours beside the paper's numbers), figures are
 linked relative to ``--out``; ``--training RUN`` draws the run's training curves into
@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="copy the tables' and comparisons' PNGs into --figures and link the copies",
     )
+    p.add_argument(
+        "--targets",
+        action="store_true",
+        help="with --agents: put issue 14's targets at a glance (eval/targets.py), counted "
+        "from the cards' tests, before the preamble",
+    )
     p.add_argument("--title", default="Results")
     pre = p.add_mutually_exclusive_group()
     pre.add_argument("--preamble", default="", help="Markdown text put after the first sentence")
@@ -99,6 +105,12 @@ def _run(args: argparse.Namespace) -> int:
         from hpcgym.evaluation import find_model_cards
 
         cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents or None))]
+    if args.targets:
+        if args.agents is None:
+            raise UsageError("--targets counts the agents' tests: give --agents too")
+        from eval.targets import targets_markdown
+
+        preamble = "\n\n".join(x for x in (targets_markdown(cards), preamble) if x)
     text = results_markdown(
         table4_json=args.table4,
         table5_json=args.table5,

@@ -319,6 +319,10 @@ def test_scheduler_specs():
     plus, sjf = get_scheduler("EASY++"), get_scheduler("SJF+EASY++")
     assert sjf.name == "SJF+EASY++" and sjf.policy == "SJF"
     assert sjf.to_dict() | {"name": "", "policy": ""} == plus.to_dict() | {"name": "", "policy": ""}
+    # the description names the queue it has, not the base's FCFS
+    assert sjf.description.startswith("SJF + AVE2") and "FCFS" not in sjf.description
+    assert get_scheduler("SJF+NONE").description.startswith("SJF queue; no backfilling")
+    assert get_scheduler("SJF+SAF").description.startswith("SJF order + EASY")
     with pytest.raises(ValueError, match="valid names"):
         get_scheduler("NOPE+EASY")
     s = get_scheduler("policy=sjf,backfill=conservative,estimate=actual,starvation=auto")

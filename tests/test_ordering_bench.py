@@ -57,8 +57,9 @@ def test_fit_check_by_actual_runtime() -> None:
     w = load(None).window(0, 400)
     # under request-based reservations every candidate already ends by the shadow by its
     # request, so by its actual runtime too: nothing is skipped, EASY-SJBF's schedule
-    sjbf = get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"]
-    assert B.fit_checked(w, "actual", "EASY-SJBF") == pytest.approx(sjbf)
+    for guard in ("EASY-SJBF", "SJF+EASY-SJBF"):
+        sjbf = get_scheduler(guard).simulate(w).metrics["avg_bsld"]
+        assert B.fit_checked(w, "actual", guard) == pytest.approx(sjbf)
     # under ELOSS's under-predicted reservations some candidates would overrun: skipped
     eloss = get_scheduler("ELOSS").simulate(w).metrics["avg_bsld"]
     assert B.fit_checked(w, "actual", "ELOSS") != pytest.approx(eloss)
@@ -70,3 +71,16 @@ def test_an_infinite_score_means_stop() -> None:
     sim = B.guard_simulation(w, "EASY-SJBF")
     never = B.play_in_order(sim, lambda jobs: np.full(len(jobs), np.inf))
     assert never == pytest.approx(get_scheduler("NONE").simulate(w).metrics["avg_bsld"])
+
+
+def test_the_sjf_queue_is_another_schedule() -> None:
+    # the SJF guards are not the FCFS ones under another name
+    w = load(None).window(0, 400)
+    fcfs = B.ordered_backfill(w, "actual", B.by_runtime, "EASY-SJBF")
+    assert B.ordered_backfill(w, "actual", B.by_runtime, "SJF+EASY-SJBF") != pytest.approx(fcfs)
+    assert B.queue_name("SJF", "EASY") == "SJF+EASY" and B.queue_name("FCFS", "EASY") == "EASY"
+
+
+def test_an_unknown_guard_names_the_valid_ones() -> None:
+    with pytest.raises(ValueError, match="valid: EASY-SJBF, ELOSS"):
+        B.guard_simulation(load(None).window(0, 50), "EASY")

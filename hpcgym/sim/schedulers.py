@@ -122,7 +122,14 @@ class SchedulerSpec:
 
     def with_policy(self, policy: str) -> SchedulerSpec:
         _check("policy", policy, POLICIES)
-        return replace(self, name=f"{policy.upper()}+{self.name}", policy=policy.upper())
+        new = policy.upper()
+        own = re.compile(rf"\b{re.escape(self.policy)}\b")
+        desc = self.description
+        if own.search(desc):  # "FCFS + EASY ..." -> "SJF + EASY ...", "SAF order" too
+            desc = own.sub(new, desc, count=1)
+        elif desc:
+            desc = f"{new} queue; {desc}"
+        return replace(self, name=f"{new}+{self.name}", policy=new, description=desc)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,278 @@
+"""Issue #14's targets at a glance, counted from the shipped agents' held-out tests.
+
+    python eval/targets.py [--agents agents/pretrained] [--out targets.md]
+
+Reads every model card with a ``test`` section (``eval/heldout.py``) and sorts each
+tested (agent, trace) pair into the target it speaks to, by what the card says the agent
+is (queue policy, estimator, the trace it was trained on, whether the test is a
+transfer); then checks each target's criterion on each such test:
+
+* **1** guarded FCFS agents with request-based reservations, on their own trace (SDSC-SP2,
+  HPC2N, Lublin-1, Lublin-2): ratio vs EASY-SJBF <= 0.85 and the interval's upper end < 1;
+* **2** a guarded FCFS SDSC-SP2 agent on CTC-SP2, SDSC-BLUE and KTH-SP2 (transfer):
+  ratio vs EASY-SJBF <= 1.0 and mean AVEbsld below EASY's; met when one agent meets it
+  on all three;
+* **3** guarded FCFS agents with a predictor's estimates (like for like with ELOSS) on
+  SDSC-SP2 and HPC2N: interval vs ELOSS entirely below 1;
+* **4** guarded SJF agents on their own trace (the four of target 1): interval vs
+  SJF+EASY-SJBF entirely below 1.
+
+Every tested agent counts, not only the best one: each agent's test was looked at once,
+but with several agents tested on one trace (often one recipe with other seeds) a single
+one meeting a target is weaker evidence than the same figure from the only agent tested,
+so the table gives how many were tested, how many met it, and the range of their ratios.
+Free-mode agents (they may delay the head job) are never counted. ``eval/results.py
+--targets`` puts this table at the top of docs/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval import _common as C  # noqa: E402
+from hpcgym.cli.errors import writable_file  # noqa: E402
+
+__all__ = ["TARGETS", "Target", "main", "target_rows", "targets_markdown"]
+
+Card = dict[str, Any]
+Section = dict[str, Any]
+
+#: Target 1's and 4's traces (the agents are trained on them).
+OWN_TRACES = ("SDSC-SP2", "HPC2N", "Lublin-1", "Lublin-2")
+
+
+@dataclass(frozen=True)
+class Target:
+    """One target of issue #14: which tests speak to it and when one meets it.
+
+    :param number: the issue's numbering (1-4)
+    :param traces: the test traces it names, in the issue's order
+    :param criterion: the criterion as the table states it
+    :param reference: the paired reference whose ratio the table shows (a name without
+        the queue prefix: ``SJF+`` is added for an SJF agent)
+    :param admits: ``(card, test section) -> bool``: the test speaks to this target
+    :param meets: ``(card, test section) -> bool``: the test meets the criterion
+    :param all_traces: met only by one agent meeting it on every trace (target 2)
+    """
+
+    number: int
+    traces: tuple[str, ...]
+    criterion: str
+    reference: str
+    admits: Callable[[Card, Section], bool]
+    meets: Callable[[Card, Section], bool]
+    all_traces: bool = False
+
+
+def _guarded(card: Card, policy: str) -> bool:
+    return str(card.get("mode")) == "guarded" and str(card.get("policy", "FCFS")) == policy
+
+
+def _request(card: Card) -> bool:
+    return str(card.get("estimator", "request")) == "request"
+
+
+def paired(card: Card, sec: Section, reference: str) -> dict[str, Any] | None:
+    """The test's paired comparison against ``reference`` with the agent's queue policy
+    (``SJF+EASY-SJBF`` for an SJF agent), or None when the card has none."""
+    policy = str(card.get("policy", "FCFS"))
+    name = reference if policy == "FCFS" else f"{policy}+{reference}"
+    return (sec.get("paired") or {}).get(name)
+
+
+def _below(card: Card, sec: Section, reference: str, at_most: float | None = None) -> bool:
+    p = paired(card, sec, reference)
+    if not p or int(p.get("windows", 0)) < 30:
+        return False
+    ok = float(p["ci_high"]) < 1.0
+    return ok and (at_most is None or float(p["geo_ratio"]) <= at_most)
+
+
+def _transfer_ok(card: Card, sec: Section) -> bool:
+    p = paired(card, sec, "EASY-SJBF")
+    meth = sec.get("methods") or {}
+    agent, easy = meth.get(str(card.get("name"))), meth.get("EASY")
+    if not p or int(p.get("windows", 0)) < 30 or not agent or not easy:
+        return False
+    return float(p["geo_ratio"]) <= 1.0 and agent["mean_avg_bsld"] < easy["mean_avg_bsld"]
+
+
+def _own(card: Card, sec: Section) -> bool:
+    return not sec.get("transfer") and str(sec.get("trace")) == str(card.get("trace"))
+
+
+#: The four targets with tests (target 5 is about training, stated on the cards).
+TARGETS: tuple[Target, ...] = (
+    Target(
+        1,
+        OWN_TRACES,
+        "<= 0.85 x EASY-SJBF, interval < 1",
+        "EASY-SJBF",
+        lambda c, s: _guarded(c, "FCFS") and _request(c) and _own(c, s),
+        lambda c, s: _below(c, s, "EASY-SJBF", 0.85),
+    ),
+    Target(
+        2,
+        ("CTC-SP2", "SDSC-BLUE", "KTH-SP2"),
+        "<= 1.0 x EASY-SJBF, mean AVEbsld below EASY's",
+        "EASY-SJBF",
+        lambda c, s: (
+            _guarded(c, "FCFS")
+            and _request(c)
+            and str(c.get("trace")) == "SDSC-SP2"
+            and bool(s.get("transfer"))
+        ),
+        _transfer_ok,
+        all_traces=True,
+    ),
+    Target(
+        3,
+        ("SDSC-SP2", "HPC2N"),
+        "interval vs ELOSS < 1 (ELOSS's own reservations)",
+        "ELOSS",
+        lambda c, s: _guarded(c, "FCFS") and not _request(c) and _own(c, s),
+        lambda c, s: _below(c, s, "ELOSS"),
+    ),
+    Target(
+        4,
+        OWN_TRACES,
+        "interval vs SJF+EASY-SJBF < 1",
+        "EASY-SJBF",
+        lambda c, s: _guarded(c, "SJF") and _own(c, s),
+        lambda c, s: _below(c, s, "EASY-SJBF"),
+    ),
+)
+
+
+@dataclass
+class Row:
+    """One (target, trace) cell: the tested agents, those meeting it, their ratios."""
+
+    target: Target
+    trace: str
+    tested: list[str] = field(default_factory=list)
+    met: list[str] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+
+
+def _tests(cards: Sequence[Card]) -> list[tuple[Card, Section]]:
+    out = []
+    for card in cards:
+        for trace, sec in (card.get("test") or {}).items():
+            out.append((card, {**sec, "trace": sec.get("trace", trace)}))
+    return out
+
+
+def target_rows(cards: Sequence[Card]) -> list[Row]:
+    """One row per target and trace it names (plus target 2's "all three" row), in the
+    issue's order, from the cards' held-out tests.
+
+    :param cards: model card dicts (``ModelCard.to_dict()``)
+    """
+    tests = _tests(cards)
+    rows: list[Row] = []
+    for t in TARGETS:
+        per_trace: list[Row] = []
+        for trace in t.traces:
+            row = Row(t, trace)
+            for card, sec in tests:
+                if str(sec["trace"]) != trace or not t.admits(card, sec):
+                    continue
+                name = str(card.get("name"))
+                row.tested.append(name)
+                p = paired(card, sec, t.reference)
+                if p:
+                    row.ratios.append(float(p["geo_ratio"]))
+                if t.meets(card, sec):
+                    row.met.append(name)
+            per_trace.append(row)
+        rows += per_trace
+        if t.all_traces:
+            every = Row(t, "all three")
+            names = [set(r.tested) for r in per_trace]
+            every.tested = sorted(set.intersection(*names)) if names else []
+            every.met = sorted(set.intersection(*(set(r.met) for r in per_trace)))
+            rows.append(every)
+    return rows
+
+
+def _range(values: list[float]) -> str:
+    if not values:
+        return "—"
+    lo, hi = min(values), max(values)
+    return f"{lo:.3f}" if len(values) == 1 else f"{lo:.3f} – {hi:.3f}"
+
+
+def targets_markdown(cards: Sequence[Card]) -> str:
+    """The Markdown section: a table of :func:`target_rows` and how to read it.
+
+    :param cards: model card dicts
+    """
+    out = [
+        "## Issue 14's targets at a glance",
+        "",
+        "Counted by `python eval/targets.py` from the held-out tests of the shipped "
+        "guarded agents below (free agents never count). *tested*: agents whose test "
+        "speaks to the target on that trace; *met*: those meeting its criterion there; "
+        "the ratios are their test ratios against the target's reference (lowest – "
+        "highest). Several agents tested on one trace (often one recipe with other seeds) "
+        "make a single one meeting it weaker evidence than the same figure from the only "
+        "agent tested.",
+        "",
+        "| target | trace | criterion | tested | met | test ratios | met by |",
+        "|---|---|---|---:|---:|---|---|",
+    ]
+    for r in target_rows(cards):
+        met_by = ", ".join(f"`{n}`" for n in r.met) or "—"
+        every = r.trace == "all three"
+        if r.target.all_traces and not every:  # a part of the target, not the target
+            state, criterion = "", r.target.criterion
+        else:
+            state = " (**met**)" if r.met else " (not met)"
+            criterion = "one agent meeting it on all three" if every else r.target.criterion
+        ratios = "—" if every else _range(r.ratios)
+        out.append(
+            f"| {r.target.number} | {r.trace} | {criterion} | {len(r.tested)} "
+            f"| {len(r.met)}{state} | {ratios} | {met_by} |"
+        )
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print or write the table; returns the exit code (2 on user errors).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/targets.py", (__doc__ or "").split("\n\n")[0])
+    p.add_argument(
+        "--agents", default=None, help="folder of model cards (default agents/pretrained)"
+    )
+    p.add_argument("--out", default=None, help="Markdown file (default: print)")
+    args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hpcgym.evaluation import find_model_cards
+
+    writable_file(args.out, "--out")
+    cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents))]
+    text = targets_markdown(cards)
+    if args.out:
+        Path(args.out).write_text(text + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

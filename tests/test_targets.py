@@ -1,0 +1,142 @@
+"""``eval/targets.py``: issue 14's targets counted from model cards' held-out tests."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from eval.targets import main, target_rows, targets_markdown  # noqa: E402
+
+
+def _p(ratio: float, high: float, windows: int = 30) -> dict[str, Any]:
+    verdict = "better" if high < 1 else "on par"
+    return {
+        "geo_ratio": ratio,
+        "ci_low": ratio - 0.05,
+        "ci_high": high,
+        "windows": windows,
+        "wins": windows // 2,
+        "verdict": verdict,
+    }
+
+
+def card(
+    name: str,
+    trace: str,
+    tests: dict[str, dict[str, Any]],
+    policy: str = "FCFS",
+    estimator: str = "request",
+    mode: str = "guarded",
+) -> dict[str, Any]:
+    """A card dict with ``tests``: test trace -> {reference: paired, "transfer": bool,
+    "means": {method: mean AVEbsld}}."""
+    out: dict[str, Any] = {}
+    pre = "" if policy == "FCFS" else f"{policy}+"
+    for tr, t in tests.items():
+        means = t.get("means", {})
+        out[tr] = {
+            "trace": tr,
+            "transfer": t.get("transfer", False),
+            "windows": 30,
+            "command": f"python eval/compare.py --trace {tr}",
+            "paired": {pre + k: v for k, v in t.items() if k not in ("transfer", "means")},
+            "methods": {m: {"mean_avg_bsld": v} for m, v in means.items()},
+        }
+    return {
+        "name": name,
+        "trace": trace,
+        "policy": policy,
+        "estimator": estimator,
+        "mode": mode,
+        "test": out,
+    }
+
+
+def _row(rows: list[Any], target: int, trace: str) -> Any:
+    return next(r for r in rows if r.target.number == target and r.trace == trace)
+
+
+def test_target_1_needs_the_ratio_and_the_interval() -> None:
+    cards = [
+        card("a", "Lublin-1", {"Lublin-1": {"EASY-SJBF": _p(0.80, 0.95)}}),
+        card("b", "Lublin-1", {"Lublin-1": {"EASY-SJBF": _p(0.86, 0.95)}}),  # ratio > 0.85
+        card("c", "Lublin-1", {"Lublin-1": {"EASY-SJBF": _p(0.80, 1.01)}}),  # interval
+        card("d", "Lublin-1", {"Lublin-1": {"EASY-SJBF": _p(0.80, 0.95, windows=20)}}),
+        card("e", "Lublin-1", {"Lublin-1": {"EASY-SJBF": _p(0.5, 0.6)}}, mode="free"),
+        card("f", "Lublin-1", {"Lublin-1": {"EASY-SJBF": _p(0.5, 0.6)}}, estimator="eloss"),
+    ]
+    r = _row(target_rows(cards), 1, "Lublin-1")
+    assert r.tested == ["a", "b", "c", "d"]  # free and predictor-informed agents elsewhere
+    assert r.met == ["a"]
+    assert min(r.ratios) == pytest.approx(0.80) and max(r.ratios) == pytest.approx(0.86)
+    assert _row(target_rows(cards), 1, "SDSC-SP2").tested == []
+
+
+def test_target_2_is_met_only_on_all_three_traces() -> None:
+    def transfer(ratio: float, agent: float, easy: float = 50.0) -> dict[str, Any]:
+        return {
+            "EASY-SJBF": _p(ratio, ratio + 0.05),
+            "transfer": True,
+            "means": {"EASY": easy, "x": agent},
+        }
+
+    two = {"CTC-SP2": transfer(0.98, 40.0), "SDSC-BLUE": transfer(0.99, 40.0)}
+    x = card("x", "SDSC-SP2", {**two, "KTH-SP2": transfer(1.01, 40.0)})
+    rows = target_rows([x])
+    assert _row(rows, 2, "CTC-SP2").met == ["x"] and _row(rows, 2, "KTH-SP2").met == []
+    assert _row(rows, 2, "all three").tested == ["x"] and _row(rows, 2, "all three").met == []
+    ok = card("x", "SDSC-SP2", {**two, "KTH-SP2": transfer(1.0, 40.0)})
+    assert _row(target_rows([ok]), 2, "all three").met == ["x"]
+    worse_than_easy = card("x", "SDSC-SP2", {**two, "KTH-SP2": transfer(0.99, 60.0)})
+    assert _row(target_rows([worse_than_easy]), 2, "all three").met == []
+    # an agent trained on another trace is not "the SDSC-SP2 agent"
+    other = card("y", "Lublin-1", {**two, "KTH-SP2": transfer(0.9, 40.0)})
+    assert _row(target_rows([other]), 2, "KTH-SP2").tested == []
+
+
+def test_targets_3_and_4() -> None:
+    cards = [
+        card("p", "HPC2N", {"HPC2N": {"ELOSS": _p(0.9, 0.97)}}, estimator="eloss"),
+        card("q", "HPC2N", {"HPC2N": {"ELOSS": _p(0.9, 1.02)}}, estimator="eloss"),
+        card("s", "HPC2N", {"HPC2N": {"EASY-SJBF": _p(0.9, 0.98)}}, policy="SJF"),
+    ]
+    rows = target_rows(cards)
+    assert _row(rows, 3, "HPC2N").tested == ["p", "q"] and _row(rows, 3, "HPC2N").met == ["p"]
+    r4 = _row(rows, 4, "HPC2N")  # the SJF agent's reference is SJF+EASY-SJBF
+    assert r4.tested == ["s"] and r4.met == ["s"] and r4.ratios == [pytest.approx(0.9)]
+    assert _row(rows, 1, "HPC2N").tested == []
+
+
+def test_markdown_and_the_results_page(tmp_path: Path) -> None:
+    cards = [card("a", "Lublin-2", {"Lublin-2": {"EASY-SJBF": _p(0.80, 0.95)}})]
+    md = targets_markdown(cards)
+    line = next(x for x in md.splitlines() if x.startswith("| 1 | Lublin-2 |"))
+    assert "| 1 | 1 (**met**) | 0.800 | `a` |" in line
+    assert "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 | 0 | 0 (not met) | — | — |" in md
+    assert "| 2 | CTC-SP2 | <= 1.0 x EASY-SJBF, mean AVEbsld below EASY's | 0 | 0 | —" in md
+    d = tmp_path / "agents"
+    d.mkdir()
+    (d / "a.zip").write_bytes(b"")
+    (d / "a.json").write_text(json.dumps({**cards[0], "model": "a.zip"}))
+    out = tmp_path / "t.md"
+    assert main(["--agents", str(d), "--out", str(out)]) == 0
+    assert out.read_text() == md + "\n"
+
+    from eval.results import main as results_main
+
+    res = tmp_path / "results.md"
+    pre = tmp_path / "pre.md"
+    pre.write_text("Hand-written text.\n")
+    argv = ["--agents", str(d), "--targets", "--preamble-file", str(pre), "--out", str(res)]
+    assert results_main(argv) == 0
+    text = res.read_text()
+    assert text.index("## Issue 14's targets at a glance") < text.index("Hand-written text.")
+    assert results_main(["--targets", "--out", str(res)]) == 2  # nothing to count
