@@ -370,12 +370,12 @@ def test_selection_on_a_generated_workload(run: Path, tmp_path: Path) -> None:
     assert best["geo_ratio"] == pytest.approx(
         paired_comparison(per["m"], per["EASY-SJBF"]).geo_ratio
     )
-    md = "\n".join(E.cards._selection_lines(sel))
+    md = "\n".join(E.card_text._selection_lines(sel))
     assert f"of the generated workload `{spec}`" in md and "validation split" not in md
     plain = S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=2,
                                 jobs=1, write=False)  # fmt: skip
     assert plain["generated"] is False and "--workload" not in plain["command"]
-    assert "of the validation split" in "\n".join(E.cards._selection_lines(plain))
+    assert "of the validation split" in "\n".join(E.card_text._selection_lines(plain))
     for bad in ("SDSC-SP2", str(tmp_path / "x.swf")):
         with pytest.raises(ValueError, match="generated workload"):
             S.select_checkpoint(run, agent_loader=load_agent, workload=bad)

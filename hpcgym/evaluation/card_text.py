@@ -1,0 +1,239 @@
+"""The human-readable model card ``<name>.md`` (:func:`card_markdown`) of a card dict
+(:mod:`hpcgym.evaluation.cards`): its env and options, training, checkpoint selection,
+gate, seeds and held-out tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpcgym.evaluation.gating import gate_markdown, read_gate
+from hpcgym.evaluation.statistics import holdout_text, verdict
+from hpcgym.evaluation.windows import load_quartiles_text
+
+__all__ = ["OPTION_KEYS", "card_markdown"]
+
+#: Training options a run's ``config.json`` gives its card when set (what the agent observes
+#: and how it was rewarded); the card's key table shows them.
+OPTION_KEYS: tuple[str, ...] = (
+    "correction",
+    "feature_predictor",
+    "features",
+    "time_scale",
+    "reward_mode",
+    "reward_scale",
+)
+
+
+def card_markdown(data: dict[str, Any], notes: str = "") -> str:
+    """The human-readable card ``<name>.md``.
+
+    :param data: the card dict
+    :param notes: free text appended at the end (default: the card's ``notes``)
+    """
+    notes = notes or str(data.get("notes") or "")
+    lines = [
+        f"# {data['name']}",
+        "",
+        f"RLBackfilling kernel policy (`{data.get('policy_class', 'KernelPolicy')}`, "
+        f"{data.get('algorithm', 'MaskablePPO')}) trained on **{data['trace']}** with the "
+        f"**{data['policy']}** base policy in **{data['mode']}** mode.",
+        "",
+        "| key | value |",
+        "|---|---|",
+    ]
+    for k in (
+        "trace",
+        "split",
+        "train_fraction",
+        "validation_fraction",
+        "policy",
+        "mode",
+        "normalizer",
+        "objective",
+        "estimator",
+        *OPTION_KEYS,
+        "max_queue",
+        "sequence_length",
+        "est_scale",
+        "seed",
+        "steps",
+        "updates",
+        "run",
+        "checkpoint",
+    ):
+        if data.get(k) is not None:
+            lines.append(f"| {k} | `{data[k]}` |")
+    ev = data.get("eval") or {}
+    if ev.get("avg_bsld") is not None:
+        lines += [
+            "",
+            f"Training-time evaluation: mean AVEbsld {ev['avg_bsld']:.2f} on "
+            f"{len(ev.get('starts') or [])} {ev.get('split', 'test')} windows of "
+            f"{ev.get('length')} jobs"
+            + (
+                "; baselines "
+                + ", ".join(
+                    f"{k} {v:.2f}" for k, v in (ev.get("baselines") or {}).items() if v is not None
+                )
+                if ev.get("baselines")
+                else ""
+            )
+            + ".",
+        ]
+    lines += _paired_lines(ev.get("paired"))
+    lines += _training_lines(data)
+    lines += _selection_lines(data.get("selection"))
+    lines += gate_markdown(read_gate(data))
+    lines += _seeds_lines(data.get("seeds"))
+    for trace, section in (data.get("test") or {}).items():
+        from hpcgym.evaluation.heldout import heldout_markdown
+
+        lines += ["", f"## Held-out test: {trace}", ""]
+        lines += heldout_markdown(section, data["name"])
+    lines += [
+        "",
+        "Evaluate: `python eval/compare.py --trace "
+        f"{data['trace']} --agents {data['name']} --schedulers EASY EASY-AR`",
+    ]
+    if notes:
+        lines += ["", notes]
+    return "\n".join(lines) + "\n"
+
+
+def _training_lines(data: dict[str, Any]) -> list[str]:
+    """The card's training command, wall time and validation curve."""
+    lines: list[str] = []
+    if data.get("training_command"):
+        lines += ["", "## Training", "", f"`{data['training_command']}`"]
+        for c in data.get("resume_commands") or []:
+            lines.append(f"resumed with `{c}`")
+    if data.get("wall_time_min") is not None:
+        lines += ["", f"Wall time: {data['wall_time_min']} min of training (2 CPU cores)."]
+    curve = data.get("validation_curve") or []
+    if curve:
+        lines += [
+            "",
+            "Validation curve (training-time evaluation on validation windows):",
+            "",
+            "| timesteps | updates | mean AVEbsld | ratio vs reference [95% interval] |",
+            "|---:|---:|---:|---:|",
+        ]
+        for r in curve:
+            ratio = (
+                f"{r['geo_ratio']:.3f} [{r['ci_low']:.3f}, {r['ci_high']:.3f}]"
+                if r.get("geo_ratio") is not None and r.get("ci_low") is not None
+                else "—"
+            )
+            lines.append(
+                f"| {r['timesteps']:,} | {r['updates']} | {float(r['avg_bsld']):.2f} | {ratio} |"
+            )
+    return lines
+
+
+def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
+    """The card's checkpoint selection on validation windows (``eval/select_checkpoint.py``)."""
+    if not sel:
+        return []
+    lines = [
+        "",
+        "## Checkpoint selection",
+        "",
+        f"Chosen: `{sel['chosen']}`, the lowest paired geometric-mean ratio of AVEbsld vs "
+        f"{sel['reference']} of {len(sel['candidates'])} checkpoints on {sel['windows']} "
+        f"windows of {sel['length']} jobs of "
+        + (
+            f"the generated workload `{sel['trace']}`"
+            if sel.get("generated")
+            else "the validation split"
+        )
+        + f" (window seed {sel['seed']}; "
+        + (f"{load}; " if (load := load_quartiles_text(sel.get("offered_load"))) else "")
+        + f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
+        f"Reproduce: `{sel['command']}`",
+    ]
+    if text := holdout_text(sel.get("holdout"), sel["reference"]):
+        lines += ["", text]
+    if sel.get("seeds"):  # a choice across the seeds of a --seeds run
+        bests = ", ".join(f"{b['run']} {float(b['geo_ratio']):.3f}" for b in sel["seeds"])
+        lines += ["", f"The candidates are the checkpoints of all {len(sel['seeds'])} seeds "
+                  f"of the seeds run, on the same windows; each seed's best: {bests}."]  # fmt: skip
+    lines += [
+        "",
+        "| checkpoint | steps | mean AVEbsld | ratio [95% interval] | wins |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for r in sel["candidates"]:
+        mark = "**" if r["model"] == sel["chosen"] else ""
+        steps = f"{r['steps']:,}" if r.get("steps") is not None else "?"
+        lines.append(
+            f"| {mark}{r['model']}{mark} | {steps} | {float(r['mean_avg_bsld']):.2f} | "
+            f"{float(r['geo_ratio']):.3f} [{float(r['ci_low']):.3f}, {float(r['ci_high']):.3f}]"
+            f" | {r['wins']}/{sel['windows']} |"
+        )
+    return lines
+
+
+def _seeds_lines(seeds: dict[str, Any] | None) -> list[str]:
+    """The card's spread across training seeds (:func:`seeds_section`)."""
+    if not seeds:
+        return []
+
+    def cell(p: dict[str, Any] | None) -> str:
+        if not p or p.get("geo_ratio") is None:
+            return "—"
+        ci = (
+            f" [{float(p['ci_low']):.3f}, {float(p['ci_high']):.3f}]"
+            if p.get("ci_low") is not None
+            else ""
+        )
+        return f"{float(p['geo_ratio']):.3f}{ci}"
+
+    sel = next((r["selected"] for r in seeds["runs"] if r.get("selected")), None)
+    sel_head = (
+        f"selected checkpoint ({sel['windows']} x {sel['length']} validation windows)"
+        if sel
+        else "selected checkpoint"
+    )
+    lines = [
+        "",
+        "## Seeds",
+        "",
+        f"This configuration was trained with {len(seeds['runs'])} seeds (`{seeds['root']}`); "
+        f"paired geometric-mean ratio of AVEbsld vs {seeds.get('reference') or 'the reference'}"
+        " on validation windows:",
+        "",
+        f"| seed | status | steps | final model (training's evaluation) | {sel_head} |",
+        "|---:|---|---:|---:|---:|",
+    ]
+    for r in seeds["runs"]:
+        steps = f"{r['timesteps']:,}" if r.get("timesteps") is not None else "—"
+        lines.append(
+            f"| {r['seed']} | {r.get('status')} | {steps} | {cell(r.get('final'))} | "
+            f"{cell(r.get('selected'))} |"
+        )
+    for key, what in (("final", "final models"), ("selected", "selected checkpoints")):
+        s = seeds["across"].get(key)
+        if s:
+            lines.append(
+                f"\nAcross seeds, {what}: mean {s['mean']:.3f}, std {s['std']:.3f} "
+                f"(min {s['min']:.3f}, max {s['max']:.3f}, {s['n']} seeds)."
+            )
+    return lines
+
+
+def _paired_lines(paired: dict[str, Any] | None) -> list[str]:
+    """The card's sentence on the paired statistics of its training-time evaluation
+    (``reference, geo_ratio, ci_low, ci_high, wins, windows``); the verdict word comes from
+    :func:`hpcgym.evaluation.statistics.verdict` only."""
+    word = verdict(paired)
+    if not paired or word is None:
+        return []
+    ref = paired.get("reference", "the reference")
+    return [
+        "",
+        f"Against {ref} on the same windows: paired geometric-mean ratio of AVEbsld "
+        f"{float(paired['geo_ratio']):.3f}, 95% bootstrap interval "
+        f"[{float(paired['ci_low']):.3f}, {float(paired['ci_high']):.3f}], "
+        f"{paired.get('wins', '?')}/{paired.get('windows', '?')} windows won: **{word}** "
+        "(the verdict of the interval alone).",
+    ]
