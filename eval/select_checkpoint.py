@@ -1,7 +1,8 @@
 """Choose a run's checkpoint on validation windows (never the test split).
 
     python eval/select_checkpoint.py RUN [--windows 30] [--length 1024] [--seed 7] \\
-        [--reference EASY-SJBF] [--max-candidates N] [--workload synthetic:...]
+        [--reference EASY-SJBF] [--max-candidates N] [--workload synthetic:...] \\
+        [--transfer TRACE ...]
     python eval/card.py RUN --model selected --name NAME     # ship the choice
 
 Evaluates ``best_model.zip``, ``final_model.zip`` and every ``checkpoints/*.zip`` and
@@ -10,7 +11,10 @@ the **validation** split, against the run's reward reference (``--reference`` to
 it), prints every checkpoint's paired geometric-mean ratio of AVEbsld with its 95%
 bootstrap interval, and writes the choice (the lowest ratio) to ``RUN/selection.json``.
 Training's own evaluation (10 x 256 jobs) is too noisy to choose on; this is the second,
-larger look. ``--workload synthetic:KEY=VALUE,...`` chooses on windows of a generated
+larger look. ``--transfer TRACE ...`` also plays every checkpoint on the validation
+windows of other traces and chooses by the geometric mean of its ratios over all of them
+(an agent meant for machines it never trained on). ``--workload synthetic:KEY=VALUE,...``
+chooses on windows of a generated
 workload instead: for an agent of a synthetic trace (Lublin-1, Lublin-2), as many
 independent windows of the trace's own model as wanted, where the trace's validation
 split has a few hundred jobs.
@@ -60,6 +64,16 @@ def main(argv: list[str] | None = None) -> int:
         help="compare only these models (paths, or relative to RUN: seed-2/checkpoints/...): "
         "e.g. the few best of a first look, confirmed on new windows",
     )
+    p.add_argument(
+        "--transfer",
+        nargs="+",
+        default=(),
+        metavar="TRACE",
+        help="also score every checkpoint on the validation windows of these traces (never "
+        "trained on) and choose by the geometric mean of its ratios over its own and "
+        "these traces: for an agent meant for other machines (name traces other than those "
+        "its transfer is reported on)",
+    )
     p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     args = p.parse_args(argv)
@@ -89,6 +103,7 @@ def _run(args: argparse.Namespace) -> int:
             reference=args.reference,
             max_candidates=args.max_candidates,
             workload=args.workload,
+            transfer=args.transfer,
             candidates=None if args.models is None else [_model(run, m) for m in args.models],
             jobs=args.jobs,
             progress=args.progress,
@@ -103,13 +118,26 @@ def _run(args: argparse.Namespace) -> int:
         + (f"; {load}" if load else "")
         + f"); {sel['reference']}: mean AVEbsld {sel['reference_mean_avg_bsld']:.2f}\n"
     )
-    print(f"| checkpoint | steps | mean AVEbsld | ratio vs {sel['reference']} [95%] | wins |")
-    print("|---|---:|---:|---:|---:|")
+    others = [w["trace"] for w in sel.get("transfer") or []]
+    if others:
+        print(
+            f"transfer: every checkpoint also on {sel['windows']} validation windows of "
+            + ", ".join(others)
+            + "; chosen by the geometric mean of its ratios (score)\n"
+        )
+    extra = "".join(f" {t} |" for t in others) + (" score |" if others else "")
+    print(
+        f"| checkpoint | steps | mean AVEbsld | ratio vs {sel['reference']} [95%] | wins |{extra}"
+    )
+    print("|---|---:|---:|---:|---:|" + "---:|" * (len(others) + bool(others)))
     for r in sel["candidates"]:
         mark = " <- chosen" if r["model"] == sel["chosen"] else ""
+        cells = "".join(f" {r['transfer'][t]['geo_ratio']:.3f} |" for t in others)
+        cells += f" {r['score']:.3f} |" if others else ""
         print(
             f"| {r['model']} | {r['steps']} | {r['mean_avg_bsld']:.2f} | {r['geo_ratio']:.3f} "
-            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['wins']}/{sel['windows']} |{mark}"
+            f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['wins']}/{sel['windows']} |"
+            f"{cells}{mark}"
         )
     for b in sel.get("seeds") or []:
         print(

@@ -409,3 +409,48 @@ def test_selection_among_given_models(run: Path) -> None:
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert proc.returncode == 2 and "neither a file nor a file of" in proc.stderr, proc.stderr
+
+
+def test_selection_for_transfer(run: Path) -> None:
+    """``transfer=``: every candidate is also played on the validation windows of other
+    traces; its ratio there is a direct evaluation's, ``score`` is the geometric mean of
+    its ratios, the choice is the lowest score, and the card and the command say so; the
+    run's own trace, a trace named twice and a generated workload beside it are refused."""
+    other = "synthetic:n_jobs=1500,seed=9,load=1.3"
+    sel = S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=4,
+                              jobs=1, transfer=[other], write=False)  # fmt: skip
+    assert [w["trace"] for w in sel["transfer"]] == [other] and sel["holdout"] is None
+    assert sel["command"].endswith(f"--transfer {other}")
+    wl = load(other)
+    ws = E.select_windows(len(wl), 64, 3, "validation", 4, 0.7)
+    assert sel["transfer"][0]["starts"] == list(ws.starts)
+    ref = E.scheduler_method("EASY-SJBF")
+    for row in sel["candidates"]:
+        m = E.agent_method(str(run / row["model"]), label="m")
+        res = E.evaluate(wl, [ref, m], ws, jobs=1, agent_loader=load_agent, reference=None)
+        per = res.per_window("avg_bsld")
+        there = paired_comparison(per["m"], per["EASY-SJBF"]).geo_ratio
+        assert row["transfer"][other]["geo_ratio"] == pytest.approx(there)
+        assert row["score"] == pytest.approx(float(np.sqrt(row["geo_ratio"] * there)))
+    assert sel["chosen"] == min(sel["candidates"], key=lambda r: r["score"])["model"]
+    md = "\n".join(E.card_text._selection_lines(sel))
+    assert f"validation windows of {other} (never trained on)" in md
+    chosen_row = next(x for x in md.splitlines() if x.startswith(f"| **{sel['chosen']}**"))
+    assert chosen_row.endswith(
+        f" {next(r for r in sel['candidates'] if r['model'] == sel['chosen'])['score']:.3f} |"
+    )  # noqa: E501
+    for bad in (["synthetic"], [other, other]):
+        with pytest.raises(ValueError, match="own trace|named twice"):
+            S.select_checkpoint(run, agent_loader=load_agent, transfer=bad)
+    with pytest.raises(ValueError, match="not with a generated workload"):
+        S.select_checkpoint(run, agent_loader=load_agent, transfer=[other],
+                            workload="synthetic:n_jobs=600,seed=5")  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "eval" / "select_checkpoint.py"), str(run), "--windows",
+         "2", "--length", "64", "--seed", "4", "--jobs", "1", "--no-progress", "--transfer",
+         other],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert f"| {other} | score |" in proc.stdout and "<- chosen" in proc.stdout
+    assert S.load_selection(run)["transfer"][0]["trace"] == other

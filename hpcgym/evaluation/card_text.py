@@ -151,24 +151,36 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
         + f"{sel['reference']}: mean AVEbsld {float(sel['reference_mean_avg_bsld']):.2f}). "
         f"Reproduce: `{sel['command']}`",
     ]
+    others = [w["trace"] for w in sel.get("transfer") or []]
+    if others:
+        lines += [
+            "",
+            f"Chosen for transfer: every checkpoint was also played on {sel['windows']} "
+            f"validation windows of {', '.join(others)} (never trained on), and the choice "
+            "is the lowest geometric mean of its ratios over its own validation windows and "
+            "these (`score`).",
+        ]
     if text := holdout_text(sel.get("holdout"), sel["reference"]):
         lines += ["", text]
     if sel.get("seeds"):  # a choice across the seeds of a --seeds run
         bests = ", ".join(f"{b['run']} {float(b['geo_ratio']):.3f}" for b in sel["seeds"])
         lines += ["", f"The candidates are the checkpoints of all {len(sel['seeds'])} seeds "
                   f"of the seeds run, on the same windows; each seed's best: {bests}."]  # fmt: skip
+    extra = "".join(f" {t} |" for t in others) + (" score |" if others else "")
     lines += [
         "",
-        "| checkpoint | steps | mean AVEbsld | ratio [95% interval] | wins |",
-        "|---|---:|---:|---:|---:|",
+        f"| checkpoint | steps | mean AVEbsld | ratio [95% interval] | wins |{extra}",
+        "|---|---:|---:|---:|---:|" + "---:|" * (len(others) + bool(others)),
     ]
     for r in sel["candidates"]:
         mark = "**" if r["model"] == sel["chosen"] else ""
         steps = f"{r['steps']:,}" if r.get("steps") is not None else "?"
+        cells = "".join(f" {float(r['transfer'][t]['geo_ratio']):.3f} |" for t in others)
+        cells += f" {float(r['score']):.3f} |" if others else ""
         lines.append(
             f"| {mark}{r['model']}{mark} | {steps} | {float(r['mean_avg_bsld']):.2f} | "
             f"{float(r['geo_ratio']):.3f} [{float(r['ci_low']):.3f}, {float(r['ci_high']):.3f}]"
-            f" | {r['wins']}/{sel['windows']} |"
+            f" | {r['wins']}/{sel['windows']} |{cells}"
         )
     return lines
 

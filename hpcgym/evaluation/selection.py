@@ -42,6 +42,7 @@ from hpcgym.evaluation.cards import (
     SEEDS_FILE,
     SELECTION_FILE,
     ModelCard,
+    canonical_trace,
     load_model_card,
     zip_timesteps,
 )
@@ -195,6 +196,7 @@ def select_checkpoint(
     candidates: Sequence[str | os.PathLike[str]] | None = None,
     max_candidates: int | None = None,
     workload: str | None = None,
+    transfer: Sequence[str] = (),
     jobs: int | None = None,
     progress: bool = False,
     write: bool = True,
@@ -219,11 +221,20 @@ def select_checkpoint(
         synthetic trace was drawn from (Lublin-1 and Lublin-2, docs/lublin.md). Windows
         are drawn from the whole generated workload, which shares no job with any trace's
         test split; a real trace is refused (its other splits would overlap the test).
+    :param transfer: other traces (never trained on) whose **validation** splits also
+        score every candidate, with ``windows`` windows of ``length`` jobs each (the same
+        seed) and the same reference: the choice is then the lowest geometric mean of a
+        candidate's ratios over the run's own validation windows and each transfer
+        trace's, one weight per trace (``score``; each candidate's ratios per trace are
+        in ``transfer``). For an agent meant to run on other machines. Name traces other
+        than those its transfer will be reported on, or that report was chosen on them.
+        ``holdout`` is then ``None`` (it estimates a choice made on one range).
     :param jobs: worker processes (``None``: all cores)
     :param progress: show a progress bar
     :param write: write ``<run>/selection.json``
     :raises ValueError: the seeds of a seeds run differ in their trace, split or reference;
-        ``workload`` is not a generated workload
+        ``workload`` is not a generated workload; ``transfer`` with ``workload``, or
+        naming the run's own trace or a trace twice
     :return: the selection (JSON-able): ``chosen`` (path), ``candidates`` (per model its
         steps, mean AVEbsld, paired statistics and per-window AVEbsld), ``holdout``
         (:func:`~hpcgym.evaluation.statistics.choice_holdout`), the windows and ``command``
@@ -239,6 +250,7 @@ def select_checkpoint(
         ]
     ref = reference or run_reference(cfg)
     trace = cfg.get("trace", "synthetic") if generated is None else generated
+    others = _transfer_traces(transfer, str(trace), generated)
     wl, ws, split = _choice_windows(trace, generated, cfg, length, windows, seed)
     methods = [scheduler_method(ref)]
     labels: dict[str, Path] = {}
@@ -271,7 +283,10 @@ def select_checkpoint(
                     "avg_bsld": [float(v) for v in per[label]],
                 }
             )
-        chosen = min(rows, key=lambda r: (r["geo_ratio"], r["steps"] or 0))
+        where_else = _score_transfer(
+            rows, others, methods, (length, windows, seed), ref, agent_loader, jobs, progress
+        )
+        chosen = min(rows, key=lambda r: (r.get("score", r["geo_ratio"]), r["steps"] or 0))
         if not labels[chosen["model"]].is_file():  # pruned meanwhile: keep the snapshot
             kept = owner[labels[chosen["model"]]] / "kept" / labels[chosen["model"]].name
             kept.parent.mkdir(exist_ok=True)
@@ -285,9 +300,10 @@ def select_checkpoint(
         "candidates": rows,
         "holdout": (
             choice_holdout({r["model"]: r["avg_bsld"] for r in rows}, per[methods[0].label])
-            if len(ws.starts) >= HOLDOUT_MIN_WINDOWS
+            if len(ws.starts) >= HOLDOUT_MIN_WINDOWS and not others
             else None
         ),
+        **({"transfer": where_else} if others else {}),
         **({"seeds": _best_per_seed(rows, labels, owner, rdir)} if runs != [rdir] else {}),
         "command": (
             f"python eval/select_checkpoint.py {rdir} --windows {windows} "
@@ -295,11 +311,71 @@ def select_checkpoint(
             + (f" --reference {reference}" if reference else "")
             + (f" --max-candidates {max_candidates}" if max_candidates else "")
             + (f" --workload {generated}" if generated is not None else "")
+            + (" --transfer " + " ".join(others) if others else "")
             + (" --models " + " ".join(labels) if candidates else "")
         ),
     }
     if write:
         (rdir / SELECTION_FILE).write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
+    return out
+
+
+def _transfer_traces(transfer: Sequence[str], own: str, generated: str | None) -> list[str]:
+    """``transfer`` checked: real traces, none twice, not the run's own, not with a
+    generated workload (:func:`select_checkpoint`)."""
+    names = [canonical_trace(t) for t in transfer]
+    if not names:
+        return []
+    if generated is not None:
+        raise ValueError(
+            "transfer traces are for a choice on a real trace's validation split, "
+            "not with a generated workload"
+        )
+    if canonical_trace(own) in names:
+        raise ValueError(
+            f"transfer: {own} is the run's own trace (its validation split is always used)"
+        )
+    if len(set(names)) < len(names):
+        raise ValueError(f"transfer: a trace is named twice in {', '.join(transfer)}")
+    return names
+
+
+def _score_transfer(
+    rows: list[dict[str, Any]],
+    traces: Sequence[str],
+    methods: Sequence[Any],
+    shape: tuple[int, int, int],
+    ref: str,
+    agent_loader: AgentLoader,
+    jobs: int | None,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Play ``methods`` (the reference first) on each transfer trace's validation windows
+    (``shape``: length, count and seed of the windows);
+    add to every row its paired statistics there (``transfer``: trace -> ratio, interval,
+    wins) and ``score``, the geometric mean of its ratios on its own and each transfer
+    trace; return where the windows were (one :func:`_where` record per trace)."""
+    import math
+
+    from hpcgym.workload import load
+
+    length, windows, seed = shape
+    out = []
+    for t in traces:
+        wl = load(t)
+        ws = select_windows(len(wl), length, windows, "validation", seed, 0.7)
+        res = _against_first(wl, methods, ws, agent_loader, jobs, progress)
+        per = res.per_window("avg_bsld")
+        out.append(_where(wl, ws, "validation", t, None, ref, per[methods[0].label], seed))
+        for r in rows:
+            p = res.paired(r["model"])
+            keys = ("geo_ratio", "ci_low", "ci_high", "wins")
+            r.setdefault("transfer", {})[t] = {k: p[k] for k in keys}
+    for r in rows:
+        logs = [math.log(r["geo_ratio"])]
+        logs += [math.log(v["geo_ratio"]) for v in (r.get("transfer") or {}).values()]
+        if traces:
+            r["score"] = math.exp(sum(logs) / len(logs))
     return out
 
 
