@@ -321,8 +321,8 @@ def select_checkpoint(
 
 
 def _transfer_traces(transfer: Sequence[str], own: str, generated: str | None) -> list[str]:
-    """``transfer`` checked: real traces, none twice, not the run's own, not with a
-    generated workload (:func:`select_checkpoint`)."""
+    """``transfer`` checked: none named twice, not the run's own trace, not beside a
+    generated ``workload`` (:func:`select_checkpoint`)."""
     names = [canonical_trace(t) for t in transfer]
     if not names:
         return []
@@ -493,14 +493,15 @@ def _best_per_seed(
     rows: Sequence[dict[str, Any]], labels: dict[str, Path], owner: dict[Path, Path], root: Path
 ) -> list[dict[str, Any]]:
     """Per seed run of a seeds selection, its best candidate (``run``, ``model``,
-    ``steps`` and the paired statistics): the spread the choice was made from."""
+    ``steps`` and the paired statistics; by ``score`` in a choice for transfer): the
+    spread the choice was made from."""
     out = []
     for r in dict.fromkeys(owner.values()):
         mine = [row for row in rows if owner[labels[row["model"]]] == r]
         if mine:
-            best = min(mine, key=lambda x: (x["geo_ratio"], x["steps"] or 0))
-            keys = ("model", "steps", "geo_ratio", "ci_low", "ci_high", "wins")
-            out.append({"run": _label(r, root), **{k: best.get(k) for k in keys}})
+            best = min(mine, key=lambda x: (x.get("score", x["geo_ratio"]), x["steps"] or 0))
+            keys = ("model", "steps", "geo_ratio", "ci_low", "ci_high", "wins", "score")
+            out.append({"run": _label(r, root), **{k: best.get(k) for k in keys if k in best}})
     return out
 
 
