@@ -435,6 +435,7 @@ def test_selection_for_transfer(run: Path) -> None:
     assert sel["chosen"] == min(sel["candidates"], key=lambda r: r["score"])["model"]
     md = "\n".join(E.card_text._selection_lines(sel))
     assert f"validation windows of {other} (never trained on)" in md
+    assert "the lowest transfer score (below; ratios of AVEbsld vs EASY-SJBF)" in md
     chosen_row = next(x for x in md.splitlines() if x.startswith(f"| **{sel['chosen']}**"))
     assert chosen_row.endswith(
         f" {next(r for r in sel['candidates'] if r['model'] == sel['chosen'])['score']:.3f} |"

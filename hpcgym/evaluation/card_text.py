@@ -138,8 +138,15 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
         "",
         "## Checkpoint selection",
         "",
-        f"Chosen: `{sel['chosen']}`, the lowest paired geometric-mean ratio of AVEbsld vs "
-        f"{sel['reference']} of {len(sel['candidates'])} checkpoints on {sel['windows']} "
+        f"Chosen: `{sel['chosen']}`, the lowest "
+        + (
+            "transfer score (below; ratios of AVEbsld vs "
+            if sel.get("transfer")
+            else "paired geometric-mean ratio of AVEbsld vs "
+        )
+        + f"{sel['reference']}"
+        + (")" if sel.get("transfer") else "")
+        + f" of {len(sel['candidates'])} checkpoints on {sel['windows']} "
         f"windows of {sel['length']} jobs of "
         + (
             f"the generated workload `{sel['trace']}`"
@@ -163,7 +170,11 @@ def _selection_lines(sel: dict[str, Any] | None) -> list[str]:
     if text := holdout_text(sel.get("holdout"), sel["reference"]):
         lines += ["", text]
     if sel.get("seeds"):  # a choice across the seeds of a --seeds run
-        bests = ", ".join(f"{b['run']} {float(b['geo_ratio']):.3f}" for b in sel["seeds"])
+        bests = ", ".join(
+            f"{b['run']} {float(b['geo_ratio']):.3f}"
+            + (f" (score {float(b['score']):.3f})" if b.get("score") is not None else "")
+            for b in sel["seeds"]
+        )
         lines += ["", f"The candidates are the checkpoints of all {len(sel['seeds'])} seeds "
                   f"of the seeds run, on the same windows; each seed's best: {bests}."]  # fmt: skip
     extra = "".join(f" {t} |" for t in others) + (" score |" if others else "")
