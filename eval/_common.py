@@ -73,6 +73,19 @@ def check_outputs(**flags: str | None) -> None:
         writable_dir(path, "--" + name.replace("_", "-"))
 
 
+def write_or_print(text: str, out: str | None) -> None:
+    """A script's Markdown: into ``out`` (ending with a newline; says so) or on stdout.
+
+    :param text: the Markdown
+    :param out: the ``--out`` file (``None``: print)
+    """
+    if out:
+        Path(out).write_text(text if text.endswith("\n") else text + "\n", encoding="utf-8")
+        print(f"wrote {out}")
+    else:
+        print(text.rstrip("\n"))
+
+
 def open_unit(text: str) -> float:
     """``--train-fraction``: a number strictly between 0 and 1."""
     try:

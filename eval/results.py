@@ -123,11 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         agent_cards=cards,
         preamble=preamble,
     )
-    if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
-        print(f"wrote {args.out}")
-    else:
-        print(text)
+    C.write_or_print(text, args.out)
     return 0
 
 

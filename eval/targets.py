@@ -266,11 +266,7 @@ def _run(args: argparse.Namespace) -> int:
     writable_file(args.out, "--out")
     cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents))]
     text = targets_markdown(cards)
-    if args.out:
-        Path(args.out).write_text(text + "\n", encoding="utf-8")
-        print(f"wrote {args.out}")
-    else:
-        print(text)
+    C.write_or_print(text, args.out)
     return 0
 
 

@@ -30,6 +30,7 @@ choose on validation only, test the one choice once.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import tempfile
@@ -355,8 +356,6 @@ def _score_transfer(
     add to every row its paired statistics there (``transfer``: trace -> ratio, interval,
     wins) and ``score``, the geometric mean of its ratios on its own and each transfer
     trace; return where the windows were (one :func:`_where` record per trace)."""
-    import math
-
     from hpcgym.workload import load
 
     length, windows, seed = shape
