@@ -39,6 +39,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 
 from eval import _common as C  # noqa: E402
 from hpcgym.cli.errors import writable_file  # noqa: E402
+from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 
 __all__ = ["TARGETS", "Target", "main", "target_rows", "targets_markdown"]
 
@@ -161,6 +162,8 @@ class Row:
     tested: list[str] = field(default_factory=list)
     met: list[str] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
+    #: different jobs each tested agent's test windows hold together
+    jobs: list[int] = field(default_factory=list)
 
 
 def _tests(cards: Sequence[Card]) -> list[tuple[Card, Section]]:
@@ -191,6 +194,8 @@ def target_rows(cards: Sequence[Card]) -> list[Row]:
                 p = paired(card, sec, t.reference)
                 if p:
                     row.ratios.append(float(p["geo_ratio"]))
+                if sec.get("starts") and sec.get("length"):
+                    row.jobs.append(distinct_jobs(sec["starts"], int(sec["length"])))
                 if t.meets(card, sec):
                     row.met.append(name)
             per_trace.append(row)
@@ -211,6 +216,13 @@ def _range(values: list[float]) -> str:
     return f"{lo:.3f}" if len(values) == 1 else f"{lo:.3f} – {hi:.3f}"
 
 
+def _jobs(values: list[int]) -> str:
+    if not values:
+        return "—"
+    lo, hi = min(values), max(values)
+    return f"{lo:,}" if lo == hi else f"{lo:,} – {hi:,}"
+
+
 def targets_markdown(cards: Sequence[Card]) -> str:
     """The Markdown section: a table of :func:`target_rows` and how to read it.
 
@@ -225,10 +237,13 @@ def targets_markdown(cards: Sequence[Card]) -> str:
         "the ratios are their test ratios against the target's reference (lowest – "
         "highest). Several agents tested on one trace (often one recipe with other seeds) "
         "make a single one meeting it weaker evidence than the same figure from the only "
-        "agent tested.",
+        "agent tested. *jobs*: the different jobs the test windows hold together, the "
+        "period of the trace a result covers (the windows are drawn from the test range "
+        "and overlap where it is short: docs/evaluation.md, *What a test interval "
+        "covers*).",
         "",
-        "| target | trace | criterion | tested | met | test ratios | met by |",
-        "|---|---|---|---:|---:|---|---|",
+        "| target | trace | criterion | tested | met | test ratios | jobs | met by |",
+        "|---|---|---|---:|---:|---|---:|---|",
     ]
     for r in target_rows(cards):
         met_by = ", ".join(f"`{n}`" for n in r.met) or "—"
@@ -239,9 +254,10 @@ def targets_markdown(cards: Sequence[Card]) -> str:
             state = " (**met**)" if r.met else " (not met)"
             criterion = "one agent meeting it on all three" if every else r.target.criterion
         ratios = "—" if every else _range(r.ratios)
+        jobs = "—" if every else _jobs(r.jobs)
         out.append(
             f"| {r.target.number} | {r.trace} | {criterion} | {len(r.tested)} "
-            f"| {len(r.met)}{state} | {ratios} | {met_by} |"
+            f"| {len(r.met)}{state} | {ratios} | {jobs} | {met_by} |"
         )
     return "\n".join(out)
 

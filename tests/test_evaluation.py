@@ -80,6 +80,24 @@ def test_select_windows(wl):
         E.select_windows(len(wl), 64, starts=[len(wl) - 10])
 
 
+def test_distinct_jobs():
+    from hpcgym.evaluation.windows import distinct_jobs
+
+    # a brute-force count of the union of the windows' job indices
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        starts = rng.integers(0, 500, size=int(rng.integers(1, 12)))
+        length = int(rng.integers(0, 120))
+        union = set()
+        for st in starts:
+            union.update(range(int(st), int(st) + length))
+        assert distinct_jobs(starts.tolist(), length) == len(union)
+    assert distinct_jobs([], 10) == 0
+    assert distinct_jobs([7, 7, 7], 10) == 10  # a window drawn three times
+    with pytest.raises(ValueError, match="length"):
+        distinct_jobs([0], -1)
+
+
 def test_load_quartiles(wl):
     from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text
     from hpcgym.workload import Workload

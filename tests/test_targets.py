@@ -47,9 +47,13 @@ def card(
             "transfer": t.get("transfer", False),
             "windows": 30,
             "command": f"python eval/compare.py --trace {tr}",
-            "paired": {pre + k: v for k, v in t.items() if k not in ("transfer", "means")},
+            "paired": {
+                pre + k: v for k, v in t.items() if k not in ("transfer", "means", "starts")
+            },
             "methods": {m: {"mean_avg_bsld": v} for m, v in means.items()},
         }
+        if "starts" in t:
+            out[tr].update(starts=t["starts"], length=1024)
     return {
         "name": name,
         "trace": trace,
@@ -116,11 +120,14 @@ def test_targets_3_and_4() -> None:
 
 
 def test_markdown_and_the_results_page(tmp_path: Path) -> None:
-    cards = [card("a", "Lublin-2", {"Lublin-2": {"EASY-SJBF": _p(0.80, 0.95)}})]
+    # windows [0, 1536) and [2000, 3024) together: 2,560 different jobs
+    test = {"EASY-SJBF": _p(0.80, 0.95), "starts": [512, 0, 2000, 512]}
+    cards = [card("a", "Lublin-2", {"Lublin-2": test})]
+    assert _row(target_rows(cards), 1, "Lublin-2").jobs == [2560]
     md = targets_markdown(cards)
     line = next(x for x in md.splitlines() if x.startswith("| 1 | Lublin-2 |"))
-    assert "| 1 | 1 (**met**) | 0.800 | `a` |" in line
-    assert "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 | 0 | 0 (not met) | — | — |" in md
+    assert "| 1 | 1 (**met**) | 0.800 | 2,560 | `a` |" in line
+    assert "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 | 0 | 0 (not met) | — | — | — |" in md
     assert "| 2 | CTC-SP2 | <= 1.0 x EASY-SJBF, mean AVEbsld below EASY's | 0 | 0 | —" in md
     d = tmp_path / "agents"
     d.mkdir()

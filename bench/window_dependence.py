@@ -1,0 +1,148 @@
+"""How alike are the results of two overlapping windows? (never the test split)
+
+Test windows are drawn uniformly, with replacement, from a split's range, so on a short
+range (the Lublin traces' test split has 3,000 jobs) 30 windows of 1,024 jobs overlap a
+lot. This measures how much that overlap makes their results alike: a method and a
+reference are played on windows starting every ``--step`` jobs across the range *before*
+the test split (training and validation ranges: ``[0, b)``), the per-window log ratio
+``ln(x_i / r_i)`` of AVEbsld is taken, and its correlation between windows ``d`` jobs apart
+is printed for ``d = step, 2 step, ...`` next to the share of jobs two such windows have in
+common (``1 - d / length``)::
+
+    HPCGYM_TRACE_DIR=../shared/traces python bench/window_dependence.py \\
+        --trace Lublin-1 --method lublin1-fcfs-guarded-dense-vf03-s1 --reference EASY-SJBF \\
+        --step 32 --jobs 2
+
+``--method`` is a scheduler name (``ELOSS``, ``SJF+ELOSS``...) or a shipped agent's name /
+card. Each window is simulated from an empty machine, so two windows that share most of
+their jobs still schedule them differently at first; the correlation says how much of a
+window's ratio survives that (docs/evaluation.md, *What a test interval covers*).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+@dataclass(frozen=True)
+class Lag:
+    """The correlation of per-window values at one distance between window starts.
+
+    :param distance: jobs between the two windows' starts
+    :param shared: share of jobs the two windows have in common (``1 - d / length``, >= 0)
+    :param pairs: window pairs at this distance
+    :param correlation: Pearson correlation of their values (``nan`` with < 3 pairs or
+        constant values)
+    """
+
+    distance: int
+    shared: float
+    pairs: int
+    correlation: float
+
+
+def lag_correlations(
+    starts: np.ndarray, values: np.ndarray, length: int, max_distance: int
+) -> list[Lag]:
+    """The correlation of ``values`` between windows ``k * step`` jobs apart, for every
+    ``k`` with ``k * step <= max_distance`` (``step``: the spacing of ``starts``).
+
+    :param starts: window starts, evenly spaced and increasing
+    :param values: one value per window (here the log ratio against the reference)
+    :param length: jobs per window (for :attr:`Lag.shared`)
+    :param max_distance: the largest distance reported
+    :raises ValueError: the starts are not evenly spaced and increasing, fewer than two,
+        or not one value per start
+    """
+    s = np.asarray(starts, dtype=np.int64)
+    v = np.asarray(values, dtype=np.float64)
+    if s.ndim != 1 or s.shape != v.shape or len(s) < 2:
+        raise ValueError("give at least two window starts and one value per start")
+    gaps = np.diff(s)
+    if gaps[0] <= 0 or not (gaps == gaps[0]).all():
+        raise ValueError("window starts must be evenly spaced and increasing")
+    step = int(gaps[0])
+    out = []
+    for k in range(1, len(s)):
+        d = k * step
+        if d > max_distance:
+            break
+        a, b = v[:-k], v[k:]
+        r = float("nan")
+        if len(a) >= 3 and a.std() > 0 and b.std() > 0:
+            r = float(np.corrcoef(a, b)[0, 1])
+        out.append(Lag(d, max(0.0, 1.0 - d / length), len(a), r))
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("--trace", required=True, help="registered trace name")
+    ap.add_argument("--method", required=True, help="scheduler name or shipped agent / card")
+    ap.add_argument("--reference", default="EASY-SJBF", help="reference scheduler")
+    ap.add_argument("--length", type=int, default=1024, help="jobs per window (1024)")
+    ap.add_argument("--step", type=int, default=64, help="jobs between window starts (64)")
+    ap.add_argument("--max-windows", type=int, default=200, help="at most this many (200)")
+    ap.add_argument("--max-distance", type=int, default=None, help="default: 2 x length")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes")
+    args = ap.parse_args(argv)
+    if args.step <= 0 or args.length <= 0 or args.max_windows < 2:
+        ap.error("--step and --length must be positive, --max-windows at least 2")
+
+    from hpcgym.evaluation.cards import load_model_card
+    from hpcgym.evaluation.methods import card_method, scheduler_method
+    from hpcgym.evaluation.runner import evaluate
+    from hpcgym.evaluation.windows import select_windows
+    from hpcgym.workload import load, split_range, trace_spec
+    from hpcgym_agents import load_agent
+    from hpcgym_agents.loading import pretrained_dir
+
+    wl = load(trace_spec(args.trace))
+    _, end = split_range(len(wl), "train", validation_fraction=0.0)  # [0, b): before test
+    last = end - args.length
+    if last < args.step:
+        ap.error(f"{args.trace}'s range before its test split is too short for the windows")
+    starts = list(range(last, -1, -args.step))[: args.max_windows][::-1]
+    ws = select_windows(len(wl), args.length, len(starts), "all", None, starts=starts)
+    card = Path(args.method)
+    if not card.suffix and (pretrained_dir() / f"{args.method}.json").exists():
+        card = pretrained_dir() / f"{args.method}.json"
+    method = (
+        card_method(load_model_card(card))
+        if card.suffix == ".json"
+        else scheduler_method(args.method)
+    )
+    res = evaluate(
+        wl,
+        [scheduler_method(args.reference), method],
+        ws,
+        jobs=args.jobs,
+        progress=False,
+        reference=None,
+        agent_loader=load_agent,
+    )
+    per = res.per_window("avg_bsld")
+    logs = np.log(np.asarray(per[method.label])) - np.log(np.asarray(per[args.reference]))
+    lags = lag_correlations(
+        np.asarray(starts), logs, args.length, args.max_distance or 2 * args.length
+    )
+    print(
+        f"{args.trace}: {method.label} vs {args.reference}, {len(starts)} windows of "
+        f"{args.length} jobs starting every {args.step} jobs in [{starts[0]}, "
+        f"{starts[-1] + args.length}) (before the test split at job {end}); per-window "
+        f"log ratio: mean {logs.mean():+.3f}, SD {logs.std(ddof=1):.3f}\n"
+    )
+    print("| distance (jobs) | shared jobs | pairs | correlation |\n|---:|---:|---:|---:|")
+    for g in lags:
+        print(f"| {g.distance} | {g.shared:.2f} | {g.pairs} | {g.correlation:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
