@@ -17,11 +17,28 @@ common (``1 - d / length``)::
 card. Each window is simulated from an empty machine, so two windows that share most of
 their jobs still schedule them differently at first; the correlation says how much of a
 window's ratio survives that (docs/evaluation.md, *What a test interval covers*).
+
+For a shipped agent with a held-out test on the trace, the script then reads the test's
+window starts from its card (starts only: no test result is recomputed) and gives
+
+* ``rho``: the mean correlation over the pairs of test windows, each pair's taken from
+  the table at the distance of their starts (:func:`correlation_at`: 1 at distance 0, linear
+  between the measured distances, negative values as 0, 0 beyond the table);
+* ``n_eff = n / (1 + (n - 1) rho)``: as many independent windows as the test's ``n``
+  windows are worth for a claim about the system beyond the test range's period;
+* the card's paired interval against the reference widened for that claim by
+  ``k = sqrt(n (1 + (n - 1) rho) / ((n - 1) (1 - rho)))`` on the log scale (the variance
+  of a mean of correlated windows over the variance the resampling of the windows
+  sees). The card's interval is about the mean over the windows of the test range,
+  which the windows are independent draws from; the widened one treats the test period
+  as one sample of the system's time (an approximation: the correlation measured before
+  the test split, and a normal shape).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,6 +99,75 @@ def lag_correlations(
     return out
 
 
+def correlation_at(lags: list[Lag], distance: float) -> float:
+    """The correlation of two windows ``distance`` jobs apart from a :func:`lag_correlations`
+    table: 1 at 0, linear between the table's distances, negative values taken as 0 (and an
+    undefined one as 1), 0 beyond the table's last distance.
+
+    :param lags: the table (increasing distances)
+    :param distance: jobs between the two starts
+    """
+    d = abs(float(distance))
+    xs = [0.0] + [float(g.distance) for g in lags]
+    ys = [1.0] + [1.0 if math.isnan(g.correlation) else max(0.0, g.correlation) for g in lags]
+    if d > xs[-1]:
+        return 0.0
+    return float(np.interp(d, xs, ys))
+
+
+def mean_pair_correlation(starts: list[int], lags: list[Lag]) -> float:
+    """The mean of :func:`correlation_at` over the pairs ``i < j`` of window starts (a window
+    drawn twice is a pair at distance 0)."""
+    s = [int(x) for x in starts]
+    if len(s) < 2:
+        raise ValueError("the mean pair correlation needs at least two windows")
+    vals = [correlation_at(lags, s[i] - s[j]) for i in range(len(s)) for j in range(i)]
+    return float(np.mean(vals))
+
+
+def widening(n: int, rho: float) -> tuple[float, float]:
+    """``(n_eff, k)`` of ``n`` windows with mean pair correlation ``rho`` (module docstring).
+
+    :raises ValueError: ``n < 2`` or ``rho`` outside ``[0, 1)``
+    """
+    if n < 2 or not 0.0 <= rho < 1.0:
+        raise ValueError(f"need n >= 2 and 0 <= rho < 1, got n={n}, rho={rho}")
+    n_eff = n / (1.0 + (n - 1) * rho)
+    k = math.sqrt(n * (1.0 + (n - 1) * rho) / ((n - 1) * (1.0 - rho)))
+    return n_eff, k
+
+
+def widen(ratio: float, low: float, high: float, k: float) -> tuple[float, float]:
+    """The interval ``[low, high]`` around ``ratio`` widened ``k`` times on the log scale."""
+    lr = math.log(ratio)
+    return math.exp(lr + k * (math.log(low) - lr)), math.exp(lr + k * (math.log(high) - lr))
+
+
+def test_design(card: dict, trace: str, reference: str, lags: list[Lag]) -> str | None:
+    """The lines on the card's test on ``trace`` (None without one or its starts)."""
+    sec = (card.get("test") or {}).get(trace)
+    if not sec or not sec.get("starts"):
+        return None
+    starts = [int(x) for x in sec["starts"]]
+    rho = mean_pair_correlation(starts, lags)
+    n_eff, k = widening(len(starts), rho)
+    from hpcgym.evaluation.windows import distinct_jobs
+
+    out = [
+        f"\nThe card's test on {trace}: {len(starts)} windows of {sec['length']} jobs "
+        f"holding {distinct_jobs(starts, int(sec['length'])):,} different jobs; mean pair "
+        f"correlation {rho:.3f}, worth {n_eff:.1f} independent windows; widening k = {k:.2f}"
+    ]
+    p = (sec.get("paired") or {}).get(reference)
+    if p:
+        lo, hi = widen(p["geo_ratio"], p["ci_low"], p["ci_high"], k)
+        out.append(
+            f"vs {reference}: {p['geo_ratio']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] "
+            f"-> widened [{lo:.3f}, {hi:.3f}]"
+        )
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--trace", required=True, help="registered trace name")
@@ -114,11 +200,8 @@ def main(argv: list[str] | None = None) -> None:
     card = Path(args.method)
     if not card.suffix and (pretrained_dir() / f"{args.method}.json").exists():
         card = pretrained_dir() / f"{args.method}.json"
-    method = (
-        card_method(load_model_card(card))
-        if card.suffix == ".json"
-        else scheduler_method(args.method)
-    )
+    model_card = load_model_card(card) if card.suffix == ".json" else None
+    method = card_method(model_card) if model_card else scheduler_method(args.method)
     res = evaluate(
         wl,
         [scheduler_method(args.reference), method],
@@ -142,6 +225,11 @@ def main(argv: list[str] | None = None) -> None:
     print("| distance (jobs) | shared jobs | pairs | correlation |\n|---:|---:|---:|---:|")
     for g in lags:
         print(f"| {g.distance} | {g.shared:.2f} | {g.pairs} | {g.correlation:.2f} |")
+    if model_card is not None:
+        from hpcgym.evaluation.cards import canonical_trace
+
+        text = test_design(model_card.data, canonical_trace(args.trace), args.reference, lags)
+        print(text or f"\n{model_card.name} has no held-out test on {args.trace}")
 
 
 if __name__ == "__main__":

@@ -43,3 +43,50 @@ def test_lag_correlations_edges() -> None:
         B.lag_correlations(np.array([10, 5, 0]), np.zeros(3), 10, 100)
     with pytest.raises(ValueError, match="one value per start"):
         B.lag_correlations(np.array([0, 5]), np.zeros(3), 10, 100)
+
+
+def test_correlation_at_and_the_test_design() -> None:
+    lags = [
+        B.Lag(100, 0.9, 50, 0.5),
+        B.Lag(200, 0.8, 49, -0.2),
+        B.Lag(300, 0.7, 48, float("nan")),
+    ]
+    assert B.correlation_at(lags, 0) == 1.0
+    assert B.correlation_at(lags, 50) == pytest.approx(0.75)  # halfway from 1 to 0.5
+    assert B.correlation_at(lags, -100) == pytest.approx(0.5)
+    assert B.correlation_at(lags, 200) == 0.0  # a negative estimate counts as 0
+    assert B.correlation_at(lags, 300) == 1.0  # an undefined one as 1
+    assert B.correlation_at(lags, 301) == 0.0  # beyond the table
+    # pairs (0, 0): 1, (0, 100) twice: 0.5, ... of starts [0, 0, 100]
+    assert B.mean_pair_correlation([0, 0, 100], lags) == pytest.approx((1 + 0.5 + 0.5) / 3)
+    with pytest.raises(ValueError, match="two windows"):
+        B.mean_pair_correlation([5], lags)
+
+    n_eff, k = B.widening(30, 0.0)
+    assert n_eff == 30 and k == pytest.approx(math.sqrt(30 / 29))
+    n_eff, k = B.widening(30, 0.1)
+    assert n_eff == pytest.approx(30 / 3.9)
+    assert k == pytest.approx(math.sqrt(30 * 3.9 / (29 * 0.9)))
+    with pytest.raises(ValueError):
+        B.widening(30, 1.0)
+    lo, hi = B.widen(0.8, 0.7, 0.9, 2.0)
+    assert lo == pytest.approx(0.8 * (0.7 / 0.8) ** 2)
+    assert hi == pytest.approx(0.8 * (0.9 / 0.8) ** 2)
+
+    card = {
+        "test": {
+            "T": {
+                "starts": [0, 0, 100],
+                "length": 1024,
+                "paired": {"R": {"geo_ratio": 0.8, "ci_low": 0.7, "ci_high": 0.9}},
+            }
+        }
+    }
+    text = B.test_design(card, "T", "R", lags)
+    assert text is not None
+    assert "3 windows of 1024 jobs holding 1,124 different jobs" in text
+    assert "mean pair correlation 0.667" in text
+    _, k = B.widening(3, 2 / 3)
+    lo, hi = B.widen(0.8, 0.7, 0.9, k)
+    assert f"-> widened [{lo:.3f}, {hi:.3f}]" in text
+    assert B.test_design(card, "U", "R", lags) is None
