@@ -19,20 +19,23 @@ their jobs still schedule them differently at first; the correlation says how mu
 window's ratio survives that (docs/evaluation.md, *What a test interval covers*).
 
 For a shipped agent with a held-out test on the trace, the script then reads the test's
-window starts from its card (starts only: no test result is recomputed) and gives
+window starts from its card (starts only: no test result is recomputed), and those of the
+validation windows its checkpoint was chosen on, and gives for each
 
-* ``rho``: the mean correlation over the pairs of test windows, each pair's taken from
+* ``rho``: the mean correlation over the pairs of windows, each pair's taken from
   the table at the distance of their starts (:func:`correlation_at`: 1 at distance 0, linear
   between the measured distances, negative values as 0, 0 beyond the table);
-* ``n_eff = n / (1 + (n - 1) rho)``: as many independent windows as the test's ``n``
-  windows are worth for a claim about the system beyond the test range's period;
-* the card's paired interval against the reference widened for that claim by
+* ``n_eff = n / (1 + (n - 1) rho)``: as many independent windows as the ``n`` windows
+  are worth for a claim about the system beyond the period of their range;
+* the card's paired interval against the reference (the test's; the chosen checkpoint's
+  on validation, when it was chosen against the same reference) widened for that by
   ``k = sqrt(n (1 + (n - 1) rho) / ((n - 1) (1 - rho)))`` on the log scale (the variance
   of a mean of correlated windows over the variance the resampling of the windows
-  sees). The card's interval is about the mean over the windows of the test range,
-  which the windows are independent draws from; the widened one treats the test period
+  sees). The card's interval is about the mean over the windows of the range, which
+  the windows are independent draws from; the widened one treats the range's period
   as one sample of the system's time (an approximation: the correlation measured before
-  the test split, and a normal shape).
+  the test split, and a normal shape). A validation choice's widened interval also
+  says how little a short validation range can tell its candidates apart.
 """
 
 from __future__ import annotations
@@ -143,29 +146,59 @@ def widen(ratio: float, low: float, high: float, k: float) -> tuple[float, float
     return math.exp(lr + k * (math.log(low) - lr)), math.exp(lr + k * (math.log(high) - lr))
 
 
+def _design(
+    what: str, starts: list[int], length: int, paired: dict | None, ref: str, lags: list[Lag]
+) -> str:
+    from hpcgym.evaluation.windows import distinct_jobs
+
+    rho = mean_pair_correlation(starts, lags)
+    n_eff, k = widening(len(starts), rho)
+    out = [
+        f"\n{what}: {len(starts)} windows of {length} jobs holding "
+        f"{distinct_jobs(starts, length):,} different jobs; mean pair correlation {rho:.3f}, "
+        f"worth {n_eff:.1f} independent windows; widening k = {k:.2f}"
+    ]
+    if paired:
+        lo, hi = widen(paired["geo_ratio"], paired["ci_low"], paired["ci_high"], k)
+        out.append(
+            f"vs {ref}: {paired['geo_ratio']:.3f} [{paired['ci_low']:.3f}, "
+            f"{paired['ci_high']:.3f}] -> widened [{lo:.3f}, {hi:.3f}]"
+        )
+    return "\n".join(out)
+
+
 def test_design(card: dict, trace: str, reference: str, lags: list[Lag]) -> str | None:
     """The lines on the card's test on ``trace`` (None without one or its starts)."""
     sec = (card.get("test") or {}).get(trace)
     if not sec or not sec.get("starts"):
         return None
     starts = [int(x) for x in sec["starts"]]
-    rho = mean_pair_correlation(starts, lags)
-    n_eff, k = widening(len(starts), rho)
-    from hpcgym.evaluation.windows import distinct_jobs
+    paired = (sec.get("paired") or {}).get(reference)
+    return _design(
+        f"The card's test on {trace}", starts, int(sec["length"]), paired, reference, lags
+    )
 
-    out = [
-        f"\nThe card's test on {trace}: {len(starts)} windows of {sec['length']} jobs "
-        f"holding {distinct_jobs(starts, int(sec['length'])):,} different jobs; mean pair "
-        f"correlation {rho:.3f}, worth {n_eff:.1f} independent windows; widening k = {k:.2f}"
-    ]
-    p = (sec.get("paired") or {}).get(reference)
-    if p:
-        lo, hi = widen(p["geo_ratio"], p["ci_low"], p["ci_high"], k)
-        out.append(
-            f"vs {reference}: {p['geo_ratio']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] "
-            f"-> widened [{lo:.3f}, {hi:.3f}]"
+
+def selection_design(
+    card: dict, trace: str, reference: str, lags: list[Lag], length: int | None = None
+) -> str | None:
+    """The lines on the validation windows the card's checkpoint was chosen on, with the
+    chosen candidate's interval when the choice was made against ``reference`` (None
+    without a selection on ``trace``'s split with its starts). ``length``: the windows'
+    length the table was measured with; a choice made on other windows is not widened."""
+    sel = card.get("selection") or {}
+    if not sel.get("starts") or sel.get("generated") or sel.get("trace") != trace:
+        return None
+    if length is not None and int(sel["length"]) != length:
+        return (
+            f"\nThe checkpoint was chosen on windows of {sel['length']} jobs: measure with "
+            f"--length {sel['length']} for them"
         )
-    return "\n".join(out)
+    starts = [int(x) for x in sel["starts"]]
+    chosen = next((c for c in sel.get("candidates", []) if c["model"] == sel.get("chosen")), None)
+    paired = chosen if chosen and sel.get("reference") == reference else None
+    what = f"The checkpoint choice's {sel.get('split', 'validation')} windows on {trace}"
+    return _design(what, starts, int(sel["length"]), paired, reference, lags)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -228,8 +261,12 @@ def main(argv: list[str] | None = None) -> None:
     if model_card is not None:
         from hpcgym.evaluation.cards import canonical_trace
 
-        text = test_design(model_card.data, canonical_trace(args.trace), args.reference, lags)
+        name = canonical_trace(args.trace)
+        text = test_design(model_card.data, name, args.reference, lags)
         print(text or f"\n{model_card.name} has no held-out test on {args.trace}")
+        text = selection_design(model_card.data, name, args.reference, lags, args.length)
+        if text:
+            print(text)
 
 
 if __name__ == "__main__":

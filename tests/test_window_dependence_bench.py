@@ -90,3 +90,37 @@ def test_correlation_at_and_the_test_design() -> None:
     lo, hi = B.widen(0.8, 0.7, 0.9, k)
     assert f"-> widened [{lo:.3f}, {hi:.3f}]" in text
     assert B.test_design(card, "U", "R", lags) is None
+
+
+def test_selection_design() -> None:
+    lags = [B.Lag(100, 0.9, 50, 0.5)]
+    cands = [
+        {"model": "a.zip", "geo_ratio": 0.9, "ci_low": 0.8, "ci_high": 1.0},
+        {"model": "b.zip", "geo_ratio": 0.8, "ci_low": 0.7, "ci_high": 0.9},
+    ]
+    sel = {
+        "trace": "T",
+        "split": "validation",
+        "starts": [0, 50, 400],
+        "length": 256,
+        "reference": "R",
+        "chosen": "b.zip",
+        "candidates": cands,
+    }
+    text = B.selection_design({"selection": sel}, "T", "R", lags)
+    assert text is not None and "validation windows on T: 3 windows of 256 jobs" in text
+    assert "holding 562 different jobs" in text  # [0, 306) and [400, 656)
+    rho = (0.75 + 0.0 + 0.0) / 3  # (0, 50): halfway to 0.5; the others beyond the table
+    assert f"mean pair correlation {rho:.3f}" in text
+    _, k = B.widening(3, rho)
+    lo, hi = B.widen(0.8, 0.7, 0.9, k)
+    assert f"vs R: 0.800 [0.700, 0.900] -> widened [{lo:.3f}, {hi:.3f}]" in text
+    # another reference: the windows, not an interval measured against something else
+    other = B.selection_design({"selection": sel}, "T", "Q", lags)
+    assert other is not None and "widened" not in other
+    assert B.selection_design({"selection": {**sel, "generated": True}}, "T", "R", lags) is None
+    assert B.selection_design({"selection": sel}, "U", "R", lags) is None
+    assert B.selection_design({}, "T", "R", lags) is None
+    # a table measured on windows of another length does not widen the choice's interval
+    text = B.selection_design({"selection": sel}, "T", "R", lags, length=1024)
+    assert text is not None and "--length 256" in text and "widened" not in text
