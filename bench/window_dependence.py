@@ -167,11 +167,24 @@ def _design(
     return "\n".join(out)
 
 
-def test_design(card: dict, trace: str, reference: str, lags: list[Lag]) -> str | None:
-    """The lines on the card's test on ``trace`` (None without one or its starts)."""
+def _other_length(what: str, windows: int, length: int | None) -> str | None:
+    if length is None or int(windows) == int(length):
+        return None
+    return f"\n{what} has windows of {windows} jobs: measure with --length {windows} for it"
+
+
+def test_design(
+    card: dict, trace: str, reference: str, lags: list[Lag], length: int | None = None
+) -> str | None:
+    """The lines on the card's test on ``trace`` (None without one or its starts).
+    ``length``: the windows' length the table was measured with; a test on other windows
+    is not widened."""
     sec = (card.get("test") or {}).get(trace)
     if not sec or not sec.get("starts"):
         return None
+    note = _other_length(f"The card's test on {trace}", int(sec["length"]), length)
+    if note:
+        return note
     starts = [int(x) for x in sec["starts"]]
     paired = (sec.get("paired") or {}).get(reference)
     return _design(
@@ -189,11 +202,9 @@ def selection_design(
     sel = card.get("selection") or {}
     if not sel.get("starts") or sel.get("generated") or sel.get("trace") != trace:
         return None
-    if length is not None and int(sel["length"]) != length:
-        return (
-            f"\nThe checkpoint was chosen on windows of {sel['length']} jobs: measure with "
-            f"--length {sel['length']} for them"
-        )
+    note = _other_length("The checkpoint choice", int(sel["length"]), length)
+    if note:
+        return note
     starts = [int(x) for x in sel["starts"]]
     chosen = next((c for c in sel.get("candidates", []) if c["model"] == sel.get("chosen")), None)
     paired = chosen if chosen and sel.get("reference") == reference else None
@@ -262,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         from hpcgym.evaluation.cards import canonical_trace
 
         name = canonical_trace(args.trace)
-        text = test_design(model_card.data, name, args.reference, lags)
+        text = test_design(model_card.data, name, args.reference, lags, args.length)
         print(text or f"\n{model_card.name} has no held-out test on {args.trace}")
         text = selection_design(model_card.data, name, args.reference, lags, args.length)
         if text:

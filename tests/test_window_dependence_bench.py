@@ -90,6 +90,10 @@ def test_correlation_at_and_the_test_design() -> None:
     lo, hi = B.widen(0.8, 0.7, 0.9, k)
     assert f"-> widened [{lo:.3f}, {hi:.3f}]" in text
     assert B.test_design(card, "U", "R", lags) is None
+    # a table measured on windows of another length does not widen the test's interval
+    other = B.test_design(card, "T", "R", lags, length=512)
+    assert other is not None and "--length 1024" in other and "widened" not in other
+    assert "widened" in (B.test_design(card, "T", "R", lags, length=1024) or "")
 
 
 def test_selection_design() -> None:
@@ -124,3 +128,4 @@ def test_selection_design() -> None:
     # a table measured on windows of another length does not widen the choice's interval
     text = B.selection_design({"selection": sel}, "T", "R", lags, length=1024)
     assert text is not None and "--length 256" in text and "widened" not in text
+    assert "widened" in (B.selection_design({"selection": sel}, "T", "R", lags, 256) or "")
