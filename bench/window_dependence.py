@@ -173,7 +173,7 @@ def _other_length(what: str, windows: int, length: int | None) -> str | None:
     return f"\n{what} has windows of {windows} jobs: measure with --length {windows} for it"
 
 
-def test_design(
+def heldout_design(
     card: dict, trace: str, reference: str, lags: list[Lag], length: int | None = None
 ) -> str | None:
     """The lines on the card's test on ``trace`` (None without one or its starts).
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         from hpcgym.evaluation.cards import canonical_trace
 
         name = canonical_trace(args.trace)
-        text = test_design(model_card.data, name, args.reference, lags, args.length)
+        text = heldout_design(model_card.data, name, args.reference, lags, args.length)
         print(text or f"\n{model_card.name} has no held-out test on {args.trace}")
         text = selection_design(model_card.data, name, args.reference, lags, args.length)
         if text:

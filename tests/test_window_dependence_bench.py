@@ -82,18 +82,18 @@ def test_correlation_at_and_the_test_design() -> None:
             }
         }
     }
-    text = B.test_design(card, "T", "R", lags)
+    text = B.heldout_design(card, "T", "R", lags)
     assert text is not None
     assert "3 windows of 1024 jobs holding 1,124 different jobs" in text
     assert "mean pair correlation 0.667" in text
     _, k = B.widening(3, 2 / 3)
     lo, hi = B.widen(0.8, 0.7, 0.9, k)
     assert f"-> widened [{lo:.3f}, {hi:.3f}]" in text
-    assert B.test_design(card, "U", "R", lags) is None
+    assert B.heldout_design(card, "U", "R", lags) is None
     # a table measured on windows of another length does not widen the test's interval
-    other = B.test_design(card, "T", "R", lags, length=512)
+    other = B.heldout_design(card, "T", "R", lags, length=512)
     assert other is not None and "--length 1024" in other and "widened" not in other
-    assert "widened" in (B.test_design(card, "T", "R", lags, length=1024) or "")
+    assert "widened" in (B.heldout_design(card, "T", "R", lags, length=1024) or "")
 
 
 def test_selection_design() -> None:
@@ -129,3 +129,16 @@ def test_selection_design() -> None:
     text = B.selection_design({"selection": sel}, "T", "R", lags, length=1024)
     assert text is not None and "--length 256" in text and "widened" not in text
     assert "widened" in (B.selection_design({"selection": sel}, "T", "R", lags, 256) or "")
+
+
+def test_main_on_the_synthetic_workload(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--trace", "synthetic", "--method", "SJF+EASY-SJBF", "--reference", "EASY-SJBF"]
+    argv += ["--length", "64", "--step", "16", "--max-windows", "20", "--max-distance", "48"]
+    B.main(argv)
+    out = capsys.readouterr().out
+    assert "20 windows of 64 jobs starting every 16 jobs in [6632, 7000)" in out
+    assert "before the test split at job 7000" in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and "|---" not in line]
+    assert [r.split(" | ")[0] for r in rows[1:]] == ["| 16", "| 32", "| 48"]
+    with pytest.raises(SystemExit):
+        B.main(["--trace", "synthetic", "--method", "EASY", "--step", "0"])
