@@ -4,16 +4,10 @@ on the embedded synthetic workload with tiny models."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-for p in (REPO, REPO / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
 
 CARD = {"schema": "hpcgym-model-card/1", "name": "tiny", "model": "tiny.zip",
         "trace": "synthetic", "policy": "FCFS", "mode": "guarded", "normalizer": "EASY-SJBF",

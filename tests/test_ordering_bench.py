@@ -3,21 +3,12 @@ estimates reproduces that guard's scheduler, on the embedded synthetic workload.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
+import ordering_headroom as B
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-for p in (REPO, REPO / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-import ordering_headroom as B  # noqa: E402
-
-from hpcgym.sim import get_scheduler  # noqa: E402
-from hpcgym.workload import load  # noqa: E402
+from hpcgym.sim import get_scheduler
+from hpcgym.workload import load
 
 
 @pytest.mark.parametrize("guard", B.GUARDS)

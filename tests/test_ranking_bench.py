@@ -3,23 +3,14 @@ and the whole probe on the embedded synthetic workload."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
+import ordering_headroom as O
 import pytest
+import ranking_predictor as B
 
-REPO = Path(__file__).resolve().parents[1]
-for p in (REPO, REPO / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-import ordering_headroom as O  # noqa: E402
-import ranking_predictor as B  # noqa: E402
-
-from hpcgym.predictors.eloss import FEATURES  # noqa: E402
-from hpcgym.predictors.ridge import FLAGS, LINEAR, design  # noqa: E402
-from hpcgym.workload import load  # noqa: E402
+from hpcgym.predictors.eloss import FEATURES
+from hpcgym.predictors.ridge import FLAGS, LINEAR, design
+from hpcgym.workload import load
 
 
 def test_design_and_fit_recover_a_known_model() -> None:

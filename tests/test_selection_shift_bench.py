@@ -5,17 +5,10 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-for p in (REPO, REPO / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-import selection_shift as B  # noqa: E402
+import selection_shift as B
 
 
 def _card(name: str, ratios: list[float], chosen: int, test: float, **more: object) -> dict:

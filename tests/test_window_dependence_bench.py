@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-REPO = Path(__file__).resolve().parents[1]
-for p in (REPO, REPO / "bench"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
-
-import window_dependence as B  # noqa: E402
+import window_dependence as B
 
 
 def test_lag_correlations_of_a_moving_average() -> None:
