@@ -63,6 +63,7 @@ if str(GOLDEN_DIR) not in sys.path:
     sys.path.insert(0, str(GOLDEN_DIR))
 
 from golden_diff import compare_outputs  # noqa: E402  (tests/golden/golden_diff.py)
+from golden_files import load_golden, write_golden  # noqa: E402  (tests/golden/golden_files.py)
 
 #: keys (JSON, at any depth) and CSV columns that are stripped before recording and
 #: comparing: wall-clock timings, timestamps, versions, hosts. Not ``time``: the env's
@@ -738,50 +739,6 @@ def run_recipe(name: str, work: Path | None = None) -> dict[str, Any]:
         return RECIPES[name].run(work)
     with tempfile.TemporaryDirectory(prefix=f"golden-{name}-") as d:
         return RECIPES[name].run(Path(d))
-
-
-# ======================================================================= files
-def _dumps(obj: Any, indent: int = 0) -> str:
-    """JSON with one key per line, but lists of scalars on one line (compact diffs)."""
-    pad = " " * (indent + 1)
-    if isinstance(obj, dict) and obj:
-        items = [f"{pad}{json.dumps(k)}: {_dumps(v, indent + 1)}" for k, v in obj.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * indent + "}"
-    if isinstance(obj, list) and any(isinstance(v, (dict, list)) for v in obj):
-        items = [f"{pad}{_dumps(v, indent + 1)}" for v in obj]
-        return "[\n" + ",\n".join(items) + "\n" + " " * indent + "]"
-    return json.dumps(obj, allow_nan=True)
-
-
-def write_golden(name: str, files: dict[str, Any]) -> list[Path]:
-    """Replace ``tests/golden/<name>/`` by ``files``."""
-    import shutil
-
-    d = GOLDEN_DIR / name
-    if d.exists():
-        shutil.rmtree(d)
-    written = []
-    for rel, content in sorted(files.items()):
-        p = d / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        text = _dumps(content) + "\n" if rel.endswith(".json") else content
-        p.write_text(text, encoding="utf-8", newline="\n")
-        written.append(p)
-    return written
-
-
-def load_golden(name: str) -> dict[str, Any]:
-    """The recorded files of recipe ``name`` (``{}`` if never recorded)."""
-    d = GOLDEN_DIR / name
-    files: dict[str, Any] = {}
-    if not d.is_dir():
-        return files
-    for p in sorted(d.rglob("*")):
-        if p.is_file():
-            rel = p.relative_to(d).as_posix()
-            text = p.read_text(encoding="utf-8")
-            files[rel] = json.loads(text) if rel.endswith(".json") else text
-    return files
 
 
 # ======================================================================= main
