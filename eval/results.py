@@ -5,7 +5,7 @@
         --compare results/compare/SDSC-SP2/results.json \\
         --noise docs/figures/noise_sweep.json \\
         --training runs/<run> [--training runs/<run2>] \\
-        --figures docs/figures --agents --targets --out docs/results.md
+        --figures docs/figures --agents --targets --recipes --out docs/results.md
 
 Tables are rendered from the JSON files (ours beside the paper's numbers), figures are
 linked relative to ``--out``; ``--training RUN`` draws the run's training curves into
@@ -62,6 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         help="with --agents: put issue 14's targets at a glance (eval/targets.py), counted "
         "from the cards' tests, before the preamble",
     )
+    p.add_argument(
+        "--recipes",
+        action="store_true",
+        help="with --agents: put the recipes-across-traces table (eval/recipes.py), from "
+        "the cards' tests, after the preamble",
+    )
     p.add_argument("--title", default="Results")
     pre = p.add_mutually_exclusive_group()
     pre.add_argument("--preamble", default="", help="Markdown text put after the first sentence")
@@ -111,6 +117,12 @@ def _run(args: argparse.Namespace) -> int:
         from eval.targets import targets_markdown
 
         preamble = "\n\n".join(x for x in (targets_markdown(cards), preamble) if x)
+    if args.recipes:
+        if args.agents is None:
+            raise UsageError("--recipes reads the agents' tests: give --agents too")
+        from eval.recipes import recipes_markdown
+
+        preamble = "\n\n".join(x for x in (preamble, recipes_markdown(cards)) if x)
     text = results_markdown(
         table4_json=args.table4,
         table5_json=args.table5,

@@ -1,0 +1,212 @@
+"""Training recipes across traces: what each recipe's shipped agents scored on held-out time.
+
+    python eval/recipes.py [--agents agents/pretrained] [--out recipes.md]
+
+A *recipe* is what a user would copy to train an agent on another trace: the queue
+policy, the reservations the guard keeps, the reward and the training options that are
+not the run's bookkeeping (seeds, time limit, folders), and how the checkpoint was
+chosen. Every guarded agent with a held-out test on its own trace is one entry; the
+table has one row per recipe and one column per trace, each cell the test ratios of the
+recipe's agents on that trace against the reference of the recipe's base (EASY-SJBF;
+SJF+EASY-SJBF for SJF agents; ELOSS for agents that keep ELOSS's predicted
+reservations). It answers the question a new user asks first: does one recipe work
+everywhere, or was each result tuned to its trace?
+
+The recipe is read from the model card: its fields (``policy``, ``estimator``,
+``reward_mode``, ``time_scale``, ...) and, for options a card has no field for
+(``--lr-schedule``, ``--init-from``, ``--total-steps 0``), its training command. Cards
+from before the reward option (the RLBackfilling-reproduction ``-paper`` agents, which
+have neither a training command nor a reward mode) are listed as the paper's recipe.
+``eval/results.py --recipes`` puts this table in docs/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from eval import _common as C  # noqa: E402
+from eval.targets import OWN_TRACES, paired  # noqa: E402
+from hpcgym.cli.errors import writable_file  # noqa: E402
+
+__all__ = ["main", "recipe_of", "recipe_rows", "recipes_markdown"]
+
+Card = dict[str, Any]
+
+
+def _flags(command: str) -> dict[str, str]:
+    """``--flag value`` pairs of a command line (a flag with no value maps to "")."""
+    try:
+        tokens = shlex.split(command)
+    except ValueError:
+        tokens = command.split()
+    out: dict[str, str] = {}
+    for i, tok in enumerate(tokens):
+        if tok.startswith("--"):
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+            out[tok] = "" if nxt.startswith("--") else nxt
+    return out
+
+
+def reference_of(card: Card) -> str:
+    """The paired reference the recipe's agents are judged against on their own trace.
+
+    :param card: a model card dict
+    """
+    policy = str(card.get("policy", "FCFS"))
+    if str(card.get("estimator", "request")) != "request":
+        return "ELOSS" if policy == "FCFS" else f"{policy}+ELOSS"
+    return "EASY-SJBF" if policy == "FCFS" else f"{policy}+EASY-SJBF"
+
+
+def recipe_of(card: Card) -> str:
+    """A short, stable description of how the agent of ``card`` was trained and chosen.
+
+    :param card: a model card dict (``ModelCard.to_dict()``)
+    """
+    command = str(card.get("training_command") or "")
+    flags = _flags(command)
+    parts = [str(card.get("policy", "FCFS"))]
+    estimator = str(card.get("estimator", "request"))
+    if estimator != "request":
+        parts.append(f"{estimator} reservations")
+    if not command and card.get("reward_mode") is None:  # cards of the reproduction
+        return " · ".join([*parts, "the paper's recipe (RLBackfilling reproduction)"])
+    if command and flags.get("--preset") != "fast":
+        parts.append(f"preset {flags.get('--preset', 'paper')}")
+    parts.append(str(card.get("reward_mode") or "terminal"))
+    if str(card.get("reward_scale") or "linear") != "linear":
+        parts.append(f"{card['reward_scale']} reward")
+    ent = float((card.get("hyperparameters") or {}).get("ent_coef") or 0.0)
+    if ent:
+        parts.append(f"ent {ent:g}")
+    if str(card.get("time_scale") or "linear") != "linear":
+        parts.append(f"{card['time_scale']} time")
+    vf = card.get("validation_fraction")
+    if vf is not None and abs(float(vf) - 0.1) > 1e-9:
+        parts.append(f"vf {float(vf):g}")
+    if flags.get("--lr-schedule", "constant") != "constant":
+        parts.append(f"{flags['--lr-schedule']} lr")
+    if str(card.get("features") or "paper") != "paper":
+        parts.append(f"{card['features']} features")
+    if card.get("feature_predictor"):
+        parts.append(f"column {card['feature_predictor']}")
+    if "--mix-traces" in flags:
+        parts.append("trace mix")
+    if "--init-from" in flags:
+        parts.append("clone, no PPO" if flags.get("--total-steps") == "0" else "from a clone")
+    selection = card.get("selection") or {}
+    if selection.get("generated"):
+        parts.append("chosen on generated windows")
+    if selection.get("transfer"):
+        parts.append("chosen for transfer")
+    if card.get("gate"):
+        parts.append("gated")
+    return " · ".join(parts)
+
+
+def _cell(card: Card, section: dict[str, Any]) -> tuple[float, str] | None:
+    p = paired(card, section, reference_of(card).split("+")[-1])
+    if not p:
+        return None
+    ratio = float(p["geo_ratio"])
+    text = f"{ratio:.3f}"
+    if float(p["ci_high"]) < 1.0:
+        text = f"**{text}**"
+    elif float(p["ci_low"]) > 1.0:
+        text += " (worse)"
+    return ratio, text
+
+
+def recipe_rows(cards: Sequence[Card]) -> list[tuple[str, str, dict[str, list[str]]]]:
+    """``(recipe, reference, {trace: cell texts, lowest ratio first})`` per recipe, for
+    guarded agents tested on their own trace, sorted by base, reservations and recipe.
+
+    :param cards: model card dicts
+    """
+    table: dict[str, tuple[str, dict[str, list[tuple[float, str]]]]] = {}
+    for card in cards:
+        if str(card.get("mode")) != "guarded":
+            continue
+        trace = str(card.get("trace"))
+        section = (card.get("test") or {}).get(trace)
+        if not section or section.get("transfer"):
+            continue
+        cell = _cell(card, section)
+        if cell is None:
+            continue
+        recipe = recipe_of(card)
+        _, cells = table.setdefault(recipe, (reference_of(card), {}))
+        cells.setdefault(trace, []).append(cell)
+    rows = []
+    for recipe in sorted(
+        table, key=lambda r: (r.split(" · ")[0] != "FCFS", "reservations" in r, r)
+    ):
+        ref, cells = table[recipe]
+        rows.append((recipe, ref, {t: [s for _, s in sorted(v)] for t, v in cells.items()}))
+    return rows
+
+
+def recipes_markdown(cards: Sequence[Card], traces: Sequence[str] = OWN_TRACES) -> str:
+    """The Markdown section: one row per recipe, one column per trace.
+
+    :param cards: model card dicts
+    :param traces: the columns (default: the four traces the agents are trained on)
+    """
+    rows = recipe_rows(cards)
+    extra = sorted({t for _, _, cells in rows for t in cells} - set(traces))
+    columns = [*traces, *extra]
+    out = [
+        "## Recipes across traces",
+        "",
+        "Counted by `python eval/recipes.py` from the same cards: one row per training "
+        "recipe (the queue policy, the reservations, the reward and the options that are "
+        "not bookkeeping, and how the checkpoint was chosen; the agents' names carry them as "
+        "suffixes), one column per trace the agents were trained and tested on. A "
+        "cell lists the test ratios of the recipe's agents there against the row's "
+        "reference, lowest first; **bold**: interval entirely below 1 (better); "
+        "*(worse)*: entirely above. An empty cell: the recipe was not shipped on that "
+        "trace (runs not shipped are in docs/headroom.md). One recipe that is bold in "
+        "every column would be one that works everywhere.",
+        "",
+        "| recipe | vs | " + " | ".join(columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for recipe, ref, cells in rows:
+        texts = [", ".join(cells.get(t, [])) or " " for t in columns]
+        out.append(f"| {recipe} | {ref} | " + " | ".join(texts) + " |")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print or write the table; returns the exit code (2 on user errors).
+
+    :param argv: the arguments (default: the process's)
+    """
+    p = C.make_parser("python eval/recipes.py", (__doc__ or "").split("\n\n")[0])
+    p.add_argument(
+        "--agents", default=None, help="folder of model cards (default agents/pretrained)"
+    )
+    p.add_argument("--out", default=None, help="Markdown file (default: print)")
+    args = p.parse_args(argv)
+    return C.run(p, lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from hpcgym.evaluation import find_model_cards
+
+    writable_file(args.out, "--out")
+    cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents))]
+    C.write_or_print(recipes_markdown(cards), args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,153 @@
+"""``eval/recipes.py``: shipped agents' held-out tests grouped by training recipe."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from eval.recipes import main, recipe_of, recipe_rows, recipes_markdown  # noqa: E402
+
+FAST = "python train/ppo.py --trace T --preset fast --seeds 1 2 --time-limit 30 --no-progress"
+
+
+def _p(ratio: float, low: float, high: float) -> dict[str, Any]:
+    verdict = "better" if high < 1 else "worse" if low > 1 else "on par"
+    return {
+        "geo_ratio": ratio,
+        "ci_low": low,
+        "ci_high": high,
+        "windows": 30,
+        "wins": 15,
+        "verdict": verdict,
+    }
+
+
+def card(
+    name: str,
+    trace: str,
+    paired: dict[str, dict[str, Any]],
+    command: str = FAST,
+    transfer: bool = False,
+    **fields: Any,
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "name": name,
+        "trace": trace,
+        "policy": "FCFS",
+        "estimator": "request",
+        "mode": "guarded",
+        "reward_mode": "terminal",
+        "training_command": command,
+        "hyperparameters": {"ent_coef": 0.0},
+        "validation_fraction": 0.1,
+        "test": {
+            trace: {
+                "trace": trace,
+                "transfer": transfer,
+                "windows": 30,
+                "command": f"python eval/compare.py --trace {trace}",
+                "paired": paired,
+                "methods": {},
+            }
+        },
+    }
+    out.update(fields)
+    return out
+
+
+def test_recipe_reads_the_card_and_ignores_bookkeeping() -> None:
+    base = card("a", "Lublin-1", {})
+    assert recipe_of(base) == "FCFS · terminal"
+    # seeds, time limit, folders do not make another recipe
+    other = card("b", "Lublin-1", {}, command=FAST.replace("--seeds 1 2", "--seed 7"))
+    assert recipe_of(other) == recipe_of(base)
+    full = card(
+        "c",
+        "SDSC-SP2",
+        {},
+        command=FAST + " --lr-schedule linear --init-from bc.zip --mix-traces HPC2N",
+        policy="SJF",
+        estimator="eloss",
+        reward_mode="dense",
+        reward_scale="log",
+        hyperparameters={"ent_coef": 0.01},
+        time_scale="log",
+        validation_fraction=0.3,
+        features="extended",
+        feature_predictor="log-ridge:lam=10",
+        selection={"generated": True},
+        gate={"tau": 0.5},
+    )
+    assert recipe_of(full) == (
+        "SJF · eloss reservations · dense · log reward · ent 0.01 · log time · vf 0.3 · "
+        "linear lr · extended features · column log-ridge:lam=10 · trace mix · "
+        "from a clone · chosen on generated windows · gated"
+    )
+    clone = card("d", "SDSC-SP2", {}, command=FAST + " --init-from bc.zip --total-steps 0")
+    assert recipe_of(clone).endswith("clone, no PPO")
+    paper = card("e", "SDSC-SP2", {}, command="", reward_mode=None)
+    assert recipe_of(paper) == "FCFS · the paper's recipe (RLBackfilling reproduction)"
+    # a card whose command was lost still has its fields
+    lost = card("f", "Lublin-2", {}, command="", reward_mode="dense")
+    assert recipe_of(lost) == "FCFS · dense"
+    slow = card("g", "Lublin-2", {}, command="python train/ppo.py --trace Lublin-2")
+    assert recipe_of(slow) == "FCFS · preset paper · terminal"
+
+
+def test_rows_group_by_recipe_and_mark_the_verdicts() -> None:
+    cards = [
+        card("a", "Lublin-1", {"EASY-SJBF": _p(0.95, 0.90, 1.02)}),
+        card("b", "Lublin-1", {"EASY-SJBF": _p(0.80, 0.70, 0.90)}),
+        card("c", "HPC2N", {"EASY-SJBF": _p(1.10, 1.02, 1.20)}),
+        # SJF agents are judged against SJF+EASY-SJBF, ELOSS agents against ELOSS
+        card("d", "Lublin-2", {"SJF+EASY-SJBF": _p(0.81, 0.72, 0.91)}, policy="SJF"),
+        card("e", "SDSC-SP2", {"ELOSS": _p(0.99, 0.9, 1.1)}, estimator="eloss"),
+        # never counted: free mode, a transfer test, a test without the reference
+        card("f", "Lublin-1", {"EASY-SJBF": _p(0.5, 0.4, 0.6)}, mode="free"),
+        card("g", "KTH-SP2", {"EASY-SJBF": _p(0.5, 0.4, 0.6)}, transfer=True),
+        card("h", "Lublin-1", {"EASY": _p(0.5, 0.4, 0.6)}),
+    ]
+    rows = recipe_rows(cards)
+    assert [(r, ref) for r, ref, _ in rows] == [
+        ("FCFS · terminal", "EASY-SJBF"),
+        ("FCFS · eloss reservations · terminal", "ELOSS"),
+        ("SJF · terminal", "SJF+EASY-SJBF"),
+    ]
+    assert rows[0][2] == {"Lublin-1": ["**0.800**", "0.950"], "HPC2N": ["1.100 (worse)"]}
+    assert rows[1][2] == {"SDSC-SP2": ["0.990"]}
+    assert rows[2][2] == {"Lublin-2": ["**0.810**"]}
+    md = recipes_markdown(cards)
+    assert "| recipe | vs | SDSC-SP2 | HPC2N | Lublin-1 | Lublin-2 |" in md
+    assert "| FCFS · terminal | EASY-SJBF |   | 1.100 (worse) | **0.800**, 0.950 |   |" in md
+
+
+def test_cli_and_the_results_page(tmp_path: Path) -> None:
+    d = tmp_path / "agents"
+    d.mkdir()
+    c = {**card("a", "Lublin-2", {"EASY-SJBF": _p(0.84, 0.8, 0.88)}), "model": "a.zip"}
+    (d / "a.zip").write_bytes(b"")
+    (d / "a.json").write_text(json.dumps(c))
+    out = tmp_path / "r.md"
+    assert main(["--agents", str(d), "--out", str(out)]) == 0
+    assert "| FCFS · terminal | EASY-SJBF |   |   |   | **0.840** |" in out.read_text()
+
+    from eval.results import main as results_main
+
+    res = tmp_path / "results.md"
+    pre = tmp_path / "pre.md"
+    pre.write_text("Hand-written text.\n")
+    argv = ["--agents", str(d), "--targets", "--recipes", "--preamble-file", str(pre)]
+    assert results_main([*argv, "--out", str(res)]) == 0
+    text = res.read_text()
+    assert (
+        text.index("## Issue 14's targets at a glance")
+        < text.index("Hand-written text.")
+        < text.index("## Recipes across traces")
+    )
+    assert results_main(["--recipes", "--out", str(res)]) == 2  # nothing to read
