@@ -86,6 +86,39 @@ def write_or_print(text: str, out: str | None) -> None:
         print(text.rstrip("\n"))
 
 
+def cards_markdown_main(
+    prog: str,
+    doc: str | None,
+    render: Callable[[list[dict[str, Any]]], str],
+    argv: list[str] | None,
+) -> int:
+    """The command line of a script that renders the shipped agents' cards as Markdown
+    (``--agents DIR``, ``--out FILE``); returns the exit code (2 on user errors).
+
+    :param prog: the script's name in usage lines
+    :param doc: the script's docstring (its first paragraph is the description)
+    :param render: model card dicts -> Markdown
+    :param argv: the arguments (default: the process's)
+    """
+    p = make_parser(prog, (doc or "").split("\n\n")[0])
+    p.add_argument(
+        "--agents", default=None, help="folder of model cards (default agents/pretrained)"
+    )
+    p.add_argument("--out", default=None, help="Markdown file (default: print)")
+    args = p.parse_args(argv)
+
+    def body() -> int:
+        from hpcgym.cli.errors import writable_file
+        from hpcgym.evaluation import find_model_cards
+
+        writable_file(args.out, "--out")
+        cards = [card.to_dict() for card in find_model_cards(agents_dir(args.agents))]
+        write_or_print(render(cards), args.out)
+        return 0
+
+    return run(p, body)
+
+
 def open_unit(text: str) -> float:
     """``--train-fraction``: a number strictly between 0 and 1."""
     try:

@@ -22,7 +22,6 @@ have neither a training command nor a reward mode) are listed as the paper's rec
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import sys
 from collections.abc import Sequence
@@ -34,7 +33,6 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 
 from eval import _common as C  # noqa: E402
 from eval.targets import OWN_TRACES, paired  # noqa: E402
-from hpcgym.cli.errors import writable_file  # noqa: E402
 
 __all__ = ["main", "recipe_of", "recipe_rows", "recipes_markdown"]
 
@@ -190,22 +188,7 @@ def main(argv: list[str] | None = None) -> int:
 
     :param argv: the arguments (default: the process's)
     """
-    p = C.make_parser("python eval/recipes.py", (__doc__ or "").split("\n\n")[0])
-    p.add_argument(
-        "--agents", default=None, help="folder of model cards (default agents/pretrained)"
-    )
-    p.add_argument("--out", default=None, help="Markdown file (default: print)")
-    args = p.parse_args(argv)
-    return C.run(p, lambda: _run(args))
-
-
-def _run(args: argparse.Namespace) -> int:
-    from hpcgym.evaluation import find_model_cards
-
-    writable_file(args.out, "--out")
-    cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents))]
-    C.write_or_print(recipes_markdown(cards), args.out)
-    return 0
+    return C.cards_markdown_main("python eval/recipes.py", __doc__, recipes_markdown, argv)
 
 
 if __name__ == "__main__":

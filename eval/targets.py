@@ -27,7 +27,6 @@ Free-mode agents (they may delay the head job) are never counted. ``eval/results
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,7 +37,6 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
-from hpcgym.cli.errors import writable_file  # noqa: E402
 from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 
 __all__ = ["TARGETS", "Target", "main", "target_rows", "targets_markdown"]
@@ -267,23 +265,7 @@ def main(argv: list[str] | None = None) -> int:
 
     :param argv: the arguments (default: the process's)
     """
-    p = C.make_parser("python eval/targets.py", (__doc__ or "").split("\n\n")[0])
-    p.add_argument(
-        "--agents", default=None, help="folder of model cards (default agents/pretrained)"
-    )
-    p.add_argument("--out", default=None, help="Markdown file (default: print)")
-    args = p.parse_args(argv)
-    return C.run(p, lambda: _run(args))
-
-
-def _run(args: argparse.Namespace) -> int:
-    from hpcgym.evaluation import find_model_cards
-
-    writable_file(args.out, "--out")
-    cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents))]
-    text = targets_markdown(cards)
-    C.write_or_print(text, args.out)
-    return 0
+    return C.cards_markdown_main("python eval/targets.py", __doc__, targets_markdown, argv)
 
 
 if __name__ == "__main__":
