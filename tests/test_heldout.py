@@ -11,6 +11,7 @@ import pytest
 
 import hpcgym.evaluation as E
 from hpcgym.evaluation.heldout import heldout_markdown, heldout_schedulers, heldout_test
+from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.sim import get_scheduler
 from hpcgym.workload import load, split_range
 
@@ -64,6 +65,14 @@ def test_heldout_section(tiny_card):
         for s in sec["starts"]
     ]
     assert sec["methods"]["EASY-SJBF"]["mean_avg_bsld"] == pytest.approx(np.mean(direct))
+    assert sec["methods"]["EASY-SJBF"]["per_window"] == pytest.approx(direct)  # starts' order
+    # the paired statistics can be recomputed from the card alone
+    pc = paired_comparison(
+        sec["methods"]["tiny"]["per_window"], sec["methods"]["EASY-SJBF"]["per_window"]
+    )
+    assert pc.to_dict() == pytest.approx(
+        {k: v for k, v in sec["paired"]["EASY-SJBF"].items() if k != "verdict"}
+    )
     assert sec["methods"]["EASY-SJBF"]["head_delayed"] == 0
     lo, hi = split_range(len(wl), "test")
     assert all(lo <= s < hi for s in sec["starts"])

@@ -18,11 +18,48 @@ from hpcgym.evaluation.statistics import (
     choice_holdout,
     geo_ratio,
     holdout_text,
+    holm,
+    p_below_one,
     paired_comparison,
     wins,
 )
 from hpcgym.workload import load
 from hpcgym_agents import load_agent
+
+
+# ------------------------------------------------------------------- several agents, one trace
+def test_p_below_one_agrees_with_the_interval_and_the_bootstrap():
+    # at the boundary, exactly the single test's one-sided level
+    assert p_below_one({"geo_ratio": 0.8, "ci_high": 1.0}) == pytest.approx(0.025)
+    assert p_below_one({"geo_ratio": 0.8, "ci_high": 0.99}) < 0.025
+    assert p_below_one({"geo_ratio": 0.8, "ci_high": 1.01}) > 0.025
+    assert p_below_one({"geo_ratio": 1.2, "ci_high": 1.3}) > 0.5
+    assert p_below_one({"geo_ratio": 0.9, "ci_high": 0.9}) == 0.0
+    # against the bootstrap's own one-sided p (the share of resampled ratios >= 1) on
+    # windows like the tests' (30 windows, log-ratio sd 0.2)
+    rng = np.random.default_rng(5)
+    for shift in (-0.12, -0.08, -0.05):
+        ref = rng.uniform(20, 80, size=30)
+        x = ref * np.exp(shift + 0.2 * rng.standard_normal(30))
+        pc = paired_comparison(x, ref)
+        logs = np.log(x / ref)
+        idx = np.random.default_rng(0).integers(0, 30, size=(20_000, 30))
+        exact = float((logs[idx].mean(axis=1) >= 0).mean())
+        approx = p_below_one(pc.to_dict())
+        assert approx == pytest.approx(exact, abs=max(0.004, 0.35 * exact))
+        assert (approx < 0.025) == (pc.ci_high < 1.0)
+    with pytest.raises(ValueError, match="geo_ratio <= ci_high"):
+        p_below_one({"geo_ratio": 0.9, "ci_high": 0.8})
+
+
+def test_holm_step_down():
+    # sorted 0.005 <= 0.05/4, 0.01 <= 0.05/3, 0.03 > 0.05/2: stop there
+    assert holm([0.01, 0.04, 0.03, 0.005], alpha=0.05) == [True, False, False, True]
+    assert holm([0.02], alpha=0.025) == [True]
+    assert holm([0.02, 0.9], alpha=0.025) == [False, False]  # 0.02 > 0.025 / 2
+    assert holm([]) == []
+    with pytest.raises(ValueError, match="p-values"):
+        holm([1.5])
 
 
 # --------------------------------------------------------------------------- known values

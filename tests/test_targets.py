@@ -119,6 +119,29 @@ def test_targets_3_and_4() -> None:
     assert _row(rows, 1, "HPC2N").tested == []
 
 
+def test_holm_pays_for_every_agent_tested_on_the_trace() -> None:
+    # alone, an interval just below 1 meets target 4; among ten tested it does not
+    lone = card("a", "HPC2N", {"HPC2N": {"EASY-SJBF": _p(0.90, 0.99)}}, policy="SJF")
+    r = _row(target_rows([lone]), 4, "HPC2N")
+    assert r.met == ["a"] and r.met_holm == ["a"]
+    assert r.pvalues["a"] == pytest.approx(0.0151, abs=1e-3)
+    others = [
+        card(f"o{i}", "HPC2N", {"HPC2N": {"EASY-SJBF": _p(1.0, 1.1)}}, policy="SJF")
+        for i in range(9)
+    ]
+    r = _row(target_rows([lone, *others]), 4, "HPC2N")
+    assert r.met == ["a"] and r.met_holm == [] and len(r.pvalues) == 10
+    # a clear win survives the same nine looks
+    clear = card("b", "HPC2N", {"HPC2N": {"EASY-SJBF": _p(0.80, 0.90)}}, policy="SJF")
+    r = _row(target_rows([clear, *others]), 4, "HPC2N")
+    assert r.met_holm == ["b"]
+    line = next(x for x in targets_markdown([clear, *others]).splitlines() if "| 4 | HPC2N" in x)
+    assert "| 10 | 1 (**met**) | 1 |" in line
+    # target 2 (no interval in its criterion) has no Holm count
+    t2 = _row(target_rows([clear]), 2, "CTC-SP2")
+    assert t2.pvalues == {} and t2.met_holm == []
+
+
 def test_markdown_and_the_results_page(tmp_path: Path) -> None:
     # windows [0, 1536) and [2000, 3024) together: 2,560 different jobs
     test = {"EASY-SJBF": _p(0.80, 0.95), "starts": [512, 0, 2000, 512]}
@@ -126,9 +149,10 @@ def test_markdown_and_the_results_page(tmp_path: Path) -> None:
     assert _row(target_rows(cards), 1, "Lublin-2").jobs == [2560]
     md = targets_markdown(cards)
     line = next(x for x in md.splitlines() if x.startswith("| 1 | Lublin-2 |"))
-    assert "| 1 | 1 (**met**) | 0.800 | 2,560 | `a` |" in line
-    assert "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 | 0 | 0 (not met) | — | — | — |" in md
-    assert "| 2 | CTC-SP2 | <= 1.0 x EASY-SJBF, mean AVEbsld below EASY's | 0 | 0 | —" in md
+    assert "| 1 | 1 (**met**) | 1 | 0.800 | 2,560 | `a` |" in line
+    no_test = "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 | 0 | 0 (not met) | — | — | — | — |"
+    assert no_test in md
+    assert "| 2 | CTC-SP2 | <= 1.0 x EASY-SJBF, mean AVEbsld below EASY's | 0 | 0 | — | —" in md
     d = tmp_path / "agents"
     d.mkdir()
     (d / "a.zip").write_bytes(b"")

@@ -1,16 +1,16 @@
 """The held-out test of a shipped agent (issue 14): once per agent, on test windows, with
 the paired statistics against every reference heuristic.
 
-:func:`heldout_test` plays the agent of a model card on ``windows`` windows of the **test**
-split (drawn with ``seed``, a seed not used during development) next to the schedulers
-:data:`HELDOUT_SCHEDULERS` (with the agent's base queue policy), and returns the card's
-``test`` section: per method the mean and median AVEbsld and the starts beyond the
-request-based reservation ("late heads"); per reference of :data:`HELDOUT_REFERENCES` the
-paired geometric-mean ratio of AVEbsld, its 95% bootstrap interval, the wins and the
-verdict; the agent's reservation violations; and the command that reproduces the table
-(``eval/compare.py``). :func:`heldout_markdown` renders it for the card and
-``docs/results.md``.
-"""
+:func:`heldout_test` plays the agent of a model card on ``windows`` windows of the
+**test** split (drawn with ``seed``, a seed not used during development) next to the
+schedulers :data:`HELDOUT_SCHEDULERS` (with the agent's base queue policy), and returns
+the card's ``test`` section: per method the mean and median AVEbsld, the AVEbsld of every
+window (in the order of ``starts``, so that any other statistic can be recomputed from the
+card) and the starts beyond the request-based reservation ("late heads"); per reference of
+:data:`HELDOUT_REFERENCES` the paired geometric-mean ratio of AVEbsld, its 95% bootstrap
+interval, the wins and the verdict; the agent's reservation violations; and the command
+that reproduces the table (``eval/compare.py``). :func:`heldout_markdown` renders it for
+the card and ``docs/results.md``."""
 
 from __future__ import annotations
 
@@ -136,6 +136,7 @@ def _section(
             "kind": m.kind,
             "mean_avg_bsld": float(b.mean()),
             "median_avg_bsld": float(np.median(b)),
+            "per_window": [float(v) for v in b],
             **res.head_delays(m.label),
         }
     agent_rows = [r for r in res.rows if r["method"] == card.name]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -39,6 +40,8 @@ __all__ = [
     "choice_holdout",
     "geo_ratio",
     "holdout_text",
+    "holm",
+    "p_below_one",
     "paired_comparison",
     "spread",
     "verdict",
@@ -319,3 +322,61 @@ def holdout_text(holdout: Mapping[str, Any] | None, reference: str) -> str:
             else "."
         )
     )
+
+
+def p_below_one(cell: Mapping[str, Any], confidence: float = 0.95) -> float:
+    """One-sided p-value of "the ratio is not below 1", read from a paired comparison's
+    ratio and the upper end of its interval (when the per-window values are not at hand,
+    as in model cards written before they were stored).
+
+    The log of the geometric-mean ratio is a mean over windows, close to normal; the
+    interval's upper half gives its standard error, ``(ln high - ln ratio) / z`` with ``z``
+    the normal quantile of the interval's upper end (1.96 for 95 %). The p-value is
+    ``Phi(ln ratio / se)``: exactly ``(1 - confidence) / 2`` (0.025) when the upper end is
+    1, below it exactly when the whole interval is below 1, so the unadjusted verdict and
+    this p-value never disagree. Used by :func:`holm` to count how many of several
+    agents tested on one trace stay below 1 when every look is paid for.
+
+    :param cell: ``geo_ratio`` and ``ci_high`` (a :class:`PairedComparison` dict)
+    :param confidence: the interval's coverage (two-sided)
+    :raises ValueError: a ratio or upper end that is not positive, or an upper end below
+        the ratio
+    """
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    g, hi = float(cell["geo_ratio"]), float(cell["ci_high"])
+    if not (g > 0 and hi > 0) or hi < g:
+        raise ValueError(
+            f"p_below_one needs 0 < geo_ratio <= ci_high, got geo_ratio {g}, ci_high {hi}"
+        )
+    if hi == g:  # no spread: the ratio is what it is
+        return 0.0 if g < 1.0 else 1.0
+    z = NormalDist().inv_cdf(1.0 - (1.0 - confidence) / 2.0)
+    return NormalDist().cdf(math.log(g) / ((math.log(hi) - math.log(g)) / z))
+
+
+def holm(pvalues: Sequence[float], alpha: float = 0.025) -> list[bool]:
+    """Holm's step-down test of several hypotheses at family-wise error ``alpha``: which
+    are rejected when all ``k`` were looked at.
+
+    The p-values are taken in increasing order and the ``j``-th (from 0) is rejected while
+    ``p <= alpha / (k - j)``; the first that is not stops the rejections. It holds the
+    chance of any false claim among the ``k`` at ``alpha`` whatever their dependence, and
+    rejects at least what Bonferroni's ``alpha / k`` does. ``alpha = 0.025`` (one-sided)
+    matches the single test "the 95 % interval is below 1" (:func:`p_below_one`).
+
+    :param pvalues: one p-value per hypothesis
+    :param alpha: the family-wise error rate
+    :return: per hypothesis, in the given order, whether it is rejected
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    p = [float(v) for v in pvalues]
+    if any(not 0.0 <= v <= 1.0 for v in p):
+        raise ValueError(f"p-values must be in [0, 1], got {p}")
+    rejected = [False] * len(p)
+    for j, i in enumerate(sorted(range(len(p)), key=lambda i: p[i])):
+        if p[i] > alpha / (len(p) - j):
+            break
+        rejected[i] = True
+    return rejected
