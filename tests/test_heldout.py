@@ -181,3 +181,33 @@ def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
     assert main(["--agents", str(d), "--preamble-file", str(pre), "--out", str(out)]) == 0
     assert "\nTargets: **met** here.\n" in out.read_text()
     assert main(["--agents", str(d), "--preamble-file", str(tmp_path / "no.md")]) == 2
+
+
+def test_tied_windows_are_counted_and_explained() -> None:
+    from hpcgym.evaluation.heldout import tied_windows
+
+    def section(per: dict[str, list[float] | None]) -> dict:
+        methods = {
+            k: {"mean_avg_bsld": 1.0, "median_avg_bsld": 1.0}
+            | ({"per_window": v} if v is not None else {})
+            for k, v in per.items()
+        }
+        paired = {"EASY-SJBF": {"geo_ratio": 1.0, "ci_low": 0.9, "ci_high": 1.1}}
+        paired["EASY-SJBF"] |= {"wins": 0, "windows": 3, "verdict": "on par"}
+        return {"trace": "HPC2N", "windows": 3, "length": 8, "seed": 1, "command": "c"} | {
+            "methods": methods,
+            "paired": paired,
+        }
+
+    sec = section(
+        {"EASY-SJBF": [4.04, 10.0, 2.0], "a": [4.04, 9.0, 2.0], "EASY": [4.04, 10.0, 3.0]}
+    )
+    assert tied_windows(sec) == 1
+    assert "In 1 of the 3 windows every method gives the same AVEbsld" in "\n".join(
+        heldout_markdown(sec, "a")
+    )
+    assert tied_windows(section({"EASY-SJBF": [1.0, 2.0], "a": [1.5, 2.5]})) == 0
+    assert tied_windows(section({"EASY-SJBF": [1.0], "a": None})) is None  # older cards
+    assert "every method gives" not in "\n".join(
+        heldout_markdown(section({"EASY-SJBF": [1.0], "a": None}), "a")
+    )

@@ -35,6 +35,7 @@ __all__ = [
     "heldout_markdown",
     "heldout_schedulers",
     "heldout_test",
+    "tied_windows",
 ]
 
 #: Schedulers evaluated beside the agent (with the agent's base queue policy).
@@ -217,4 +218,26 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
             f"| {ref} | {p['geo_ratio']:.3f} | [{p['ci_low']:.3f}, {p['ci_high']:.3f}] | "
             f"{p['wins']}/{p['windows']} | {p['verdict']} |"
         )
+    ties = tied_windows(section)
+    if ties:
+        lines += [
+            "",
+            f"In {ties} of the {section['windows']} windows every method gives the same "
+            "AVEbsld (no job waited long enough for the backfilling choice to matter); "
+            "each counts as a ratio of 1, so the ratios above are pulled toward 1.",
+        ]
     return lines
+
+
+def tied_windows(section: dict[str, Any]) -> int | None:
+    """The windows of a ``test`` section where every method's AVEbsld is the same
+    (relative tolerance 1e-9), or None when the section has no per-window values (tests
+    written before they were stored).
+
+    :param section: the section of :func:`heldout_test`
+    """
+    per = [m.get("per_window") for m in section["methods"].values()]
+    if not per or any(v is None for v in per):
+        return None
+    x = np.asarray(per, dtype=np.float64)  # (methods, windows)
+    return int(np.isclose(x.min(axis=0), x.max(axis=0), rtol=1e-9, atol=0.0).sum())
