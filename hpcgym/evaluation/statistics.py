@@ -35,6 +35,7 @@ __all__ = [
     "MIN_RESAMPLES",
     "MIN_WINDOWS",
     "PairedComparison",
+    "VERDICT_ALPHA",
     "VERDICT_CAPTION",
     "bootstrap_interval",
     "choice_holdout",
@@ -55,6 +56,9 @@ MIN_RESAMPLES = 4_000
 DEFAULT_SEED = 0
 #: Fewest windows for a verdict other than "on par" (the project's rule for a claim).
 MIN_WINDOWS = 30
+#: One-sided error level of the verdict "the 95 % interval is below 1"; the default
+#: family-wise level of :func:`holm`.
+VERDICT_ALPHA = 0.025
 #: Random half splits of :func:`choice_holdout` by default.
 DEFAULT_SPLITS = 2_000
 #: Fewest windows :func:`choice_holdout` splits in halves.
@@ -334,7 +338,7 @@ def p_below_one(cell: Mapping[str, Any], confidence: float = 0.95) -> float:
     the normal quantile of the interval's upper end (1.96 for 95 %). The p-value is
     ``Phi(ln ratio / se)``: exactly ``(1 - confidence) / 2`` (0.025) when the upper end is
     1, below it exactly when the whole interval is below 1, so the unadjusted verdict and
-    this p-value never disagree. Used by :func:`holm` to count how many of several
+    this p-value never disagree. Its values feed :func:`holm`, to count how many of several
     agents tested on one trace stay below 1 when every look is paid for.
 
     :param cell: ``geo_ratio`` and ``ci_high`` (a :class:`PairedComparison` dict)
@@ -355,15 +359,16 @@ def p_below_one(cell: Mapping[str, Any], confidence: float = 0.95) -> float:
     return NormalDist().cdf(math.log(g) / ((math.log(hi) - math.log(g)) / z))
 
 
-def holm(pvalues: Sequence[float], alpha: float = 0.025) -> list[bool]:
+def holm(pvalues: Sequence[float], alpha: float = VERDICT_ALPHA) -> list[bool]:
     """Holm's step-down test of several hypotheses at family-wise error ``alpha``: which
     are rejected when all ``k`` were looked at.
 
     The p-values are taken in increasing order and the ``j``-th (from 0) is rejected while
     ``p <= alpha / (k - j)``; the first that is not stops the rejections. It holds the
     chance of any false claim among the ``k`` at ``alpha`` whatever their dependence, and
-    rejects at least what Bonferroni's ``alpha / k`` does. ``alpha = 0.025`` (one-sided)
-    matches the single test "the 95 % interval is below 1" (:func:`p_below_one`).
+    rejects at least what Bonferroni's ``alpha / k`` does. The default,
+    :data:`VERDICT_ALPHA` (one-sided), matches the single test "the 95 % interval is below
+    1" (:func:`p_below_one`).
 
     :param pvalues: one p-value per hypothesis
     :param alpha: the family-wise error rate
