@@ -217,6 +217,27 @@ def test_sweep_parse_grid() -> None:
         parse_grid("learning-rate")
 
 
+@pytest.mark.parametrize(
+    "after, n_envs",
+    [
+        ([], 3),  # the paper's defaults: one env per CPU of the trial
+        (["--preset", "fast"], None),  # the preset's 16 native envs, not 3
+        (["--preset", "fast", "--n-envs", "4"], 4),
+        (["--n-envs", "5"], 5),
+    ],
+)
+def test_sweep_cpus_per_trial_is_n_envs_unless_set(after: list[str], n_envs: int | None) -> None:
+    """--cpus-per-trial gives the trial's --n-envs only where neither the options after --
+    nor their preset set one, and the trial's config then has the preset's value."""
+    sweep = _import("train.sweep")
+    config = _import("train.config")
+    args = sweep.build_parser().parse_args(["--cpus-per-trial", "3"])
+    options = sweep._base_options(args, after)
+    assert options.get("n_envs") == n_envs
+    cfg = config.TrainConfig.create(**options, trace="synthetic")
+    assert cfg.n_envs == (16 if n_envs is None else n_envs)
+
+
 # --------------------------------------------------------------------------- RLlib
 def _overlay() -> Path:
     """The cached folder of the packages ``ray[rllib]`` adds to this venv (pinned to

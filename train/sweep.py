@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from train.cli import OneLineParser  # noqa: E402
-from train.config import ConfigError, TrainConfig  # noqa: E402
+from train.config import PRESETS, ConfigError, TrainConfig  # noqa: E402
 from train.options import Option  # noqa: E402
 
 __all__ = ["build_parser", "main", "run_trial", "results_table"]
@@ -166,7 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
         "embedded local Ray on this machine",
     )
     r.add_argument(
-        "--cpus-per-trial", type=positive_int, default=1, help="CPUs per trial = --n-envs (1)"
+        "--cpus-per-trial",
+        type=positive_int,
+        default=1,
+        help="CPUs per trial (1); also the trial's --n-envs unless the options after -- or "
+        "their --preset set it",
     )
     r.add_argument(
         "--max-concurrent", type=positive_int, default=None, help="trials at once (all fit)"
@@ -207,7 +211,11 @@ def _base_options(args: argparse.Namespace, train_argv: list[str]) -> dict[str, 
     if bad:
         raise ConfigError(f"after --: the sweep sets {', '.join(bad)} itself")
     options = dict(parsed.options)
-    options.setdefault("n_envs", args.cpus_per_trial)
+    # --cpus-per-trial is the trial's --n-envs unless the options or their preset set it
+    # (``--preset fast`` steps its 16 envs as one batch in one process)
+    preset = PRESETS.get(options.get("preset", "paper"), {})
+    if "n_envs" not in options and "n_envs" not in preset:
+        options["n_envs"] = args.cpus_per_trial
     return options
 
 
