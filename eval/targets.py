@@ -24,7 +24,10 @@ so the table gives how many were tested, how many met it, and the range of their
 and, for the targets whose criterion is an interval below 1 (1, 3, 4), how many still meet
 it when every look is paid for: Holm's step-down test over all the agents tested on that
 trace at a family-wise error of 2.5 % one-sided (the single-test rule "the 95 % interval
-is below 1"), each agent's p-value read from its ratio and interval
+is below 1"), each agent's p-value the bootstrap's own share of resamples at or above 1
+from the per-window values its card stores
+(:func:`hpcgym.evaluation.statistics.bootstrap_p_below_one`), or, for cards tested
+before those were stored, read from its ratio and interval
 (:func:`hpcgym.evaluation.statistics.p_below_one`). Free-mode agents (they may delay the
 head job) are never counted. ``eval/results.py --targets`` puts this table at the top of
 docs/results.md."""
@@ -41,10 +44,14 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
-from hpcgym.evaluation.statistics import holm, p_below_one  # noqa: E402
+from hpcgym.evaluation.statistics import (  # noqa: E402
+    bootstrap_p_below_one,
+    holm,
+    p_below_one,
+)
 from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 
-__all__ = ["TARGETS", "Target", "main", "target_rows", "targets_markdown"]
+__all__ = ["TARGETS", "Target", "main", "pvalue", "target_rows", "targets_markdown"]
 
 Card = dict[str, Any]
 Section = dict[str, Any]
@@ -93,6 +100,25 @@ def paired(card: Card, sec: Section, reference: str) -> dict[str, Any] | None:
     policy = str(card.get("policy", "FCFS"))
     name = reference if policy == "FCFS" else f"{policy}+{reference}"
     return (sec.get("paired") or {}).get(name)
+
+
+def pvalue(card: Card, sec: Section, reference: str) -> float | None:
+    """One-sided p-value of "the agent's ratio vs ``reference`` is not below 1" on the
+    test: the bootstrap's own (:func:`~hpcgym.evaluation.statistics.bootstrap_p_below_one`)
+    from the stored per-window values, or, for tests written before those were stored,
+    the normal approximation from the ratio and interval
+    (:func:`~hpcgym.evaluation.statistics.p_below_one`); None without paired statistics."""
+    p = paired(card, sec, reference)
+    if not p:
+        return None
+    policy = str(card.get("policy", "FCFS"))
+    ref = reference if policy == "FCFS" else f"{policy}+{reference}"
+    meth = sec.get("methods") or {}
+    agent = (meth.get(str(card.get("name"))) or {}).get("per_window")
+    base = (meth.get(ref) or {}).get("per_window")
+    if agent and base:
+        return bootstrap_p_below_one(agent, base)
+    return p_below_one(p)
 
 
 def _below(card: Card, sec: Section, reference: str, at_most: float | None = None) -> bool:
@@ -205,8 +231,9 @@ def target_rows(cards: Sequence[Card]) -> list[Row]:
                 p = paired(card, sec, t.reference)
                 if p:
                     row.ratios.append(float(p["geo_ratio"]))
-                    if t.interval:
-                        row.pvalues[name] = p_below_one(p)
+                    pv = pvalue(card, sec, t.reference) if t.interval else None
+                    if pv is not None:
+                        row.pvalues[name] = pv
                 if sec.get("starts") and sec.get("length"):
                     row.jobs.append(distinct_jobs(sec["starts"], int(sec["length"])))
                 if t.meets(card, sec):
@@ -256,11 +283,12 @@ def targets_markdown(cards: Sequence[Card]) -> str:
         "agent tested; *met, Holm* pays for that: the agents still meeting it when "
         "the chance of any false claim among all those tested on the trace is held at "
         "2.5 % one-sided, the single test's level (Holm's step-down test, each agent's "
-        "p-value read from its ratio and interval: docs/evaluation.md, *Many agents on "
-        "one trace*). *jobs*: the different jobs the test windows hold together, the "
-        "period of the trace a result covers (the windows are drawn from the test range "
-        "and overlap where it is short: docs/evaluation.md, *What a test interval "
-        "covers*).",
+        "p-value the bootstrap's own from its per-window values, or read from its ratio "
+        "and interval for cards tested before those were stored: docs/evaluation.md, "
+        "*Many agents on one trace*). *jobs*: the different jobs the test windows hold "
+        "together, the period of the trace a result covers (the windows are drawn from "
+        "the test range and overlap where it is short: docs/evaluation.md, *What a test "
+        "interval covers*).",
         "",
         "| target | trace | criterion | tested | met | met, Holm | test ratios | jobs | met by |",
         "|---|---|---|---:|---:|---:|---|---:|---|",

@@ -15,6 +15,7 @@ from hpcgym import evaluation as E
 from hpcgym.evaluation.statistics import (
     MIN_RESAMPLES,
     bootstrap_interval,
+    bootstrap_p_below_one,
     choice_holdout,
     geo_ratio,
     holdout_text,
@@ -50,6 +51,28 @@ def test_p_below_one_agrees_with_the_interval_and_the_bootstrap():
         assert (approx < 0.025) == (pc.ci_high < 1.0)
     with pytest.raises(ValueError, match="geo_ratio <= ci_high"):
         p_below_one({"geo_ratio": 0.9, "ci_high": 0.8})
+
+
+def test_bootstrap_p_below_one_is_the_intervals_own_tail():
+    """The share of the interval's own resamples at or above 1: it sides with the verdict
+    on every case, and equals the count computed by hand from the same resamples."""
+    rng = np.random.default_rng(11)
+    sides = set()
+    for shift in np.linspace(-0.15, 0.05, 21):
+        ref = rng.uniform(20, 80, size=30)
+        x = ref * np.exp(shift + 0.2 * rng.standard_normal(30))
+        pc = paired_comparison(x, ref)
+        p = bootstrap_p_below_one(x, ref)
+        assert (p <= 0.025) == (pc.ci_high < 1.0), (shift, p, pc.ci_high)
+        sides.add(pc.ci_high < 1.0)
+        idx = np.random.default_rng(0).integers(0, 30, size=(10_000, 30))
+        by_hand = float((np.log(x / ref)[idx].mean(axis=1) >= 0).mean())
+        assert p == by_hand
+    assert sides == {True, False}  # both verdicts were met
+    assert bootstrap_p_below_one([5.0, 6.0], [5.0, 6.0]) == 1.0  # ties: ratio 1, not below
+    assert bootstrap_p_below_one([1.0, 2.0], [5.0, 6.0]) == 0.0
+    with pytest.raises(ValueError, match="resamples"):
+        bootstrap_p_below_one([1.0], [2.0], resamples=10)
 
 
 def test_holm_step_down():

@@ -142,6 +142,37 @@ def test_holm_pays_for_every_agent_tested_on_the_trace() -> None:
     assert t2.pvalues == {} and t2.met_holm == []
 
 
+def test_pvalue_from_the_per_window_values_when_the_card_has_them() -> None:
+    """Cards with per-window values get the bootstrap's own p-value; older cards the
+    normal approximation from ratio and interval."""
+    import numpy as np
+
+    from eval.targets import pvalue
+    from hpcgym.evaluation.statistics import (
+        bootstrap_p_below_one,
+        p_below_one,
+        paired_comparison,
+    )
+
+    rng = np.random.default_rng(3)
+    ref = rng.uniform(20, 80, size=30)
+    agent = ref * np.exp(-0.07 + 0.2 * rng.standard_normal(30))
+    pc = paired_comparison(agent, ref).to_dict()
+    old = card("a", "HPC2N", {"HPC2N": {"EASY-SJBF": pc}}, policy="SJF")
+    sec = old["test"]["HPC2N"]
+    assert pvalue(old, sec, "EASY-SJBF") == p_below_one(pc)
+    new = json.loads(json.dumps(old))
+    new["test"]["HPC2N"]["methods"] = {
+        "a": {"per_window": list(agent)},
+        "SJF+EASY-SJBF": {"per_window": list(ref)},
+    }
+    sec = new["test"]["HPC2N"]
+    exact = bootstrap_p_below_one(agent, ref)
+    assert pvalue(new, sec, "EASY-SJBF") == exact != p_below_one(pc)
+    assert _row(target_rows([new]), 4, "HPC2N").pvalues["a"] == exact
+    assert pvalue(new, sec, "ELOSS") is None  # no such comparison on the card
+
+
 def test_markdown_and_the_results_page(tmp_path: Path) -> None:
     # windows [0, 1536) and [2000, 3024) together: 2,560 different jobs
     test = {"EASY-SJBF": _p(0.80, 0.95), "starts": [512, 0, 2000, 512]}
