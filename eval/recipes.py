@@ -14,7 +14,8 @@ everywhere, or was each result tuned to its trace?
 
 The recipe is read from the model card: its fields (``policy``, ``estimator``,
 ``reward_mode``, ``time_scale``, ...) and, for options a card has no field for
-(``--lr-schedule``, ``--init-from``, ``--total-steps 0``), its training command. Cards
+(``--lr-schedule``, ``--init-from``, ``--total-steps 0``, PPO's settings such as
+``--gae-lambda``), its training command. Cards
 from before the reward option (the RLBackfilling-reproduction ``-paper`` agents, which
 have neither a training command nor a reward mode) are listed as the paper's recipe.
 ``eval/results.py --recipes`` puts this table in docs/results.md.
@@ -34,9 +35,33 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 from eval import _common as C  # noqa: E402
 from eval.targets import OWN_TRACES, paired  # noqa: E402
 
-__all__ = ["main", "recipe_of", "recipe_rows", "recipes_markdown"]
+__all__ = ["PPO_FLAGS", "main", "recipe_of", "recipe_rows", "recipes_markdown"]
 
 Card = dict[str, Any]
+
+#: PPO options that make another recipe when a training command gives them (``--ent-coef``,
+#: ``--lr-schedule`` and ``--init-from`` have their own wording below); the set of
+#: train/ppo.py's "hyper" options, checked by tests/test_recipes.py
+PPO_FLAGS = (
+    "--trajectories",
+    "--n-steps",
+    "--calib-windows",
+    "--batch-size",
+    "--n-epochs",
+    "--learning-rate",
+    "--value-lr",
+    "--gamma",
+    "--gae-lambda",
+    "--clip-range",
+    "--target-kl",
+    "--vf-coef",
+    "--max-grad-norm",
+    "--value-head",
+    "--stop-score",
+    "--row-context",
+    "--stop-init",
+    "--kernel-arch",
+)
 
 
 def _flags(command: str) -> dict[str, str]:
@@ -92,6 +117,7 @@ def recipe_of(card: Card) -> str:
         parts.append(f"vf {float(vf):g}")
     if flags.get("--lr-schedule", "constant") != "constant":
         parts.append(f"{flags['--lr-schedule']} lr")
+    parts += [f"{f[2:]} {flags[f]}" for f in PPO_FLAGS if f in flags]
     if str(card.get("features") or "paper") != "paper":
         parts.append(f"{card['features']} features")
     if card.get("feature_predictor"):

@@ -98,6 +98,25 @@ def test_recipe_reads_the_card_and_ignores_bookkeeping() -> None:
     assert recipe_of(lost) == "FCFS · dense"
     slow = card("g", "Lublin-2", {}, command="python train/ppo.py --trace Lublin-2")
     assert recipe_of(slow) == "FCFS · preset paper · terminal"
+    # PPO's own settings, given explicitly, make another recipe
+    lam = card("h", "SDSC-SP2", {}, command=FAST + " --gae-lambda 0.8 --kernel-arch 64,32")
+    assert recipe_of(lam) == "FCFS · terminal · gae-lambda 0.8 · kernel-arch 64,32"
+
+
+def test_recipe_ppo_flags_are_train_ppos_hyper_options() -> None:
+    """Every PPO option of train/ppo.py is either in PPO_FLAGS or worded on its own."""
+    import dataclasses
+
+    from eval.recipes import PPO_FLAGS
+    from train.config import TrainConfig
+
+    hyper = {
+        "--" + f.name.replace("_", "-")
+        for f in dataclasses.fields(TrainConfig)
+        if "cli" in f.metadata and f.metadata["cli"].group == "hyper"
+    }
+    own = {"--ent-coef", "--lr-schedule", "--init-from"}
+    assert set(PPO_FLAGS) == hyper - own and own <= hyper
 
 
 def test_rows_group_by_recipe_and_mark_the_verdicts() -> None:
