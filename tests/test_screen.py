@@ -57,8 +57,12 @@ def test_screen_sets_the_runs_side_by_side(tmp_path: Path) -> None:
     b = _run(tmp_path, "lam", {"gae_lambda": 0.8}, [-0.10, 0.01, 0.03, -0.02])
     s = compare_selections([a, b])
     ra, rb = s["runs"]
-    # the setting: only what differs between the runs (not folders or run names)
-    assert ra["setting"] == "gae_lambda=null" and rb["setting"] == "gae_lambda=0.8"
+    # the setting: where a run departs from the others (not folders or run names); on a
+    # tie the earliest run is the common setting
+    assert ra["setting"] == "the common setting" and rb["setting"] == "gae_lambda=0.8"
+    c = _run(tmp_path, "gam", {"gamma": 0.99}, [0.0, 0.1])
+    three = compare_selections([a, b, c])["runs"]
+    assert [r["setting"] for r in three] == ["the common setting", "gae_lambda=0.8", "gamma=0.99"]
     assert (ra["candidates"], rb["candidates"]) == (3, 4)
     sel_b = json.loads((b / SELECTION_FILE).read_text())
     ratios_b = sorted(c["geo_ratio"] for c in sel_b["candidates"])

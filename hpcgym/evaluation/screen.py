@@ -4,11 +4,11 @@ A hyperparameter screen trains one run per setting (``train/ppo.py`` with other 
 or the trials of ``train/sweep.py``) and chooses each run's checkpoint on the same
 validation windows (``eval/select_checkpoint.py``, which writes ``<run>/selection.json``).
 :func:`compare_selections` reads those choices and sets them side by side: per run, the
-setting that tells it from the others (the options of its ``config.json`` that differ
-between the runs), its chosen checkpoint's paired ratio, the median candidate's (what a
-checkpoint of the setting scores without a choice) and the split-half holdout of the
-run's own choice; and the choice **across** the runs, the lowest ratio of all their
-candidates, with the holdout of that larger choice
+setting that tells it from the others (the options of its ``config.json`` where it
+departs from the value most of the runs have), its chosen checkpoint's paired ratio, the
+median candidate's (what a checkpoint of the setting scores without a choice) and the
+split-half holdout of the run's own choice; and the choice **across** the runs, the
+lowest ratio of all their candidates, with the holdout of that larger choice
 (:func:`hpcgym.evaluation.statistics.choice_holdout` over every candidate of every run):
 choosing among more candidates is biased lower, and this says by how much. The runs must
 have been scored on the same windows against the same reference (checked).
@@ -54,11 +54,15 @@ SAME = ("trace", "split", "length", "seed", "starts", "reference")
 
 
 def _setting(configs: Sequence[dict[str, Any]]) -> list[str]:
-    """Per config, ``key=value`` of the keys whose values differ between the configs."""
+    """Per config, ``key=value`` of the keys where it departs from the common setting:
+    per key, the value most of the configs have (on a tie, the earliest run's)."""
     keys = sorted({k for c in configs for k in c} - BOOKKEEPING)
-    differ = [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+    values = {k: [json.dumps(c.get(k), sort_keys=True) for c in configs] for k in keys}
+    common = {k: max(v, key=lambda x, v=v: (v.count(x), -v.index(x))) for k, v in values.items()}
     return [
-        ", ".join(f"{k}={json.dumps(c.get(k))}" for k in differ) or "(the same)" for c in configs
+        ", ".join(f"{k}={values[k][i]}" for k in keys if values[k][i] != common[k])
+        or "the common setting"
+        for i in range(len(configs))
     ]
 
 
