@@ -33,7 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
-from eval.targets import OWN_TRACES, paired  # noqa: E402
+from eval.targets import OWN_TRACES, paired, with_policy  # noqa: E402
 
 __all__ = ["PPO_FLAGS", "main", "recipe_of", "recipe_rows", "recipes_markdown"]
 
@@ -83,10 +83,8 @@ def reference_of(card: Card) -> str:
 
     :param card: a model card dict
     """
-    policy = str(card.get("policy", "FCFS"))
-    if str(card.get("estimator", "request")) != "request":
-        return "ELOSS" if policy == "FCFS" else f"{policy}+ELOSS"
-    return "EASY-SJBF" if policy == "FCFS" else f"{policy}+EASY-SJBF"
+    eloss = str(card.get("estimator", "request")) != "request"
+    return with_policy(card, "ELOSS" if eloss else "EASY-SJBF")
 
 
 def recipe_of(card: Card) -> str:

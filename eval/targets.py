@@ -51,7 +51,15 @@ from hpcgym.evaluation.statistics import (  # noqa: E402
 )
 from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 
-__all__ = ["TARGETS", "Target", "main", "pvalue", "target_rows", "targets_markdown"]
+__all__ = [
+    "TARGETS",
+    "Target",
+    "main",
+    "pvalue",
+    "target_rows",
+    "targets_markdown",
+    "with_policy",
+]
 
 Card = dict[str, Any]
 Section = dict[str, Any]
@@ -94,12 +102,17 @@ def _request(card: Card) -> bool:
     return str(card.get("estimator", "request")) == "request"
 
 
+def with_policy(card: Card, reference: str) -> str:
+    """``reference`` with the agent's queue policy: ``SJF+EASY-SJBF`` for an SJF agent,
+    ``EASY-SJBF`` for an FCFS one."""
+    policy = str(card.get("policy", "FCFS"))
+    return reference if policy == "FCFS" else f"{policy}+{reference}"
+
+
 def paired(card: Card, sec: Section, reference: str) -> dict[str, Any] | None:
     """The test's paired comparison against ``reference`` with the agent's queue policy
-    (``SJF+EASY-SJBF`` for an SJF agent), or None when the card has none."""
-    policy = str(card.get("policy", "FCFS"))
-    name = reference if policy == "FCFS" else f"{policy}+{reference}"
-    return (sec.get("paired") or {}).get(name)
+    (:func:`with_policy`), or None when the card has none."""
+    return (sec.get("paired") or {}).get(with_policy(card, reference))
 
 
 def pvalue(card: Card, sec: Section, reference: str) -> float | None:
@@ -111,11 +124,9 @@ def pvalue(card: Card, sec: Section, reference: str) -> float | None:
     p = paired(card, sec, reference)
     if not p:
         return None
-    policy = str(card.get("policy", "FCFS"))
-    ref = reference if policy == "FCFS" else f"{policy}+{reference}"
     meth = sec.get("methods") or {}
     agent = (meth.get(str(card.get("name"))) or {}).get("per_window")
-    base = (meth.get(ref) or {}).get("per_window")
+    base = (meth.get(with_policy(card, reference)) or {}).get("per_window")
     if agent and base:
         return bootstrap_p_below_one(agent, base)
     return p_below_one(p)

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.selection import _runs_and_config, load_selection
+from hpcgym.evaluation.selection import load_selection, runs_and_config
 from hpcgym.evaluation.statistics import HOLDOUT_MIN_WINDOWS, choice_holdout
 
 __all__ = ["BOOKKEEPING", "compare_selections", "screen_markdown"]
@@ -96,7 +96,7 @@ def compare_selections(runs: Sequence[str | os.PathLike[str]]) -> dict[str, Any]
                 "choose every run's checkpoint with the same eval/select_checkpoint.py "
                 "--windows, --length, --seed and --reference"
             )
-    settings = _setting([_runs_and_config(d)[1] for d in dirs])
+    settings = _setting([runs_and_config(d)[1] for d in dirs])
     names = [d.name for d in dirs]
     if len(set(names)) < len(names):
         names = [str(d) for d in dirs]

@@ -62,6 +62,7 @@ __all__ = [
     "gated_card",
     "load_selection",
     "run_reference",
+    "runs_and_config",
     "seed_runs",
     "select_checkpoint",
     "select_gate",
@@ -142,7 +143,7 @@ def seed_runs(root: str | os.PathLike[str]) -> list[Path]:
     return sorted(runs, key=lambda d: (seed(d), d.name))
 
 
-def _runs_and_config(rdir: Path) -> tuple[list[Path], dict[str, Any]]:
+def runs_and_config(rdir: Path) -> tuple[list[Path], dict[str, Any]]:
     """The run folders a selection in ``rdir`` compares and their shared config.
 
     :raises FileNotFoundError: ``rdir`` is neither a run nor a seeds run with a seed in it
@@ -242,7 +243,7 @@ def select_checkpoint(
     """
     generated = _generated(workload)
     rdir = Path(run).resolve()
-    runs, cfg = _runs_and_config(rdir)
+    runs, cfg = runs_and_config(rdir)
     if candidates:
         models = [Path(c).resolve() for c in candidates]
     else:
