@@ -37,15 +37,18 @@ from typing import Any
 import numpy as np
 import torch as th
 from gymnasium import spaces
-from sb3_contrib.common.maskable.distributions import (
-    MaskableCategorical,
-    MaskableCategoricalDistribution,
-    MaybeMasks,
-)
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from stable_baselines3.common.type_aliases import Schedule
 from torch import nn
+
+from hpcgym_agents.kernel_ops import (
+    PADDING_LOGIT,
+    FastMaskableCategorical,
+    FastMaskableCategoricalDistribution,
+    ScaledLrHooks,
+    make_optimizer,
+)
 
 __all__ = [
     "GATHER_RATIO",
@@ -65,9 +68,6 @@ STOP_SCORES: tuple[str, ...] = ("learned", "fixed", "pooled")
 VALUE_HEADS: tuple[str, ...] = ("flat", "pooled")
 #: Choices of the ``row_context`` option of :class:`KernelPolicy`.
 ROW_CONTEXTS: tuple[str, ...] = ("none", "pooled")
-#: Logit given to padding rows (validity flag 0); the same constant sb3-contrib uses for
-#: masked actions, so the probability of a padding row is exactly 0 even without a mask.
-PADDING_LOGIT: float = -1e8
 #: Default kernel (shared per-row scorer) hidden layers, from the RLBackfilling code.
 DEFAULT_KERNEL_ARCH: tuple[int, ...] = (32, 16, 8)
 #: Default hidden layers of the value MLP for each value head (see :class:`KernelPolicy`).
@@ -161,101 +161,6 @@ def _pad_rows(x: th.Tensor, n_rows: int, value: float) -> th.Tensor:
     return th.cat([x, pad], dim=1)
 
 
-class _ScaledLrHooks:
-    """Optimizer step hooks that apply a per-parameter-group learning-rate factor.
-
-    SB3 sets ``group["lr"] = lr_schedule(progress)`` on *every* group before each update
-    (:func:`stable_baselines3.common.utils.update_learning_rate`). Each group carries its own
-    ``"lr_scale"``; the pre-hook multiplies ``lr`` by it just for the ``step()`` call and the
-    post-hook restores the scheduled value, so the schedule and the ratio compose.
-    The hooks are module-level callables (picklable) and read the factor from the group, so
-    it survives ``optimizer.state_dict()`` / ``load_state_dict()`` (SB3 ``.zip`` save/load).
-    """
-
-    @staticmethod
-    def pre(optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        for group in optimizer.param_groups:
-            group["scheduled_lr"] = group["lr"]
-            group["lr"] = group["lr"] * group.get("lr_scale", 1.0)
-
-    @staticmethod
-    def post(optimizer: th.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        for group in optimizer.param_groups:
-            if "scheduled_lr" in group:
-                group["lr"] = group.pop("scheduled_lr")
-
-
-class FastMaskableCategorical(MaskableCategorical):
-    """sb3-contrib's :class:`MaskableCategorical` (same masking, same ``-1e8`` mask value,
-    same distribution), normalized with ``log_softmax`` instead of torch's
-    ``logits - logsumexp`` (about 10x faster on CPU for ``K + 1 = 129`` actions) and
-    without argument validation (the logits are finite by construction).
-
-    :param logits: unnormalized log probabilities ``(N, A)``
-    :param masks: optional bool ``(N, A)``: ``True`` = valid action
-    """
-
-    def __init__(self, logits: th.Tensor, masks: MaybeMasks = None) -> None:
-        self.masks = None
-        self._original_logits = logits
-        self._num_events = logits.size(-1)
-        th.distributions.Distribution.__init__(self, logits.shape[:-1], validate_args=False)
-        self.apply_masking(masks)
-
-    def apply_masking(self, masks: MaybeMasks) -> None:
-        logits = self._original_logits
-        if masks is not None:
-            self.masks = th.as_tensor(masks, dtype=th.bool, device=logits.device).reshape(
-                logits.shape
-            )
-            logits = logits.masked_fill(~self.masks, PADDING_LOGIT)
-        else:
-            self.masks = None
-        self.__dict__.pop("probs", None)
-        self.logits = th.log_softmax(logits, dim=-1)
-        self._param = self.logits
-
-
-class FastMaskableCategoricalDistribution(MaskableCategoricalDistribution):
-    """:class:`MaskableCategoricalDistribution` building :class:`FastMaskableCategorical`.
-
-    :param action_dim: number of actions
-    """
-
-    def proba_distribution(self, action_logits: th.Tensor) -> FastMaskableCategoricalDistribution:
-        self.distribution = FastMaskableCategorical(action_logits.view(-1, self.action_dim))
-        return self
-
-
-def _fast_optimizer_kwargs(
-    optimizer_class: type[th.optim.Optimizer], kwargs: dict[str, Any]
-) -> dict[str, Any]:
-    """``kwargs`` plus ``fused=True`` for Adam/AdamW when no implementation was chosen: the
-    same update rule in one kernel (about 5x faster than the per-tensor loop here)."""
-    if optimizer_class in (th.optim.Adam, th.optim.AdamW) and not (
-        {"fused", "foreach", "differentiable"} & set(kwargs)
-    ):
-        return {**kwargs, "fused": True}
-    return kwargs
-
-
-def _make_optimizer(
-    optimizer_class: type[th.optim.Optimizer],
-    groups: list[dict[str, Any]],
-    lr: float,
-    kwargs: dict[str, Any],
-) -> th.optim.Optimizer:
-    """The optimizer, fused when :func:`_fast_optimizer_kwargs` asks for it and the
-    parameters' device supports it (else the default implementation)."""
-    fast = _fast_optimizer_kwargs(optimizer_class, kwargs)
-    try:
-        return optimizer_class(groups, lr=lr, **fast)  # type: ignore[call-arg]
-    except (RuntimeError, ValueError):
-        if fast is kwargs:
-            raise
-        return optimizer_class(groups, lr=lr, **kwargs)  # type: ignore[call-arg]
-
-
 class JobRowsExtractor(BaseFeaturesExtractor):
     """Identity features extractor that keeps the ``(K, F)`` row structure.
 
@@ -272,6 +177,38 @@ class JobRowsExtractor(BaseFeaturesExtractor):
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
         return observations
+
+
+#: A score prior: ``(column, weight)`` pairs (see :class:`KernelPolicy`, ``row_prior``).
+Prior = tuple[tuple[int, float], ...]
+
+
+def _as_prior(value: Sequence[Any] | None, n_cols: int) -> Prior | None:
+    """``row_prior`` as ``((column, weight), ...)``, checked against the row width
+    ``n_cols``; one pair may be given bare, ``(column, weight)``."""
+    if value is None:
+        return None
+    pairs = list(value)
+    if len(pairs) == 2 and all(isinstance(v, (int, float, np.number)) for v in pairs):
+        pairs = [tuple(pairs)]
+    out: list[tuple[int, float]] = []
+    for pair in pairs:
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise ValueError(
+                f"row_prior must be (column, weight) pairs, e.g. [(2, -50.0)], got {value!r}"
+            )
+        column, weight = pair
+        if int(column) != column or not 1 <= int(column) < n_cols:
+            raise ValueError(
+                f"row_prior column must be an observation column 1..{n_cols - 1} (0 is the "
+                f"validity flag), got {column!r}"
+            )
+        if not np.isfinite(weight):
+            raise ValueError(f"row_prior weight must be a finite number, got {weight!r}")
+        out.append((int(column), float(weight)))
+    if not out or len({c for c, _ in out}) != len(out):
+        raise ValueError(f"row_prior needs at least one pair and each column once: {value!r}")
+    return tuple(out)
 
 
 def _check_obs_space(observation_space: spaces.Space) -> None:
@@ -308,6 +245,9 @@ class KernelNetwork(nn.Module):
         (on its row and the mean and max of the kernel's last hidden layer over the valid
         rows; see :class:`KernelPolicy`)
     :param context_arch: hidden widths of the ``"pooled"`` row-context scorer
+    :param row_prior: ``((column, weight), ...)``: add :meth:`prior` of those columns to
+        every row's score, with learned weights that start at ``weight`` (``None``: no
+        prior)
     """
 
     def __init__(
@@ -324,6 +264,7 @@ class KernelNetwork(nn.Module):
         stop_init: float = 0.0,
         row_context: str = "none",
         context_arch: tuple[int, ...] = (16,),
+        row_prior: Prior | None = None,
     ) -> None:
         super().__init__()
         self.n_rows = n_rows
@@ -341,6 +282,11 @@ class KernelNetwork(nn.Module):
             self.context_net = _mlp(3 * emb_dim, context_arch, activation_fn)
             score_in = context_arch[-1] if context_arch else 3 * emb_dim
         self.kernel_out = nn.Linear(score_in, 1)
+        self.prior_columns: list[int] = []
+        self.prior_weight: nn.Parameter | None = None
+        if row_prior:
+            self.prior_columns = [int(c) for c, _ in row_prior]
+            self.prior_weight = nn.Parameter(th.tensor([float(w) for _, w in row_prior]))
         self.stop_bias: nn.Parameter | None = None
         self.stop_net: nn.Sequential | None = None
         if stop_score == "learned":
@@ -376,6 +322,24 @@ class KernelNetwork(nn.Module):
             mods.append(self.value_rows)
         return mods
 
+    def prior(self, rows: th.Tensor) -> th.Tensor | None:
+        """The score prior ``(...)`` of rows ``(..., F)`` (``None`` without ``row_prior``):
+        the sum over the prior columns ``x`` (in ``[0, 1]``) of ``w * x - min(w, 0)``, with
+        each column's learned weight ``w``. A term is ``w * x`` for ``w >= 0`` (larger
+        ``x`` preferred) and ``|w| * (1 - x)`` for ``w < 0`` (smaller ``x`` preferred):
+        never negative, so the prior makes no row less likely against STOP, and
+        continuous in ``w``."""
+        if self.prior_weight is None:
+            return None
+        w = self.prior_weight
+        x = rows[..., self.prior_columns]
+        return (x * w).sum(dim=-1) - w.clamp(max=0.0).sum()
+
+    def _with_prior(self, scores: th.Tensor, rows: th.Tensor, valid: th.Tensor) -> th.Tensor:
+        """``scores`` ``(N, k)`` plus the prior of the ``valid`` rows of ``rows``."""
+        prior = self.prior(rows)
+        return scores if prior is None else th.where(valid, scores + prior, scores)
+
     @staticmethod
     def valid_rows(rows: th.Tensor) -> th.Tensor:
         """Bool ``(N, K)``: validity flag (column 0) of every row."""
@@ -402,10 +366,12 @@ class KernelNetwork(nn.Module):
             emb = _scatter_rows(emb_v, valid_a, 0.0)
             ctx = self._row_context(emb, valid_a)
             scores_v = self._score(emb_v, None if ctx is None else ctx[valid_a])
+            prior = self.prior(rows_a[valid_a])
+            scores_v = scores_v if prior is None else scores_v + prior
             scores = _scatter_rows(scores_v, valid_a, PADDING_LOGIT)
         else:
             emb = self.kernel(rows_a)
-            scores = self._scores(emb, valid_a)
+            scores = self._with_prior(self._scores(emb, valid_a), rows_a, valid_a)
         return _pad_rows(scores, rows.shape[1], PADDING_LOGIT), emb, valid_a
 
     def _row_context(self, emb: th.Tensor, valid: th.Tensor) -> th.Tensor | None:
@@ -431,7 +397,8 @@ class KernelNetwork(nn.Module):
         """The kernel on all ``N * K`` rows, padding included (the reference for
         :meth:`row_scores`): scores ``(N, K)`` and embeddings ``(N, K, D)``."""
         emb = self.kernel(rows)
-        return self._scores(emb, self.valid_rows(rows)), emb
+        valid = self.valid_rows(rows)
+        return self._with_prior(self._scores(emb, valid), rows, valid), emb
 
     def forward_actor(self, rows: th.Tensor) -> th.Tensor:
         scores, emb, valid = self._active_scores(rows)
@@ -518,6 +485,19 @@ class KernelPolicy(MaskableActorCriticPolicy):
       context: a job can be scored against the other candidates, e.g. as the shortest of
       them). Still permutation-equivariant.
 
+    Score prior (``row_prior``, off by default): ``(column, weight)`` pairs add a known
+    heuristic to every row's score, ``score_i = kernel(row_i) + prior(row_i)`` with
+    ``prior`` the sum of ``w * x - min(w, 0)`` over the pairs, ``x`` the row's value in
+    the column and ``w`` a learned weight that starts at ``weight``
+    (:meth:`KernelNetwork.prior`). With a prior
+    the kernel's output layer starts at exactly 0, so the initial policy is the heuristic,
+    its ties included (equal values: the lowest row, FCFS), and the kernel learns a
+    residual on it (the gradient reaches the hidden layers once the output layer moves).
+    E.g. the ``estimate`` column (2) with ``weight = -50``: the argmax starts at
+    shortest-estimate-first, the order of EASY-SJBF's backfilling, and the prior is never
+    negative, so with ``stop_init < 0`` it starts by backfilling whenever a job fits (as
+    EASY-SJBF does).
+
     **Critic** (``value_head``), with no parameter shared with the actor:
 
     - ``"flat"`` (default, the paper's): an MLP over the flattened ``(K*F)`` observation, hidden
@@ -566,6 +546,10 @@ class KernelPolicy(MaskableActorCriticPolicy):
     :param row_context: ``"none"`` (default) or ``"pooled"`` (see above)
     :param context_arch: hidden widths of the ``"pooled"`` row-context scorer (default
         ``(16,)``)
+    :param row_prior: ``(column, weight)`` pairs of the score prior (see above; ``column``
+        an observation column other than the validity flag, each once, ``weight`` its
+        learned weight's initial value; one pair may be given bare), or ``None``
+        (default, the paper's: no prior)
     :param stop_init: initial STOP logit (the learned bias starts there; the fixed score and
         the pooled head's offset are this constant). Default 0; a negative value encodes the
         prior that backfilling is usually better than waiting, which keeps the argmax of an
@@ -598,6 +582,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
         stop_init: float = 0.0,
         row_context: str = "none",
         context_arch: Sequence[int] = (16,),
+        row_prior: Sequence[Any] | None = None,
         ortho_init: bool = True,
         features_extractor_class: type[BaseFeaturesExtractor] = JobRowsExtractor,
         features_extractor_kwargs: dict[str, Any] | None = None,
@@ -628,6 +613,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
             raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {value_head!r}")
         if row_context not in ROW_CONTEXTS:
             raise ValueError(f"row_context must be one of {ROW_CONTEXTS}, got {row_context!r}")
+        self.row_prior = _as_prior(row_prior, int(observation_space.shape[1]))
         if not (np.isfinite(value_lr_ratio) and value_lr_ratio > 0):
             raise ValueError(f"value_lr_ratio must be a positive number, got {value_lr_ratio!r}")
         # Plain attributes may be set before nn.Module.__init__ (runs inside super().__init__,
@@ -678,6 +664,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
             stop_init=self.stop_init,
             row_context=self.row_context,
             context_arch=self.context_arch,
+            row_prior=self.row_prior,
         ).to(self.device)
 
     def _build(self, lr_schedule: Schedule) -> None:
@@ -699,10 +686,18 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 net.stop_net.apply(lambda m, g=gain: self.init_weights(m, gain=g))
                 self.init_weights(net.stop_net[-1], gain=0.01)
             self.init_weights(self.value_net, gain=1.0)
+        if net.prior_weight is not None:
+            # with a prior the kernel's output starts at exactly 0: the initial policy is
+            # the prior's heuristic, ties included (a near-0 output would break its ties,
+            # e.g. between equal requests, in another order than FCFS)
+            nn.init.zeros_(net.kernel_out.weight)
+            nn.init.zeros_(net.kernel_out.bias)
 
         policy_params = [p for m in net.policy_modules() for p in m.parameters()]
         if net.stop_bias is not None:
             policy_params.append(net.stop_bias)
+        if net.prior_weight is not None:
+            policy_params.append(net.prior_weight)
         value_params = [p for m in net.value_modules() for p in m.parameters()]
         value_params += list(self.value_net.parameters())
         grouped = {id(p) for p in policy_params + value_params}
@@ -710,7 +705,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
         # A trainable features extractor (none by default) learns with the policy.
         policy_params += extra
         assert len(grouped) + len(extra) == len(list(self.parameters()))
-        self.optimizer = _make_optimizer(
+        self.optimizer = make_optimizer(
             self.optimizer_class,
             [
                 {"params": policy_params, "name": "policy", "lr_scale": 1.0},
@@ -719,8 +714,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
             lr_schedule(1),  # type: ignore[call-arg]
             self.optimizer_kwargs,
         )
-        self.optimizer.register_step_pre_hook(_ScaledLrHooks.pre)
-        self.optimizer.register_step_post_hook(_ScaledLrHooks.post)
+        self.optimizer.register_step_pre_hook(ScaledLrHooks.pre)
+        self.optimizer.register_step_post_hook(ScaledLrHooks.post)
 
     def _get_constructor_parameters(self) -> dict[str, Any]:
         data = super()._get_constructor_parameters()
@@ -737,6 +732,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 stop_init=self.stop_init,
                 row_context=self.row_context,
                 context_arch=self.context_arch,
+                row_prior=self.row_prior,
             )
         )
         return data
@@ -763,7 +759,8 @@ class KernelPolicy(MaskableActorCriticPolicy):
         return probs if vectorized else probs[0]
 
     def parameter_counts(self) -> dict[str, int]:
-        """Number of trainable parameters: ``kernel`` (row scorer incl. its output layer),
+        """Number of trainable parameters: ``kernel`` (row scorer incl. its output layer
+        and the prior's weights),
         ``stop``, ``policy`` (kernel + stop), ``value`` and ``total``."""
         net: KernelNetwork = self.mlp_extractor
 
@@ -772,6 +769,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
 
         kernel = count([net.kernel, net.kernel_out])
         kernel += count([net.context_net]) if net.context_net is not None else 0
+        kernel += net.prior_weight.numel() if net.prior_weight is not None else 0
         stop = count([net.stop_net]) if net.stop_net is not None else 0
         stop += 1 if net.stop_bias is not None else 0
         value = count([*net.value_modules(), self.value_net])

@@ -13,7 +13,16 @@ STOP):
 * ``order-actual``: shortest *actual* runtime first (clairvoyant: an upper bound of what
   runtime knowledge alone can give an ordering).
 
-Two more questions, asked on request:
+Three more questions, asked on request:
+
+* ``--ties``: how much of EASY-SJBF is its *tie-break*? EASY-SJBF starts the candidate
+  with the shortest request, and among equal requests the first in FCFS order. The
+  ``ties-<how>`` methods keep the shortest-request order and break ties differently:
+  ``ties-fcfs`` (EASY-SJBF's own, a check: it must equal EASY-SJBF), ``ties-lifo`` (the
+  latest submitted first) and ``ties-random`` (uniformly, a seeded generator); the
+  share of decisions with a tie is printed. A learned policy whose row scores differ by
+  tiny amounts between jobs of equal request breaks those ties by whatever else it reads;
+  this is what that costs.
 
 * ``--short SECONDS``: is the clairvoyant room in *knowing which jobs are short*?
   ``short-actual`` starts the candidates that really end within ``SECONDS`` first (then
@@ -226,6 +235,39 @@ def by_area(jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:
     return pred[jobs] * w.procs[jobs]
 
 
+class TieBreak:
+    """Shortest engine estimate first, ties broken ``fcfs`` (lowest job index, as
+    EASY-SJBF), ``lifo`` (highest index) or ``random`` (uniform, from ``rng``); counts the
+    decisions and those with a tie for the shortest estimate.
+
+    :param how: ``fcfs``, ``lifo`` or ``random``
+    :param rng: the generator of ``random`` tie-breaks
+    """
+
+    HOWS = ("fcfs", "lifo", "random")
+
+    def __init__(self, how: str, rng: np.random.Generator) -> None:
+        if how not in self.HOWS:
+            raise ValueError(f"unknown tie-break {how!r}; valid: {', '.join(self.HOWS)}")
+        self.how, self.rng = how, rng
+        self.decisions = 0
+        self.tied = 0
+
+    def __call__(self, jobs: np.ndarray, pred: np.ndarray, w: Workload) -> np.ndarray:
+        est = pred[jobs]
+        self.decisions += 1
+        self.tied += int(np.count_nonzero(est == est.min()) > 1)
+        if self.how == "fcfs":
+            tie = jobs.astype(np.float64)
+        elif self.how == "lifo":
+            tie = -jobs.astype(np.float64)
+        else:
+            tie = self.rng.random(len(jobs))
+        score = np.empty(len(jobs), dtype=np.float64)
+        score[np.lexsort((tie, est))] = np.arange(len(jobs))
+        return score
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--trace", default="SDSC-SP2")
@@ -260,6 +302,12 @@ def main() -> None:
         action="store_true",
         help="also start only the candidates that end by the shadow by their actual "
         "runtime (fit-actual) or each predictor's prediction (fit-<predictor>), else STOP",
+    )
+    p.add_argument(
+        "--ties",
+        action="store_true",
+        help="also keep EASY-SJBF's shortest-request order with other tie-breaks: "
+        "ties-fcfs (its own), ties-lifo, ties-random",
     )
     p.add_argument(
         "--predictors",
@@ -301,6 +349,12 @@ def main() -> None:
     if args.fit_check:
         for pred in ["actual", *args.predictors]:
             methods[f"fit-{pred}"] = lambda w, pred=pred: fit_checked(w, pred, g)
+    ties: dict[str, TieBreak] = {}
+    if args.ties:
+        rng = np.random.default_rng(args.seed)
+        for how in TieBreak.HOWS:
+            ties[how] = TieBreak(how, rng)
+            methods[f"ties-{how}"] = lambda w, t=ties[how]: ordered_backfill(w, "guard", t, g)
     if args.oracle:
         methods[queue_name(args.policy, "LOOKAHEAD-ORACLE")] = heuristic("LOOKAHEAD-ORACLE")
     values: dict[str, list[float]] = {m: [] for m in methods}
@@ -325,6 +379,8 @@ def main() -> None:
             f"| {name} | {np.mean(v):.1f} | {c.geo_ratio:.3f} [{c.ci_low:.3f}, {c.ci_high:.3f}]"
             f" | {c.wins}/{len(v)} | {seconds[name] / len(v):.3f} |"
         )
+    for how, t in ties.items():
+        print(f"ties-{how}: {t.tied} of {t.decisions} decisions had a tie for the shortest")
 
 
 if __name__ == "__main__":

@@ -60,6 +60,7 @@ def legacy_kernel() -> Iterator[None]:
     and the per-tensor Adam loop. Same distributions and learning rule; only slower."""
     from sb3_contrib.common.maskable.distributions import MaskableCategoricalDistribution
 
+    import hpcgym_agents.kernel_ops as ko
     import hpcgym_agents.kernel_policy as kp
 
     def dense_scores(self: Any, rows: Any) -> tuple[Any, Any, Any]:
@@ -70,16 +71,16 @@ def legacy_kernel() -> Iterator[None]:
         kp.KernelNetwork._active_scores,
         kp.KernelNetwork.row_scores,
         kp.KernelNetwork.forward_critic,
-        kp.FastMaskableCategoricalDistribution.proba_distribution,
-        kp._fast_optimizer_kwargs,
+        ko.FastMaskableCategoricalDistribution.proba_distribution,
+        ko.fast_optimizer_kwargs,
     )
     kp.KernelNetwork._active_scores = dense_scores  # type: ignore[method-assign]
     kp.KernelNetwork.row_scores = kp.KernelNetwork.row_scores_dense  # type: ignore[method-assign]
     kp.KernelNetwork.forward_critic = kp.KernelNetwork.forward_critic_dense  # type: ignore[method-assign]
-    kp.FastMaskableCategoricalDistribution.proba_distribution = (  # type: ignore[method-assign]
+    ko.FastMaskableCategoricalDistribution.proba_distribution = (  # type: ignore[method-assign]
         MaskableCategoricalDistribution.proba_distribution
     )
-    kp._fast_optimizer_kwargs = lambda _cls, kwargs: kwargs
+    ko.fast_optimizer_kwargs = lambda _cls, kwargs: kwargs
     try:
         yield
     finally:
@@ -87,8 +88,8 @@ def legacy_kernel() -> Iterator[None]:
             kp.KernelNetwork._active_scores,
             kp.KernelNetwork.row_scores,
             kp.KernelNetwork.forward_critic,
-            kp.FastMaskableCategoricalDistribution.proba_distribution,
-            kp._fast_optimizer_kwargs,
+            ko.FastMaskableCategoricalDistribution.proba_distribution,
+            ko.fast_optimizer_kwargs,
         ) = saved
 
 

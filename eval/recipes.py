@@ -59,6 +59,7 @@ PPO_FLAGS = (
     "--value-head",
     "--stop-score",
     "--row-context",
+    "--row-prior",
     "--stop-init",
     "--kernel-arch",
 )

@@ -75,3 +75,27 @@ def test_the_sjf_queue_is_another_schedule() -> None:
 def test_an_unknown_guard_names_the_valid_ones() -> None:
     with pytest.raises(ValueError, match="valid: EASY-SJBF, ELOSS"):
         B.guard_simulation(load(None).window(0, 50), "EASY")
+
+
+def test_tie_breaks() -> None:
+    """``ties-fcfs`` is EASY-SJBF exactly; LIFO ties are another schedule on a window with
+    ties; the tie counter sees them."""
+    w = load(None).window(0, 400)
+    ref = get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"]
+    rng = np.random.default_rng(0)
+    fcfs, lifo = B.TieBreak("fcfs", rng), B.TieBreak("lifo", rng)
+    assert B.ordered_backfill(w, "guard", fcfs, "EASY-SJBF") == pytest.approx(ref)
+    assert 0 < fcfs.tied < fcfs.decisions
+    assert B.ordered_backfill(w, "guard", lifo, "EASY-SJBF") != pytest.approx(ref)
+    # without ties (distinct estimates) every tie-break is the same order
+    jobs = np.array([4, 1, 7])
+    pred = np.zeros(8)
+    pred[jobs] = [30.0, 10.0, 20.0]
+    for how in B.TieBreak.HOWS:
+        score = B.TieBreak(how, rng)(jobs, pred, w)
+        np.testing.assert_array_equal(np.argsort(score), [1, 2, 0])
+    pred[jobs] = [10.0, 10.0, 20.0]
+    assert np.argmin(B.TieBreak("fcfs", rng)(jobs, pred, w)) == 1  # job 1 before job 4
+    assert np.argmin(B.TieBreak("lifo", rng)(jobs, pred, w)) == 0
+    with pytest.raises(ValueError, match="valid: fcfs, lifo, random"):
+        B.TieBreak("sjf", rng)

@@ -235,6 +235,33 @@ def learning_rate(cfg: TrainConfig) -> Any:
     return LinearSchedule(cfg.learning_rate, 0.0, 1.0)
 
 
+def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
+    """``--row-prior NAME=WEIGHT[,...]`` as KernelPolicy's ``row_prior``, ``(column,
+    weight)`` pairs: the columns of those names in the run's observation (``None``
+    without the option).
+
+    :param cfg: the run's options
+    :raises ConfigError: a name is not an observation column of the run (the valid names
+        depend on ``--features`` and ``--feature-predictor``)
+    """
+    if cfg.row_prior is None:
+        return None
+    from hpcgym.envs.observation import column_names
+
+    names = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
+    pairs = []
+    for part in cfg.row_prior.split(","):
+        name, _, weight = part.partition("=")
+        if name not in names[1:]:
+            raise ConfigError(
+                f"--row-prior: {name!r} is not an observation column of this run "
+                f"(--features {cfg.features}, --feature-predictor {cfg.feature_predictor}); "
+                f"expected one of {', '.join(names[1:])}"
+            )
+        pairs.append((names.index(name), float(weight)))
+    return tuple(pairs)
+
+
 def new_model(
     cfg: TrainConfig, plan: RolloutPlan, extra_env: Mapping[str, Any] | None = None
 ) -> Any:
@@ -272,6 +299,7 @@ def new_model(
             "stop_score": cfg.stop_score,
             "stop_init": float(cfg.stop_init or 0.0),
             "row_context": cfg.row_context,
+            "row_prior": row_prior(cfg),
             "value_lr_ratio": cfg.value_lr / cfg.learning_rate,
         },
         seed=cfg.seed,
@@ -310,7 +338,7 @@ def init_policy_from(model: Any, path: str) -> None:
     except RuntimeError as exc:
         raise ConfigError(
             f"--init-from: {path} has another network than the run's (--kernel-arch, "
-            f"--value-head, --stop-score, --row-context): {str(exc).splitlines()[0]}"
+            f"--value-head, --stop-score, --row-context, --row-prior): {str(exc).splitlines()[0]}"
         ) from None
 
 

@@ -290,6 +290,9 @@ def actor_logits(policy: Any, b: CompactBatch) -> th.Tensor:
         h = _mlp(net.context_net, th.cat([emb, pooled[b.seg]], dim=-1))
     out = net.kernel_out
     scores = nn.functional.linear(h, out.weight, out.bias).view(-1)
+    prior = net.prior(b.rows)  # the score prior of every row (row_prior), or None
+    if prior is not None:
+        scores = scores + prior
     if net.stop_bias is not None:
         stop = net.stop_bias.expand(b.n)
     elif net.stop_net is not None and pooled is not None:

@@ -31,6 +31,7 @@ from train.options import (
     full_or_int,
     layer_widths,
     library_names,
+    name_weights,
     names,
     none_or_float,
     none_or_name,
@@ -438,6 +439,16 @@ class TrainConfig:
     kernel_arch: tuple[int, ...] = _opt(
         (32, 16, 8), "hyper", "kernel network hidden widths (the paper's)", parse=layer_widths
     )
+    row_prior: str | None = _opt(
+        None,
+        "hyper",
+        "KernelPolicy score prior COLUMN=WEIGHT[,COLUMN=WEIGHT...]: every row's score "
+        "gets WEIGHT x the observation column (learned weights; negative = small values "
+        "preferred), so training starts at that heuristic, e.g. estimate=-50 starts at "
+        "EASY-SJBF's shortest-first order (docs/training.md); none = no prior (the paper's)",
+        parse=name_weights,
+        show_default=False,
+    )
 
     # -- evaluation, logging, checkpoints
     eval_every: int = _opt(
@@ -531,10 +542,10 @@ class TrainConfig:
             out.append("--batch-size must be > 1 (advantage normalization needs 2 samples)")
         if self.total_steps is not None and self.epochs is not None:
             out.append("--total-steps and --epochs exclude each other: give one")
-        if self.total_steps == 0 and self.init_from is None:
+        if self.total_steps == 0 and self.init_from is None and self.row_prior is None:
             out.append(
-                "--total-steps 0 trains nothing: it only makes sense with --init-from "
-                "(to evaluate and ship that policy as a run)"
+                "--total-steps 0 trains nothing: it only makes sense with --init-from or "
+                "--row-prior (to evaluate and keep that initial policy as a run)"
             )
         if self.total_steps == 0 and self.lr_schedule == "linear":
             out.append(

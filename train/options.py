@@ -18,6 +18,7 @@ __all__ = [
     "full_or_int",
     "library_names",
     "layer_widths",
+    "name_weights",
     "names",
     "none_or_float",
     "none_or_name",
@@ -102,6 +103,34 @@ def layer_widths(text: str) -> tuple[int, ...]:
     if not arch or any(w <= 0 for w in arch):
         raise argparse.ArgumentTypeError(f"expected positive layer widths like 32,16,8: {text!r}")
     return arch
+
+
+def name_weights(text: str) -> str | None:
+    """``none`` or ``NAME=WEIGHT[,NAME=WEIGHT...]`` with finite, nonzero numbers and each
+    name once (``--row-prior estimate=-50,wait=-2``); returned normalized.
+
+    :param text: the command-line text
+    """
+    import argparse
+
+    if text.strip().lower() in ("", "none"):
+        return None
+    out: dict[str, float] = {}
+    for part in text.split(","):
+        name, sep, number = part.partition("=")
+        try:
+            weight = float(number)
+        except ValueError:
+            weight = math.nan
+        if not sep or not name.strip() or not math.isfinite(weight) or weight == 0.0:
+            raise argparse.ArgumentTypeError(
+                "expected NAME=WEIGHT[,NAME=WEIGHT...] with nonzero numbers, e.g. "
+                f"estimate=-50, got {text!r}"
+            )
+        if name.strip() in out:
+            raise argparse.ArgumentTypeError(f"{name.strip()!r} given twice in {text!r}")
+        out[name.strip()] = weight
+    return ",".join(f"{k}={v:g}" for k, v in out.items())
 
 
 def names(text: str) -> tuple[str, ...]:

@@ -359,6 +359,7 @@ def card_from_run(
         "value_head",
         "stop_score",
         "row_context",
+        "row_prior",
         "kernel_arch",
         "n_envs",
         "n_steps_resolved",
