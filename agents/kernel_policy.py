@@ -366,12 +366,11 @@ class KernelNetwork(nn.Module):
             emb = _scatter_rows(emb_v, valid_a, 0.0)
             ctx = self._row_context(emb, valid_a)
             scores_v = self._score(emb_v, None if ctx is None else ctx[valid_a])
-            prior = self.prior(rows_a[valid_a])
-            scores_v = scores_v if prior is None else scores_v + prior
             scores = _scatter_rows(scores_v, valid_a, PADDING_LOGIT)
         else:
             emb = self.kernel(rows_a)
-            scores = self._with_prior(self._scores(emb, valid_a), rows_a, valid_a)
+            scores = self._scores(emb, valid_a)
+        scores = self._with_prior(scores, rows_a, valid_a)
         return _pad_rows(scores, rows.shape[1], PADDING_LOGIT), emb, valid_a
 
     def _row_context(self, emb: th.Tensor, valid: th.Tensor) -> th.Tensor | None:
@@ -489,10 +488,10 @@ class KernelPolicy(MaskableActorCriticPolicy):
     heuristic to every row's score, ``score_i = kernel(row_i) + prior(row_i)`` with
     ``prior`` the sum of ``w * x - min(w, 0)`` over the pairs, ``x`` the row's value in
     the column and ``w`` a learned weight that starts at ``weight``
-    (:meth:`KernelNetwork.prior`). With a prior
-    the kernel's output layer starts at exactly 0, so the initial policy is the heuristic,
-    its ties included (equal values: the lowest row, FCFS), and the kernel learns a
-    residual on it (the gradient reaches the hidden layers once the output layer moves).
+    (:meth:`KernelNetwork.prior`). With a prior the kernel's output layer starts at
+    exactly 0, so the initial policy is the heuristic, its ties included (equal values:
+    the lowest row, FCFS), and the kernel learns a residual on it (the gradient reaches
+    the hidden layers once the output layer moves).
     E.g. the ``estimate`` column (2) with ``weight = -50``: the argmax starts at
     shortest-estimate-first, the order of EASY-SJBF's backfilling, and the prior is never
     negative, so with ``stop_init < 0`` it starts by backfilling whenever a job fits (as
@@ -759,9 +758,9 @@ class KernelPolicy(MaskableActorCriticPolicy):
         return probs if vectorized else probs[0]
 
     def parameter_counts(self) -> dict[str, int]:
-        """Number of trainable parameters: ``kernel`` (row scorer incl. its output layer
-        and the prior's weights),
-        ``stop``, ``policy`` (kernel + stop), ``value`` and ``total``."""
+        """Number of trainable parameters: ``kernel`` (row scorer incl. its output layer and
+        the prior's weights), ``stop``, ``policy`` (kernel + stop), ``value`` and
+        ``total``."""
         net: KernelNetwork = self.mlp_extractor
 
         def count(mods: Sequence[nn.Module]) -> int:
