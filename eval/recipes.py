@@ -60,6 +60,7 @@ PPO_FLAGS = (
     "--stop-score",
     "--row-context",
     "--row-prior",
+    "--anchor-kl",
     "--stop-init",
     "--kernel-arch",
 )

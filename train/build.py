@@ -24,7 +24,9 @@ from hpcgym.workload import trace_spec
 from train.config import ConfigError, TrainConfig
 
 __all__ = [
+    "ANCHOR_FILE",
     "RolloutPlan",
+    "attach_anchor",
     "env_kwargs",
     "load_checkpoint",
     "make_training_envs",
@@ -279,6 +281,7 @@ def new_model(
 
     env = make_training_envs(cfg, cfg.seed, extra_env)
     # --algo lean: LeanMaskablePPO (compact rollouts, lean update; ignores the buffer class)
+    lean = {"anchor_kl": cfg.anchor_kl} if cfg.algo == "lean" else {}
     model = algo_class(cfg.algo)(
         KernelPolicy,
         env,
@@ -306,10 +309,49 @@ def new_model(
         device=cfg.device,
         verbose=0,
         rollout_buffer_class=buffer_class_for(env.observation_space),
+        **lean,
     )
     if cfg.init_from is not None:
         init_policy_from(model, cfg.init_from)
     return model
+
+
+#: The anchor of ``--anchor-kl`` in a run folder: the policy weights the run started from.
+ANCHOR_FILE = "anchor.pt"
+
+
+def attach_anchor(model: Any, cfg: TrainConfig, run_path: Path, fresh: bool) -> None:
+    """Give a ``--anchor-kl`` run's model its anchor: a new run freezes its starting policy
+    (after ``--init-from``) and writes it to ``run_path / anchor.pt``; a resumed run reads
+    it back, so the anchor stays the start of the run, not the checkpoint. Nothing
+    without ``--anchor-kl``.
+
+    :param model: the run's :class:`train.lean_ppo.LeanMaskablePPO`
+    :param cfg: the run's options
+    :param run_path: the run folder
+    :param fresh: a new run (``False``: resumed from a checkpoint)
+    :raises ConfigError: a resumed run's ``anchor.pt`` is missing or does not fit
+    """
+    import torch as th
+
+    if not cfg.anchor_kl:
+        return
+    model.anchor_kl = float(cfg.anchor_kl)
+    path = run_path / ANCHOR_FILE
+    if fresh:
+        model.set_anchor()
+        th.save(model.anchor_policy.state_dict(), path)
+        return
+    try:
+        state = th.load(path, map_location=model.device, weights_only=True)
+        model.set_anchor(state)
+    except FileNotFoundError:
+        raise ConfigError(
+            f"--anchor-kl: the run's starting policy {path} is missing, so the resumed run "
+            "has no anchor (start a new run)"
+        ) from None
+    except (OSError, RuntimeError) as exc:
+        raise ConfigError(f"--anchor-kl: cannot load {path}: {exc}") from None
 
 
 def init_policy_from(model: Any, path: str) -> None:

@@ -38,6 +38,8 @@ __all__ = [
     "compact_step",
     "critic_values",
     "evaluate_compact",
+    "evaluate_compact_logp",
+    "kl_to",
     "make_batch",
     "segment_positions",
 ]
@@ -343,12 +345,40 @@ def evaluate_compact(
     :param entropy_grad: track the entropy's gradient (``False``: the entropy is only
         logged, as with ``ent_coef = 0``; saves its backward pass)
     """
+    values, log_prob, entropy, _ = evaluate_compact_logp(policy, b, action_col, entropy_grad)
+    return values, log_prob, entropy
+
+
+def evaluate_compact_logp(
+    policy: Any, b: CompactBatch, action_col: th.Tensor, entropy_grad: bool = True
+) -> tuple[th.Tensor, th.Tensor, th.Tensor, th.Tensor]:
+    """:func:`evaluate_compact`'s values, log-probabilities and entropies, and the
+    log-probabilities of every column ``(n, 1 + kw)`` (very negative where ``b.allowed`` is
+    False): what a KL penalty to another policy needs (``LeanMaskablePPO``'s ``anchor_kl``).
+
+    :param policy: a :class:`~hpcgym_agents.kernel_policy.KernelPolicy`
+    :param b: the samples
+    :param action_col: ``(n,)`` int64, 0 = STOP, ``1 + j`` = valid row ``j``
+    :param entropy_grad: track the entropy's gradient
+    """
     logp = th.log_softmax(actor_logits(policy, b), dim=1)
     with th.set_grad_enabled(entropy_grad and th.is_grad_enabled()):
         p_log_p = th.where(b.allowed, logp.exp() * logp, th.zeros_like(logp))
         entropy = -p_log_p.sum(dim=1)
     log_prob = logp.gather(1, action_col.unsqueeze(1)).squeeze(1)
-    return critic_values(policy, b), log_prob, entropy
+    return critic_values(policy, b), log_prob, entropy, logp
+
+
+def kl_to(logp: th.Tensor, anchor_logp: th.Tensor, b: CompactBatch) -> th.Tensor:
+    """``KL(p || anchor)`` per sample ``(n,)``, summed over the allowed columns, from the
+    two policies' log-probabilities ``(n, 1 + kw)`` (the gradient flows through ``logp``).
+
+    :param logp: the trained policy's log-probabilities
+    :param anchor_logp: the anchor's, on the same samples
+    :param b: the samples (``b.allowed``)
+    """
+    terms = logp.exp() * (logp - anchor_logp)
+    return th.where(b.allowed, terms, th.zeros_like(terms)).sum(dim=1)
 
 
 class CompactRolloutBuffer:

@@ -449,6 +449,13 @@ class TrainConfig:
         parse=name_weights,
         show_default=False,
     )
+    anchor_kl: float = _opt(
+        0.0,
+        "hyper",
+        "KL penalty to the policy training started from (--row-prior, --init-from), "
+        "x KL(policy || start) in the loss; 0 = none (--algo lean only; docs/training.md)",
+        parse=nonneg_float,
+    )
 
     # -- evaluation, logging, checkpoints
     eval_every: int = _opt(
@@ -547,6 +554,8 @@ class TrainConfig:
                 "--total-steps 0 trains nothing: it only makes sense with --init-from or "
                 "--row-prior (to evaluate and keep that initial policy as a run)"
             )
+        if self.anchor_kl and self.algo != "lean":
+            out.append("--anchor-kl needs --algo lean (the sb3 update has no anchor term)")
         if self.total_steps == 0 and self.lr_schedule == "linear":
             out.append(
                 "--lr-schedule linear needs a run of at least one update, not --total-steps 0"

@@ -14,6 +14,14 @@ schedules, ``save``/``load``) that overrides only the two hot loops:
   Python; the gradient-norm pass is skipped when ``max_grad_norm`` is infinite (SB3 would
   multiply the gradients by 1).
 
+Optionally (``anchor_kl > 0``, ``--anchor-kl``) the loss adds ``anchor_kl x KL(policy ||
+anchor)``, averaged over the minibatch's samples, where the anchor is a frozen copy of the
+policy the training started from (:meth:`LeanMaskablePPO.set_anchor`): it holds PPO near a
+start worth keeping (a ``--row-prior`` heuristic, a behaviour-cloned ``--init-from``) and
+lets it move only where the advantage pays for the divergence (the KL-regularised
+objective of fine-tuning from a prior policy). At the anchor the penalty and its gradient
+are 0, so the first update equals PPO's.
+
 The model it trains is a ``MaskablePPO`` with a :class:`~hpcgym_agents.kernel_policy.KernelPolicy`:
 its zip loads with plain ``sb3_contrib.MaskablePPO.load`` (``tests/test_train_lean.py``), and
 a checkpoint of either algorithm continues with the other. Loss, gradients, advantages
@@ -22,7 +30,9 @@ and returns equal ``MaskablePPO``'s on the same data (tested).
 
 from __future__ import annotations
 
+import copy
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -42,7 +52,8 @@ from train.compact import (
     check_policy,
     compact_step,
     critic_values,
-    evaluate_compact,
+    evaluate_compact_logp,
+    kl_to,
 )
 from train.config import ALGOS
 from train.vecenv import NativeVecEnv
@@ -69,9 +80,36 @@ class LeanMaskablePPO(MaskablePPO):
     :class:`~hpcgym_agents.kernel_policy.KernelPolicy` (with its identity features
     extractor), the observation space a ``Box`` ``(K, F)`` and the action space
     ``Discrete(K + 1)``. ``rollout_buffer_class`` is ignored (the compact buffer is used).
+
+    :param anchor_kl: coefficient of the KL penalty to the anchor policy (0: none, plain
+        PPO). The anchor is set by :meth:`set_anchor`, or at the first update to the policy
+        that collected its rollout (the start of training). It is not saved in the zip
+        (which stays a plain ``MaskablePPO`` zip); ``train/ppo.py`` keeps it in the run
+        folder (``anchor.pt``) so that a resumed run keeps its anchor.
     """
 
     rollout_buffer: CompactRolloutBuffer  # type: ignore[assignment]
+
+    def __init__(self, *args: Any, anchor_kl: float = 0.0, **kwargs: Any) -> None:
+        if not (math.isfinite(anchor_kl) and anchor_kl >= 0):
+            raise ValueError(f"anchor_kl must be a finite number >= 0, got {anchor_kl!r}")
+        self.anchor_kl = float(anchor_kl)
+        self.anchor_policy: Any = None
+        super().__init__(*args, **kwargs)
+
+    def set_anchor(self, state_dict: Mapping[str, Any] | None = None) -> None:
+        """Freeze a copy of the policy as the anchor of the KL penalty: the current policy,
+        or the policy with the weights ``state_dict`` (e.g. a run's ``anchor.pt``).
+
+        :param state_dict: the anchor's weights (``None``: the current policy's)
+        """
+        anchor = copy.deepcopy(self.policy)
+        if state_dict is not None:
+            anchor.load_state_dict(state_dict)
+        anchor.set_training_mode(False)
+        for param in anchor.parameters():
+            param.requires_grad_(False)
+        self.anchor_policy = anchor
 
     def _setup_model(self) -> None:
         self.rollout_buffer_class = None
@@ -106,7 +144,12 @@ class LeanMaskablePPO(MaskablePPO):
 
     def _excluded_save_params(self) -> list[str]:
         # the buffer class is not saved: the zip loads with plain MaskablePPO
-        return [*super()._excluded_save_params(), "rollout_buffer_class", "rollout_buffer_kwargs"]
+        return [
+            *super()._excluded_save_params(),
+            "rollout_buffer_class",
+            "rollout_buffer_kwargs",
+            "anchor_policy",
+        ]
 
     # ------------------------------------------------------------------ rollouts
     def _values_of(self, obs: np.ndarray) -> th.Tensor:
@@ -180,6 +223,8 @@ class LeanMaskablePPO(MaskablePPO):
     # ------------------------------------------------------------------ update
     def train(self) -> None:
         """One PPO update on the compact rollout (``MaskablePPO.train``'s loss and logs)."""
+        if self.anchor_kl > 0 and self.anchor_policy is None:
+            self.set_anchor()  # the policy that collected the first rollout
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         clip_range = self.clip_range(self._current_progress_remaining)  # type: ignore[operator]
@@ -223,12 +268,14 @@ class LeanMaskablePPO(MaskablePPO):
         )
         # the logged statistics of all minibatches at once (as MaskablePPO.train logs them:
         # means over the minibatches; approx_kl over the last epoch's)
-        table = th.stack(losses).numpy() if losses else np.full((1, 3), np.nan)
+        table = th.stack(losses).numpy() if losses else np.full((1, 4), np.nan)
         clip_fractions, kls = _ratio_stats(log_ratios, clip_range)
         last = np.asarray(epochs) == (epochs[-1] if epochs else -1)
         self.logger.record("train/entropy_loss", float(np.mean(table[:, 2])))
         self.logger.record("train/policy_gradient_loss", float(np.mean(table[:, 0])))
         self.logger.record("train/value_loss", float(np.mean(table[:, 1])))
+        if self.anchor_kl > 0:
+            self.logger.record("train/anchor_kl", float(np.mean(table[:, 3])))
         self.logger.record("train/approx_kl", np.mean(kls[last]) if len(kls) else np.nan)
         self.logger.record("train/clip_fraction", float(np.mean(clip_fractions)))
         self.logger.record("train/loss", loss.item())
@@ -246,15 +293,16 @@ class LeanMaskablePPO(MaskablePPO):
         clip_range_vf: float | None,
     ) -> tuple[th.Tensor, th.Tensor, th.Tensor]:
         """The PPO loss of one minibatch (as ``MaskablePPO.train``; the entropy term only
-        when ``ent_coef != 0``), its logged terms ``[pg loss, value loss, entropy loss]``
-        and the log-ratios of the new to the old probabilities (detached).
+        when ``ent_coef != 0``, the anchor's KL only when ``anchor_kl > 0``), its logged
+        terms ``[pg loss, value loss, entropy loss, KL to the anchor]`` and the log-ratios
+        of the new to the old probabilities (detached).
 
         :param batch: the minibatch's rows
         :param data: its actions, old log-probabilities and values, advantages, returns
         :param clip_range: the policy clip range
         :param clip_range_vf: the value clip range (``None``: no clipping)
         """
-        values, log_prob, entropy = evaluate_compact(
+        values, log_prob, entropy, logp = evaluate_compact_logp(
             self.policy, batch, data["action_col"], entropy_grad=self.ent_coef != 0
         )
         advantages = data["advantages"]
@@ -275,7 +323,13 @@ class LeanMaskablePPO(MaskablePPO):
         loss = policy_loss + self.vf_coef * value_loss
         if self.ent_coef != 0:
             loss = loss + self.ent_coef * entropy_loss
-        terms = th.stack([policy_loss, value_loss, entropy_loss]).detach()
+        anchor_kl = th.zeros(())
+        if self.anchor_kl > 0:
+            with th.no_grad():
+                anchor_logp = th.log_softmax(actor_logits(self.anchor_policy, batch), dim=1)
+            anchor_kl = kl_to(logp, anchor_logp, batch).mean()
+            loss = loss + self.anchor_kl * anchor_kl
+        terms = th.stack([policy_loss, value_loss, entropy_loss, anchor_kl]).detach()
         return loss, terms, log_ratio.detach()
 
 

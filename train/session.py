@@ -21,7 +21,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from train.build import RolloutPlan, env_kwargs, load_checkpoint, new_model, plan_rollout
+from train.build import (
+    RolloutPlan,
+    attach_anchor,
+    env_kwargs,
+    load_checkpoint,
+    new_model,
+    plan_rollout,
+)
 from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, resolve_resume, write_json
 from train.stopping import TARGET, StopControl
@@ -186,6 +193,7 @@ def run_session(
         model = new_model(cfg, plan)
     else:
         model = load_checkpoint(cfg, plan, checkpoint)
+    attach_anchor(model, cfg, run.path, fresh=checkpoint is None)
     start_steps = int(model.num_timesteps) if checkpoint is not None else 0
     config = {**cfg.to_dict(), **plan.to_config()}
 

@@ -360,6 +360,7 @@ def card_from_run(
         "stop_score",
         "row_context",
         "row_prior",
+        "anchor_kl",
         "kernel_arch",
         "n_envs",
         "n_steps_resolved",
