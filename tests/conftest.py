@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,3 +50,15 @@ def trace_dir() -> list[Path]:
 def require_trace_fixture() -> Callable[[str], Path]:
     """The :func:`require_trace` helper, as a fixture."""
     return require_trace
+
+
+@pytest.fixture(scope="module")
+def one_torch_thread() -> Iterator[None]:
+    """Torch on one thread for a module of tiny networks (faster, and keeps the shared CPU
+    free); use it with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch as th
+
+    before = th.get_num_threads()
+    th.set_num_threads(1)
+    yield
+    th.set_num_threads(before)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,7 @@ from train.vecenv import NativeVecEnv  # noqa: E402
 ENV_KW = {"trace": None, "window_length": 48, "split": "train", "mode": "guarded"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _model(anchor_kl: float, seed: int = 3, **kwargs: Any) -> LeanMaskablePPO:

@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -28,13 +27,7 @@ K, F = 16, 10
 COMBOS = [(s, v) for s in STOP_SCORES for v in VALUE_HEADS]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    """Tiny networks: one thread is faster and keeps the shared CPU free."""
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def make_policy(k: int = K, f: int = F, seed: int = 0, **kwargs: object) -> KernelPolicy:

@@ -18,7 +18,6 @@ import copy
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +50,7 @@ COMBOS = [(s, v) for s in STOP_SCORES for v in VALUE_HEADS]
 ENV_KW = {"trace": None, "window_length": 48, "split": "train", "mode": "guarded"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _policy(seed: int = 0, **kwargs: Any) -> KernelPolicy:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +36,7 @@ COMBOS = [(s, v) for s in STOP_SCORES for v in VALUE_HEADS]
 ENV_KW = {"trace": None, "window_length": 48, "split": "train", "mode": "guarded"}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread() -> Iterator[None]:
-    before = th.get_num_threads()
-    th.set_num_threads(1)
-    yield
-    th.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _policy(seed: int = 0, **kwargs: object) -> KernelPolicy:
