@@ -20,7 +20,7 @@ policy the training started from (:meth:`LeanMaskablePPO.set_anchor`): it holds 
 start worth keeping (a ``--row-prior`` heuristic, a behaviour-cloned ``--init-from``) and
 lets it move only where the advantage pays for the divergence (the KL-regularised
 objective of fine-tuning from a prior policy). At the anchor the penalty and its gradient
-are 0, so the first update equals PPO's.
+are 0, so the first gradient step equals PPO's.
 
 The model it trains is a ``MaskablePPO`` with a :class:`~hpcgym_agents.kernel_policy.KernelPolicy`:
 its zip loads with plain ``sb3_contrib.MaskablePPO.load`` (``tests/test_train_lean.py``), and
