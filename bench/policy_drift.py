@@ -115,10 +115,10 @@ def decision_points(
     :param seed: seed of the envs and of the sampling
     """
     import torch as th
-    from sb3_contrib.common.maskable.utils import get_action_masks
 
     from train.build import make_training_envs
     from train.config import TrainConfig
+    from train.lean_ppo import sample_columns, vec_masks
 
     cfg = TrainConfig.from_json(seed_dir / "config.json")
     env = make_training_envs(cfg, seed)
@@ -128,16 +128,11 @@ def decision_points(
     kept_masks: list[np.ndarray] = []
     try:
         for _ in range(steps):
-            masks = np.asarray(
-                env.action_masks() if hasattr(env, "action_masks") else get_action_masks(env),
-                dtype=bool,
-            )
+            masks = np.asarray(vec_masks(env), dtype=bool)
             with th.no_grad():
                 dist = policy.get_distribution(th.as_tensor(np.asarray(obs)), action_masks=masks)
-                probs = dist.distribution.probs.numpy().astype(np.float64)
-            cum = np.cumsum(probs, axis=1)
-            u = rng.random(len(probs)) * cum[:, -1]
-            actions = np.minimum((cum <= u[:, None]).sum(axis=1), probs.shape[1] - 1)
+                logp = dist.distribution.logits.numpy()
+            actions = sample_columns(logp, rng)  # the lean PPO's seeded sampler
             keep = masks.sum(axis=1) > 1
             kept_obs.append(np.asarray(obs)[keep])
             kept_masks.append(masks[keep])

@@ -58,7 +58,7 @@ from train.compact import (
 from train.config import ALGOS
 from train.vecenv import NativeVecEnv
 
-__all__ = ["ALGOS", "LeanMaskablePPO", "algo_class"]
+__all__ = ["ALGOS", "LeanMaskablePPO", "algo_class", "sample_columns", "vec_masks"]
 
 
 def algo_class(algo: str) -> type[MaskablePPO]:
@@ -186,13 +186,13 @@ class LeanMaskablePPO(MaskablePPO):
         new_obs = self._last_obs
         while n_steps < n_rollout_steps:
             obs = np.asarray(self._last_obs)
-            action_masks = _masks(env) if use_masking else None
+            action_masks = vec_masks(env) if use_masking else None
             step = compact_step(obs, action_masks)
             with th.no_grad():
                 tb = batch_of(step, self.device)
                 logp_all = th.log_softmax(actor_logits(self.policy, tb), dim=1).cpu().numpy()
                 values = critic_values(self.policy, tb).cpu().numpy()
-            col = _sample(logp_all, self.np_rng)
+            col = sample_columns(logp_all, self.np_rng)
             log_probs = logp_all[np.arange(len(col)), col]
             starts = np.cumsum(step.counts) - step.counts
             row_index = step.row_index
@@ -351,7 +351,7 @@ def _ratio_stats(log_ratios: list[th.Tensor], clip_range: float) -> tuple[np.nda
     return clipped / sizes, kl / sizes
 
 
-def _masks(env: VecEnv) -> np.ndarray:
+def vec_masks(env: VecEnv) -> np.ndarray:
     """The envs' action masks ``(N, K + 1)``: :class:`train.vecenv.NativeVecEnv` returns
     the batched array itself (sb3-contrib's ``get_action_masks`` would re-stack it)."""
     if isinstance(env, NativeVecEnv):
@@ -359,7 +359,7 @@ def _masks(env: VecEnv) -> np.ndarray:
     return get_action_masks(env)
 
 
-def _sample(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+def sample_columns(logp: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One column per row of the log-probabilities ``logp`` ``(n, c)`` (inverse CDF with
     the model's seeded generator ``rng``; 11 us vs 19 us for ``torch.multinomial`` on 16
     rows). Columns of probability 0 are never drawn."""
