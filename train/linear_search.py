@@ -1,0 +1,428 @@
+"""Direct policy search: CMA-ES over a linear score of the env's observation columns.
+
+PPO learns a backfilling policy from per-decision rewards and has to assign the credit of
+a window's AVEbsld to hundreds of decisions. This module searches a much smaller policy
+family by its real objective instead: every candidate job ``i`` (a valid row of the
+observation) gets the score
+
+    ``s_i = sum_c w_c * x_ic - sum_c min(w_c, 0)``
+
+over chosen observation columns ``c``, STOP gets the constant ``b``, and the policy takes
+the highest (ties: the lowest row, then a row before STOP). That is exactly the initial
+policy of ``train/ppo.py --row-prior c=w_c,... --stop-init b`` (the kernel's output
+starts at 0 with a prior: :class:`~hpcgym_agents.kernel_policy.KernelNetwork.prior`), so
+a found ``(w, b)`` ships as a standard run with ``--total-steps 0`` and everything of
+``eval/`` (checkpoint selection, cards, held-out tests) applies to it unchanged; PPO can
+also start from it. ``estimate=-50`` with ``b = -3`` is EASY-SJBF's backfilling.
+
+The objective of ``(w, b)`` is the one of issue 14's claims: the mean over windows of
+``ln(AVEbsld_policy / AVEbsld_reference)`` (the log of the paired geometric-mean ratio)
+on ``windows`` windows of ``length`` jobs of the TRAIN split (never validation or test),
+redrawn every generation (all candidates of a generation on the same windows), the
+reference being the run's ``--reference`` (EASY-SJBF with ``--reference none``). The
+windows are played by :func:`hpcgym.evaluation.play.play_windows`, the loop that scores
+every agent, on the same env (and engine) that PPO trains on.
+
+CMA-ES is the ``cma`` package's (N. Hansen's reference implementation), with its random
+draws from a seeded ``numpy.random.Generator``. The argmax is invariant to a positive
+factor on ``(w, b)``, so every candidate is scaled to the norm of the start before it is
+played: the search runs on a sphere, and the weights it writes are the ones played.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import pickle
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcgym.evaluation.play import play_windows
+from hpcgym.evaluation.runner import run_baselines
+from hpcgym.evaluation.windows import select_windows
+from train.build import env_kwargs
+from train.config import ConfigError, TrainConfig
+from train.evaluator import ratio_reference
+
+__all__ = [
+    "GaussianDraws",
+    "LinearScore",
+    "SearchProblem",
+    "parse_weights",
+    "prior_option",
+    "search",
+]
+
+#: The state file of a search (CMA-ES, generation, history); ``--resume`` reads it.
+STATE_FILE = "search_state.pkl"
+#: The result of a search (weights, the ``train/ppo.py`` command that ships them).
+RESULT_FILE = "search.json"
+
+
+@dataclass
+class LinearScore:
+    """The linear backfilling policy: SB3's ``predict`` for
+    :func:`~hpcgym.evaluation.play.play_windows`, equal to ``KernelPolicy`` with
+    ``row_prior = zip(columns, weights)``, ``stop_init = stop`` and the kernel's output at 0.
+
+    :param columns: observation columns of the score (not 0, the validity flag)
+    :param weights: one weight per column (used in float32, as the network stores them)
+    :param stop: STOP's score
+    """
+
+    columns: Sequence[int]
+    weights: np.ndarray
+    stop: float
+
+    def __post_init__(self) -> None:
+        self.columns = [int(c) for c in self.columns]
+        self.weights = np.asarray(self.weights, dtype=np.float32).reshape(len(self.columns))
+        self.stop = float(np.float32(self.stop))
+        self._offset = np.float32(np.minimum(self.weights, 0).sum())
+
+    def scores(self, observation: np.ndarray) -> np.ndarray:
+        """The rows' scores ``(N, K)`` of observations ``(N, K, F)`` (padding included)."""
+        x = np.asarray(observation, dtype=np.float32)[..., self.columns]
+        return (x * self.weights).sum(axis=-1, dtype=np.float32) - self._offset
+
+    def predict(
+        self,
+        observation: np.ndarray,
+        state: Any = None,
+        episode_start: Any = None,
+        deterministic: bool = True,
+        action_masks: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, None]:
+        """The highest-scoring allowed action (row ``K`` is STOP; ties: the lowest index).
+
+        :param observation: ``(K, F)`` or ``(N, K, F)``
+        :param action_masks: ``(K + 1,)`` or ``(N, K + 1)`` bool (``None``: the valid rows
+            and STOP)
+        :param deterministic: ignored (the policy is deterministic)
+        :return: ``(actions, None)``
+        """
+        obs = np.asarray(observation)
+        single = obs.ndim == 2
+        if single:
+            obs = obs[None]
+        n, k, _ = obs.shape
+        logits = np.empty((n, k + 1), dtype=np.float32)
+        logits[:, :k] = self.scores(obs)
+        logits[:, k] = self.stop
+        if action_masks is None:
+            mask = np.concatenate([obs[..., 0] > 0.5, np.ones((n, 1), dtype=bool)], axis=1)
+        else:
+            mask = np.asarray(action_masks, dtype=bool).reshape(n, k + 1)
+        actions = np.where(mask, logits, -np.inf).argmax(axis=1)
+        return (actions[0] if single else actions), None
+
+
+def parse_weights(text: str, names: Sequence[str]) -> dict[str, float]:
+    """``NAME=WEIGHT[,...]`` (the form of ``--row-prior``) as a dict, checked against the
+    run's column ``names``.
+
+    :raises ConfigError: a malformed pair, an unknown column (the valid ones listed) or a
+        column given twice
+    """
+    out: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = part.partition("=")
+        if not eq:
+            raise ConfigError(f"expected NAME=WEIGHT, got {part!r}")
+        if name not in names:
+            raise ConfigError(f"{name!r} is not an observation column; expected one of {', '.join(names)}")
+        if name in out:
+            raise ConfigError(f"column {name!r} given twice in {text!r}")
+        try:
+            out[name] = float(value)
+        except ValueError:
+            raise ConfigError(f"{part!r}: {value!r} is not a number") from None
+        if not math.isfinite(out[name]):
+            raise ConfigError(f"{part!r}: the weight must be finite")
+    return out
+
+
+def short(value: float) -> float:
+    """``value`` to the 6 significant digits of ``--row-prior``'s normal form (``%g``),
+    so that a candidate is played with exactly the weights its command line gives."""
+    return float(f"{float(value):g}")
+
+
+def prior_option(names: Sequence[str], weights: Sequence[float]) -> str:
+    """The ``--row-prior`` value of these weights (``name=weight,...`` in ``%g``, the
+    option's normal form); a weight of exactly 0 is left out (its term is 0)."""
+    return ",".join(
+        f"{n}={float(w):g}" for n, w in zip(names, weights, strict=True) if float(w) != 0.0
+    )
+
+
+class GaussianDraws:
+    """CMA-ES's ``randn`` option from a seeded ``numpy.random.Generator`` (picklable, so a
+    resumed search continues the same stream).
+
+    :param seed: the generator's seed
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, *shape: int) -> np.ndarray:
+        return self.rng.standard_normal(shape)
+
+
+@dataclass
+class SearchProblem:
+    """The search's objective on one run's env: windows of the train split, the
+    reference's AVEbsld on them, the candidates played on the same windows.
+
+    Build it with :meth:`for_config`.
+
+    :param cfg: the run's options (env, queue policy, reference)
+    :param names: the searched columns' names
+    :param columns: their indices in the observation
+    :param envs: one env per window (reused every generation)
+    :param n_jobs: jobs in the trace
+    :param workload: the trace (for the reference scheduler)
+    :param length: jobs per window
+    :param seed: seed of the windows' draws
+    :param reference: the reference scheduler's name
+    """
+
+    cfg: TrainConfig
+    names: list[str]
+    columns: list[int]
+    envs: list[Any]
+    n_jobs: int
+    workload: Any
+    length: int
+    seed: int
+    reference: str
+    _ref_cache: dict[int, float] = field(default_factory=dict)
+
+    @classmethod
+    def for_config(
+        cls, cfg: TrainConfig, names: Sequence[str], windows: int, length: int, seed: int
+    ) -> SearchProblem:
+        """:param cfg: the run's options
+        :param names: columns of the score (the run's observation columns, not ``valid``)
+        :param windows: windows per generation
+        :param length: jobs per window
+        :param seed: seed of the windows' draws
+        :raises ConfigError: an unknown column, a trace that does not load, windows that do
+            not fit in the train split
+        """
+        from hpcgym.envs.backfill_env import BackfillEnv
+        from hpcgym.envs.observation import column_names
+        from hpcgym.workload import TraceNotFoundError, UnknownTraceError
+
+        all_names = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
+        bad = [n for n in names if n not in all_names[1:]]
+        if bad or not names:
+            raise ConfigError(
+                f"--columns: {', '.join(bad) or 'none given'}; expected observation columns "
+                f"of this run (--features {cfg.features}, --feature-predictor "
+                f"{cfg.feature_predictor}): {', '.join(all_names[1:])}"
+            )
+        if len(set(names)) != len(names):
+            raise ConfigError(f"--columns: a column is given twice: {', '.join(names)}")
+        kw = env_kwargs(cfg, "train", length)
+        try:
+            envs = [BackfillEnv(**kw) for _ in range(windows)]
+        except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
+            raise ConfigError(f"--trace {cfg.trace!r}: {exc}") from None
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        workload = envs[0].workload
+        problem = cls(
+            cfg,
+            list(names),
+            [all_names.index(n) for n in names],
+            envs,
+            len(workload),
+            workload,
+            length,
+            seed,
+            ratio_reference(cfg),
+        )
+        problem.draw(0)  # the windows fit (or a clear error now, not mid-search)
+        return problem
+
+    def draw(self, generation: int) -> list[int]:
+        """The window starts of ``generation`` (train split, drawn with a seed derived
+        from :attr:`seed` and the generation).
+
+        :raises ConfigError: the windows do not fit in the train split
+        """
+        sub = int(np.random.default_rng([self.seed, generation]).integers(2**31 - 1))
+        try:
+            ws = select_windows(
+                self.n_jobs,
+                self.length,
+                len(self.envs),
+                "train",
+                sub,
+                self.cfg.train_fraction,
+                validation_fraction=self.cfg.validation_fraction,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"search windows (--windows/--length): {exc}") from None
+        return [int(s) for s in ws.starts]
+
+    def reference_values(self, starts: Sequence[int]) -> np.ndarray:
+        """The reference's AVEbsld on each window (each window's run cached).
+
+        :raises ConfigError: the reference cannot run on this trace
+        """
+        todo = sorted({s for s in starts if s not in self._ref_cache})
+        if todo:
+            res, skipped = run_baselines(
+                self.workload, todo, self.length, [self.reference], self.cfg.policy
+            )
+            if self.reference not in res:
+                raise ConfigError(
+                    f"the reference {self.reference!r} cannot run: "
+                    f"{skipped.get(self.reference, 'unknown reason')}"
+                )
+            for s, v in zip(todo, res[self.reference]["per_window"], strict=True):
+                self._ref_cache[s] = float(v)
+        return np.array([self._ref_cache[s] for s in starts])
+
+    def play(self, policy: LinearScore, starts: Sequence[int]) -> np.ndarray:
+        """``policy``'s AVEbsld on each window."""
+        rows = play_windows(self.envs, policy, starts, seed=0)
+        return np.array([float(r["avg_bsld"]) for r in rows])
+
+    def log_ratios(self, policy: LinearScore, starts: Sequence[int]) -> np.ndarray:
+        """``ln(AVEbsld_policy / AVEbsld_reference)`` on each window."""
+        return np.log(self.play(policy, starts)) - np.log(self.reference_values(starts))
+
+
+def policy_of(x: np.ndarray, columns: Sequence[int], radius: float) -> LinearScore:
+    """The candidate ``x = (w..., b)`` scaled to norm ``radius`` (the argmax does not
+    depend on the scale), each number to :func:`short`'s 6 digits."""
+    x = np.asarray(x, dtype=np.float64)
+    norm = float(np.linalg.norm(x))
+    y = x * (radius / norm) if norm > 0 else x
+    y = np.array([short(v) for v in y])
+    return LinearScore(columns, y[:-1], float(y[-1]))
+
+
+def _save_state(path: Path, state: Mapping[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump(dict(state), fh)
+    tmp.replace(path)
+
+
+def search(
+    problem: SearchProblem,
+    start: Mapping[str, float],
+    stop_init: float,
+    *,
+    out: Path,
+    sigma: float = 0.2,
+    popsize: int | None = None,
+    generations: int = 100,
+    time_limit: float | None = None,
+    resume: bool = False,
+    log: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run (or continue) CMA-ES on ``problem`` from ``start``; write the state after every
+    generation and the result at the end.
+
+    :param problem: the objective
+    :param start: the starting weights by column name (the others start at 0)
+    :param stop_init: STOP's starting score
+    :param out: the search's folder (:data:`STATE_FILE`, :data:`RESULT_FILE`)
+    :param sigma: CMA-ES's initial step size, as a fraction of the start's norm
+    :param popsize: candidates per generation (``None``: CMA-ES's default, ``4 + 3 ln n``)
+    :param generations: generations in all (a resumed search counts those done)
+    :param time_limit: minutes for this call (stops after the generation that passes it)
+    :param resume: continue the state in ``out``
+    :param log: called with every generation's record
+    :return: the result (also written to ``out/search.json``)
+    """
+    import cma
+
+    out.mkdir(parents=True, exist_ok=True)
+    state_path = out / STATE_FILE
+    x0 = np.array([float(start.get(n, 0.0)) for n in problem.names] + [float(stop_init)])
+    radius = float(np.linalg.norm(x0))
+    if radius == 0:
+        raise ConfigError("the start's weights and STOP score are all 0: give --init")
+    if resume:
+        try:
+            with open(state_path, "rb") as fh:
+                state = pickle.load(fh)
+        except FileNotFoundError:
+            raise ConfigError(f"--resume: {state_path} is missing (start a new search)") from None
+        if state["names"] != problem.names:
+            raise ConfigError(
+                f"--resume: the search in {out} has the columns {state['names']}, "
+                f"not {problem.names}"
+            )
+        es, history, radius = state["es"], state["history"], state["radius"]
+    else:
+        if state_path.exists():
+            raise ConfigError(f"{out} already holds a search: --resume it or choose another --out")
+        opts = {
+            "popsize": popsize,
+            "seed": math.nan,  # numpy's global state is not touched ...
+            "randn": GaussianDraws(problem.seed),  # ... the draws come from a Generator
+            "verbose": -9,
+            "tolflatfitness": 10**9,  # argmax policies: equal candidates are common
+            "tolfun": 0,
+            "tolfunhist": 0,
+            "tolx": 0,
+            "tolstagnation": 10**9,
+        }
+        es = cma.CMAEvolutionStrategy(x0, sigma * radius, {k: v for k, v in opts.items() if v is not None})
+        history = []
+    t0 = time.monotonic()
+    while len(history) < generations:
+        g = len(history)
+        t_gen = time.monotonic()
+        starts = problem.draw(g)
+        problem.reference_values(starts)
+        xs = es.ask()
+        values = [float(problem.log_ratios(policy_of(x, problem.columns, radius), starts).mean()) for x in xs]
+        es.tell(xs, values)
+        mean = np.asarray(es.mean, dtype=np.float64)
+        mean_value = float(problem.log_ratios(policy_of(mean, problem.columns, radius), starts).mean())
+        record = {
+            "generation": g,
+            "starts": starts,
+            "best": float(np.exp(min(values))),
+            "median": float(np.exp(np.median(values))),
+            "mean_policy": float(np.exp(mean_value)),
+            "sigma": float(es.sigma),
+            "seconds": time.monotonic() - t_gen,
+            "x_mean": [float(v) for v in mean],
+        }
+        history.append(record)
+        _save_state(state_path, {"es": es, "history": history, "radius": radius, "names": problem.names})
+        if log is not None:
+            log(record)
+        if time_limit is not None and time.monotonic() - t0 > 60.0 * time_limit:
+            break
+    final = policy_of(np.asarray(es.mean, dtype=np.float64), problem.columns, radius)
+    result = {
+        "names": problem.names,
+        "weights": {n: short(w) for n, w in zip(problem.names, final.weights, strict=True)},
+        "row_prior": prior_option(problem.names, final.weights),
+        "stop_init": short(final.stop),
+        "generations": len(history),
+        "finished": len(history) >= generations,
+        "reference": problem.reference,
+        "length": problem.length,
+        "windows": len(problem.envs),
+        "seed": problem.seed,
+        "history": [{k: v for k, v in r.items() if k not in ("starts", "x_mean")} for r in history],
+    }
+    (out / RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n")
+    return result

@@ -1,0 +1,174 @@
+"""Search a linear backfilling score with CMA-ES on the real objective (issue 14).
+
+The policy family, objective and search are :mod:`train.linear_search`'s: every candidate
+job scored by ``sum_c w_c x_c`` over observation columns, STOP by a constant, the weights
+searched by CMA-ES on the mean log AVEbsld ratio to the run's reference over windows of
+the TRAIN split (redrawn every generation). Every option of ``train/ppo.py`` that shapes
+the env (``--trace``, ``--policy``, ``--estimator``, ``--correction``, ``--reference``,
+``--features``, ``--time-scale``, ``--feature-predictor``...) is accepted and means the
+same; the result is the ``--row-prior``/``--stop-init`` of a ``train/ppo.py --total-steps
+0`` run, which ``--ship`` makes (``<out>/run``), ready for ``eval/select_checkpoint.py``,
+``eval/card.py`` and ``eval/heldout.py``::
+
+    python train/search.py --trace SDSC-SP2 --preset fast --time-scale log \\
+        --features extended --init estimate=-50 --windows 32 --time-limit 40 \\
+        --out runs/search-sdsc --ship
+    python train/search.py --resume --out runs/search-sdsc ...   # the same options again
+    python train/search.py --generations 3 --windows 2 --length 64 --out /tmp/s  # synthetic
+
+Writes ``<out>/search.json`` (weights, the ``train/ppo.py`` command, every generation's
+figures), ``<out>/search_state.pkl`` (for ``--resume``) and TensorBoard scalars in
+``<out>/tb``. See docs/training.md, *Searching a linear score*.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hpcgym.argtypes import positive_float, positive_int  # noqa: E402
+from train.cli import OneLineParser, parse_args  # noqa: E402
+from train.cli import build_parser as ppo_parser  # noqa: E402
+from train.config import ConfigError, TrainConfig  # noqa: E402
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The search's own options (every other option is ``train/ppo.py``'s)."""
+    p = OneLineParser(
+        prog="python train/search.py",
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        epilog="Any option of train/ppo.py (python train/ppo.py --help) sets the env.",
+    )
+    p.add_argument("--columns", default=None, help="comma-separated observation columns of "
+                   "the score (default: every column of the run's observation but 'valid')")
+    p.add_argument("--init", default="estimate=-50", help="starting weights NAME=W,... "
+                   "(default: estimate=-50, EASY-SJBF's order; other columns start at 0)")
+    p.add_argument("--stop-init", dest="search_stop_init", type=float, default=None,
+                   help="STOP's starting score (default: the run's --stop-init, -3 with "
+                   "--preset fast: never STOP)")
+    p.add_argument("--sigma", type=positive_float, default=0.2,
+                   help="CMA-ES's initial step, a fraction of the start's norm (default 0.2)")
+    p.add_argument("--popsize", type=positive_int, default=None,
+                   help="candidates per generation (default: CMA-ES's, 4 + 3 ln n)")
+    p.add_argument("--generations", type=positive_int, default=200,
+                   help="generations in all (default 200)")
+    p.add_argument("--windows", type=positive_int, default=32,
+                   help="train-split windows per generation (default 32)")
+    p.add_argument("--length", dest="search_length", type=positive_int, default=1024,
+                   help="jobs per window (default 1024, the tests' length)")
+    p.add_argument("--search-seed", type=int, default=0,
+                   help="seed of the windows' draws and of CMA-ES (default 0)")
+    p.add_argument("--time-limit", dest="search_time_limit", type=positive_float,
+                   default=None, help="minutes (stops after the generation that passes it)")
+    p.add_argument("--out", default=None, help="the search's folder (default: "
+                   "runs/search-<trace>-<search-seed>)")
+    p.add_argument("--resume", action="store_true", help="continue the search in --out")
+    p.add_argument("--ship", action="store_true", help="at the end, make the train/ppo.py "
+                   "--total-steps 0 run of the result in <out>/run")
+    return p
+
+
+def _ppo_config(rest: list[str]) -> TrainConfig:
+    args = parse_args(rest, ppo_parser())
+    if args.seeds is not None or args.resume is not None:
+        raise ConfigError("--seeds and train/ppo.py's --resume do not apply to a search")
+    return TrainConfig.create(**args.options)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Run the search; returns its result (``search.json``).
+
+    :param argv: command-line arguments (default ``sys.argv[1:]``)
+    """
+    from hpcgym.envs.observation import column_names
+    from train.linear_search import RESULT_FILE, SearchProblem, parse_weights, search
+
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ns, rest = parser.parse_known_args(argv)
+    try:
+        cfg = _ppo_config(rest)
+        names_all = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
+        names = (
+            [n.strip() for n in ns.columns.split(",") if n.strip()]
+            if ns.columns
+            else [n for n in names_all[1:]]
+        )
+        start = parse_weights(ns.init, names_all[1:])
+        missing = [n for n in start if n not in names]
+        if missing:
+            raise ConfigError(f"--init: {', '.join(missing)} not in --columns")
+        stop_init = ns.search_stop_init if ns.search_stop_init is not None else cfg.stop_init
+        out = Path(ns.out or f"runs/search-{cfg.trace}-{ns.search_seed}")
+        problem = SearchProblem.for_config(
+            cfg, names, ns.windows, ns.search_length, ns.search_seed
+        )
+        writer = _tensorboard(out / "tb")
+
+        def log(rec: dict[str, Any]) -> None:
+            g = rec["generation"]
+            print(
+                f"generation {g}: best {rec['best']:.4f} median {rec['median']:.4f} "
+                f"mean policy {rec['mean_policy']:.4f} x {problem.reference} "
+                f"(sigma {rec['sigma']:.3g}, {rec['seconds']:.1f} s)",
+                flush=True,
+            )
+            if writer is not None:
+                for key in ("best", "median", "mean_policy", "sigma"):
+                    writer.add_scalar(f"search/{key}", rec[key], g)
+                writer.flush()
+
+        result = search(
+            problem,
+            start,
+            float(stop_init or 0.0),
+            out=out,
+            sigma=ns.sigma,
+            popsize=ns.popsize,
+            generations=ns.generations,
+            time_limit=ns.search_time_limit,
+            resume=ns.resume,
+            log=log,
+        )
+        ship = cfg.replace(
+            row_prior=result["row_prior"],
+            stop_init=result["stop_init"],
+            total_steps=0,
+            logdir=str(out),
+            run_name="run",
+        )
+        ship_args = [*rest, "--row-prior", result["row_prior"], "--stop-init",
+                     f"{result['stop_init']:g}", "--total-steps", "0", "--logdir", str(out),
+                     "--run-name", "run"]
+        result["search_command"] = shlex.join(["python", "train/search.py", *argv])
+        result["train_command"] = shlex.join(["python", "train/ppo.py", *ship_args])
+        (out / RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n")
+        print(f"search: {out / 'search.json'}\nship: {result['train_command']}", flush=True)
+        if ns.ship:
+            from train import session
+
+            session.start(ship)
+        return result
+    except ConfigError as exc:
+        parser.error(str(exc))
+
+
+def _tensorboard(path: Path) -> Any:
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:  # tensorboard is in the train extra; the search runs without it
+        return None
+    return SummaryWriter(str(path))
+
+
+if __name__ == "__main__":
+    main()
