@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.evaluation.cards import SEARCH_FILE
 from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.windows import select_windows
@@ -60,8 +61,9 @@ __all__ = [
 
 #: The state file of a search (CMA-ES, generation, history); ``--resume`` reads it.
 STATE_FILE = "search_state.pkl"
-#: The result of a search (weights, the ``train/ppo.py`` command that ships them).
-RESULT_FILE = "search.json"
+#: The result of a search (weights, the ``train/ppo.py`` command that ships them); the
+#: model card of the shipped run reads it (:func:`hpcgym.evaluation.cards.search_section`).
+RESULT_FILE = SEARCH_FILE
 
 
 @dataclass
@@ -135,7 +137,9 @@ def parse_weights(text: str, names: Sequence[str]) -> dict[str, float]:
         if not eq:
             raise ConfigError(f"expected NAME=WEIGHT, got {part!r}")
         if name not in names:
-            raise ConfigError(f"{name!r} is not an observation column; expected one of {', '.join(names)}")
+            raise ConfigError(
+                f"{name!r} is not an observation column; expected one of {', '.join(names)}"
+            )
         if name in out:
             raise ConfigError(f"column {name!r} given twice in {text!r}")
         try:
@@ -381,7 +385,9 @@ def search(
             "tolx": 0,
             "tolstagnation": 10**9,
         }
-        es = cma.CMAEvolutionStrategy(x0, sigma * radius, {k: v for k, v in opts.items() if v is not None})
+        es = cma.CMAEvolutionStrategy(
+            x0, sigma * radius, {k: v for k, v in opts.items() if v is not None}
+        )
         history = []
     t0 = time.monotonic()
     while len(history) < generations:
@@ -390,10 +396,15 @@ def search(
         starts = problem.draw(g)
         problem.reference_values(starts)
         xs = es.ask()
-        values = [float(problem.log_ratios(policy_of(x, problem.columns, radius), starts).mean()) for x in xs]
+        values = [
+            float(problem.log_ratios(policy_of(x, problem.columns, radius), starts).mean())
+            for x in xs
+        ]
         es.tell(xs, values)
         mean = np.asarray(es.mean, dtype=np.float64)
-        mean_value = float(problem.log_ratios(policy_of(mean, problem.columns, radius), starts).mean())
+        mean_value = float(
+            problem.log_ratios(policy_of(mean, problem.columns, radius), starts).mean()
+        )
         record = {
             "generation": g,
             "starts": starts,
@@ -405,7 +416,9 @@ def search(
             "x_mean": [float(v) for v in mean],
         }
         history.append(record)
-        _save_state(state_path, {"es": es, "history": history, "radius": radius, "names": problem.names})
+        _save_state(
+            state_path, {"es": es, "history": history, "radius": radius, "names": problem.names}
+        )
         if log is not None:
             log(record)
         if time_limit is not None and time.monotonic() - t0 > 60.0 * time_limit:

@@ -48,32 +48,78 @@ def build_parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0] if __doc__ else None,
         epilog="Any option of train/ppo.py (python train/ppo.py --help) sets the env.",
     )
-    p.add_argument("--columns", default=None, help="comma-separated observation columns of "
-                   "the score (default: every column of the run's observation but 'valid')")
-    p.add_argument("--init", default="estimate=-50", help="starting weights NAME=W,... "
-                   "(default: estimate=-50, EASY-SJBF's order; other columns start at 0)")
-    p.add_argument("--stop-init", dest="search_stop_init", type=float, default=None,
-                   help="STOP's starting score (default: the run's --stop-init, -3 with "
-                   "--preset fast: never STOP)")
-    p.add_argument("--sigma", type=positive_float, default=0.2,
-                   help="CMA-ES's initial step, a fraction of the start's norm (default 0.2)")
-    p.add_argument("--popsize", type=positive_int, default=None,
-                   help="candidates per generation (default: CMA-ES's, 4 + 3 ln n)")
-    p.add_argument("--generations", type=positive_int, default=200,
-                   help="generations in all (default 200)")
-    p.add_argument("--windows", type=positive_int, default=32,
-                   help="train-split windows per generation (default 32)")
-    p.add_argument("--length", dest="search_length", type=positive_int, default=1024,
-                   help="jobs per window (default 1024, the tests' length)")
-    p.add_argument("--search-seed", type=int, default=0,
-                   help="seed of the windows' draws and of CMA-ES (default 0)")
-    p.add_argument("--time-limit", dest="search_time_limit", type=positive_float,
-                   default=None, help="minutes (stops after the generation that passes it)")
-    p.add_argument("--out", default=None, help="the search's folder (default: "
-                   "runs/search-<trace>-<search-seed>)")
+    p.add_argument(
+        "--columns",
+        default=None,
+        help="comma-separated observation columns of "
+        "the score (default: every column of the run's observation but 'valid')",
+    )
+    p.add_argument(
+        "--init",
+        default="estimate=-50",
+        help="starting weights NAME=W,... "
+        "(default: estimate=-50, EASY-SJBF's order; other columns start at 0)",
+    )
+    p.add_argument(
+        "--stop-init",
+        dest="search_stop_init",
+        type=float,
+        default=None,
+        help="STOP's starting score (default: the run's --stop-init, -3 with "
+        "--preset fast: never STOP)",
+    )
+    p.add_argument(
+        "--sigma",
+        type=positive_float,
+        default=0.2,
+        help="CMA-ES's initial step, a fraction of the start's norm (default 0.2)",
+    )
+    p.add_argument(
+        "--popsize",
+        type=positive_int,
+        default=None,
+        help="candidates per generation (default: CMA-ES's, 4 + 3 ln n)",
+    )
+    p.add_argument(
+        "--generations", type=positive_int, default=200, help="generations in all (default 200)"
+    )
+    p.add_argument(
+        "--windows",
+        type=positive_int,
+        default=32,
+        help="train-split windows per generation (default 32)",
+    )
+    p.add_argument(
+        "--length",
+        dest="search_length",
+        type=positive_int,
+        default=1024,
+        help="jobs per window (default 1024, the tests' length)",
+    )
+    p.add_argument(
+        "--search-seed",
+        type=int,
+        default=0,
+        help="seed of the windows' draws and of CMA-ES (default 0)",
+    )
+    p.add_argument(
+        "--time-limit",
+        dest="search_time_limit",
+        type=positive_float,
+        default=None,
+        help="minutes (stops after the generation that passes it)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="the search's folder (default: runs/search-<trace>-<search-seed>)",
+    )
     p.add_argument("--resume", action="store_true", help="continue the search in --out")
-    p.add_argument("--ship", action="store_true", help="at the end, make the train/ppo.py "
-                   "--total-steps 0 run of the result in <out>/run")
+    p.add_argument(
+        "--ship",
+        action="store_true",
+        help="at the end, make the train/ppo.py --total-steps 0 run of the result in <out>/run",
+    )
     return p
 
 
@@ -109,9 +155,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             raise ConfigError(f"--init: {', '.join(missing)} not in --columns")
         stop_init = ns.search_stop_init if ns.search_stop_init is not None else cfg.stop_init
         out = Path(ns.out or f"runs/search-{cfg.trace}-{ns.search_seed}")
-        problem = SearchProblem.for_config(
-            cfg, names, ns.windows, ns.search_length, ns.search_seed
-        )
+        problem = SearchProblem.for_config(cfg, names, ns.windows, ns.search_length, ns.search_seed)
         writer = _tensorboard(out / "tb")
 
         def log(rec: dict[str, Any]) -> None:
@@ -146,9 +190,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             logdir=str(out),
             run_name="run",
         )
-        ship_args = [*rest, "--row-prior", result["row_prior"], "--stop-init",
-                     f"{result['stop_init']:g}", "--total-steps", "0", "--logdir", str(out),
-                     "--run-name", "run"]
+        ship_args = [
+            *rest,
+            "--row-prior",
+            result["row_prior"],
+            "--stop-init",
+            f"{result['stop_init']:g}",
+            "--total-steps",
+            "0",
+            "--logdir",
+            str(out),
+            "--run-name",
+            "run",
+        ]
         result["search_command"] = shlex.join(["python", "train/search.py", *argv])
         result["train_command"] = shlex.join(["python", "train/ppo.py", *ship_args])
         (out / RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n")

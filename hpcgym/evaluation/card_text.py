@@ -103,12 +103,28 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
 def _training_lines(data: dict[str, Any]) -> list[str]:
     """The card's training command, wall time and validation curve."""
     lines: list[str] = []
+    search = data.get("search")
+    if search:
+        lines += [
+            "",
+            "## Search",
+            "",
+            f"`{search['command']}`",
+            "",
+            f"CMA-ES over a linear score (docs/training.md, *Searching a linear score*): "
+            f"{search['generations']} generations of {search['windows']} train-split windows "
+            f"of {search['length']} jobs, {search['minutes']} min on one core; CMA-ES's mean "
+            f"at the end scored {search['last_train_ratio']:.3f} x {search['reference']} on "
+            "the last generation's windows. The training command below makes the run that "
+            "plays it (`--total-steps 0`).",
+        ]
     if data.get("training_command"):
         lines += ["", "## Training", "", f"`{data['training_command']}`"]
         for c in data.get("resume_commands") or []:
             lines.append(f"resumed with `{c}`")
     if data.get("wall_time_min") is not None:
-        lines += ["", f"Wall time: {data['wall_time_min']} min of training (2 CPU cores)."]
+        what = "the search and its run" if search else "training (2 CPU cores)"
+        lines += ["", f"Wall time: {data['wall_time_min']} min of {what}."]
     curve = data.get("validation_curve") or []
     if curve:
         lines += [

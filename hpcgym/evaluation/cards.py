@@ -26,6 +26,7 @@ from hpcgym.workload.sequences import VALIDATION_FRACTION
 __all__ = [
     "CARD_ENV_KEYS",
     "MODEL_CARD_SCHEMA",
+    "SEARCH_FILE",
     "SEEDS_FILE",
     "SELECTION_FILE",
     "ModelCard",
@@ -51,6 +52,9 @@ SEEDS_FILE = "seeds.json"
 #: The checkpoint choice on validation windows in a run (or seeds run) folder
 #: (:mod:`hpcgym.evaluation.selection`).
 SELECTION_FILE = "selection.json"
+
+#: The result of a ``train/search.py`` search, next to the ``run`` folder it ships.
+SEARCH_FILE = "search.json"
 
 #: BackfillEnv arguments a model card may set (everything else comes from the evaluation).
 CARD_ENV_KEYS: tuple[str, ...] = (
@@ -345,6 +349,10 @@ def card_from_run(
     seeds = seeds_section(rdir.parent)
     if seeds is not None:
         data["seeds"] = seeds
+    search = search_section(rdir.parent)
+    if search is not None:  # the run only plays the search's result: its time counts
+        data["search"] = search
+        data["wall_time_min"] = round(data.get("wall_time_min", 0.0) + search["minutes"], 1)
     hp_keys = (
         "learning_rate",
         "value_lr",
@@ -380,6 +388,30 @@ def card_from_run(
     except Exception as exc:  # the trace is only needed for the scale constants
         data["est_scale_note"] = f"trace not loadable here ({type(exc).__name__}: {exc})"
     return ModelCard.from_dict(data, rdir)
+
+
+def search_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The ``train/search.py`` search whose result a run plays (``search.json`` in
+    ``root``, the parent of the ``--ship`` run): its command, generations, windows,
+    minutes and the last generation's ratio of CMA-ES's mean on its train-split windows.
+    ``None`` when ``root`` holds no search.
+
+    :param root: the parent folder of the run
+    """
+    p = Path(root) / SEARCH_FILE
+    if not p.is_file():
+        return None
+    data = json.loads(p.read_text(encoding="utf-8"))
+    history = data.get("history") or []
+    return {
+        "command": data.get("search_command"),
+        "generations": len(history),
+        "windows": data.get("windows"),
+        "length": data.get("length"),
+        "reference": data.get("reference"),
+        "minutes": round(sum(float(r.get("seconds", 0.0)) for r in history) / 60.0, 1),
+        "last_train_ratio": history[-1].get("mean_policy") if history else None,
+    }
 
 
 def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -1,0 +1,200 @@
+"""``train/search.py`` and :mod:`train.linear_search`: CMA-ES over a linear score.
+
+* :class:`LinearScore` chooses what ``KernelPolicy`` with the same ``row_prior`` and
+  ``stop_init`` chooses (kernel output 0), STOP included;
+* the objective is the paired log ratio to the reference: 0 on every window for
+  EASY-SJBF's own order, above 0 for a policy that never backfills;
+* a search is seeded (numpy's global state plays no part) and a resumed search continues
+  exactly where it stopped;
+* ``--ship`` makes a ``train/ppo.py --total-steps 0`` run whose model plays the searched
+  weights to the same AVEbsld on every window;
+* the shipped run's model card names the search, its generations and time;
+* bad options are errors that name the valid choices.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch as th
+from gymnasium import spaces
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from hpcgym_agents.kernel_policy import KernelPolicy  # noqa: E402
+from train.config import ConfigError, TrainConfig  # noqa: E402
+from train.linear_search import (  # noqa: E402
+    LinearScore,
+    SearchProblem,
+    parse_weights,
+    prior_option,
+    search,
+)
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
+
+SMALL = {"trace": "synthetic", "max_queue": 16}
+
+
+def test_linear_score_chooses_what_the_row_prior_policy_chooses() -> None:
+    k, f = 10, 9
+    rng = np.random.default_rng(3)
+    obs = rng.random((400, k, f), dtype=np.float32)
+    n_valid = rng.integers(0, k + 1, size=(400, 1))
+    valid = np.arange(k)[None, :] < n_valid
+    obs[..., 0] = valid
+    obs[~valid] = 0.0
+    masks = np.concatenate([valid & (rng.random((400, k)) < 0.8), np.ones((400, 1), bool)], 1)
+    columns, weights, stop = [2, 5, 7], [-6.5, 2.25, -1.5], 4.0
+    th.manual_seed(0)
+    net = KernelPolicy(
+        spaces.Box(0.0, 1.0, (k, f), np.float32),
+        spaces.Discrete(k + 1),
+        lambda _: 3e-4,
+        row_prior=list(zip(columns, weights, strict=True)),
+        stop_init=stop,
+    )
+    ours, _ = LinearScore(columns, np.array(weights), stop).predict(obs, action_masks=masks)
+    theirs, _ = net.predict(obs, action_masks=masks, deterministic=True)
+    np.testing.assert_array_equal(ours, theirs)
+    assert (ours == k).sum() > 20 and (ours < k).sum() > 20  # STOP and rows both chosen
+    one, _ = LinearScore(columns, np.array(weights), stop).predict(obs[7], action_masks=masks[7])
+    assert one == ours[7]
+
+
+def test_prior_option_and_weights_round_trip() -> None:
+    names = ["estimate", "wait", "slack"]
+    text = prior_option(names, [-41.90213, 0.0, 1.5e-7])
+    assert text == "estimate=-41.9021,slack=1.5e-07"  # a weight of 0 is left out
+    assert parse_weights(text, names) == {"estimate": -41.9021, "slack": 1.5e-07}
+    for bad, message in [
+        ("estimate", "NAME=WEIGHT"),
+        ("nope=1", "expected one of estimate, wait, slack"),
+        ("wait=1,wait=2", "given twice"),
+        ("wait=x", "not a number"),
+        ("wait=inf", "finite"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_weights(bad, names)
+
+
+def _problem(
+    windows: int = 3, length: int = 192, seed: int = 5, **options: object
+) -> SearchProblem:
+    cfg = TrainConfig.create(preset="fast", **{**SMALL, **options})
+    return SearchProblem.for_config(cfg, ["wait", "estimate", "procs"], windows, length, seed)
+
+
+def test_objective_is_the_paired_log_ratio_to_the_reference() -> None:
+    problem = _problem()
+    starts = problem.draw(0)
+    assert starts == problem.draw(0) and starts != problem.draw(1)
+    sjbf = LinearScore(problem.columns, np.array([0.0, -50.0, 0.0]), -3.0)
+    np.testing.assert_allclose(problem.log_ratios(sjbf, starts), 0.0, atol=1e-12)
+    never = LinearScore(problem.columns, np.array([0.0, -50.0, 0.0]), 99.0)  # always STOP
+    assert problem.log_ratios(never, starts).mean() > 0.01
+
+
+def _run(out: Path, generations: int, resume: bool = False) -> dict:
+    return search(
+        _problem(windows=2, length=128),
+        {"estimate": -50.0, "wait": 5.0},
+        10.0,
+        out=out,
+        popsize=4,
+        generations=generations,
+        resume=resume,
+    )
+
+
+def test_search_is_seeded_and_resumes_exactly(tmp_path: Path) -> None:
+    np.random.seed(1)  # noqa: NPY002 (the global state a search must ignore)
+    a = _run(tmp_path / "a", 3)
+    np.random.seed(2)  # noqa: NPY002 (the global state a search must ignore)
+    _run(tmp_path / "b", 2)
+    np.random.seed(3)  # noqa: NPY002 (the global state a search must ignore)
+    b = _run(tmp_path / "b", 3, resume=True)
+    assert a["generations"] == b["generations"] == 3 and a["finished"]
+    assert a["row_prior"] == b["row_prior"] and a["stop_init"] == b["stop_init"]
+    assert [r["best"] for r in a["history"]] == [r["best"] for r in b["history"]]
+    assert a["row_prior"] != "wait=5,estimate=-50"  # it moved
+    with pytest.raises(ConfigError, match="already holds a search"):
+        _run(tmp_path / "a", 4)
+    with pytest.raises(ConfigError, match="search_state.pkl is missing"):
+        _run(tmp_path / "c", 4, resume=True)
+
+
+def test_bad_columns_name_the_valid_ones() -> None:
+    cfg = TrainConfig.create(preset="fast", **SMALL)
+    with pytest.raises(ConfigError, match="nope; expected observation columns.*wait, estimate"):
+        SearchProblem.for_config(cfg, ["wait", "nope"], 2, 128, 0)
+    with pytest.raises(ConfigError, match="given twice"):
+        SearchProblem.for_config(cfg, ["wait", "wait"], 2, 128, 0)
+    with pytest.raises(ConfigError, match="prediction"):  # needs --feature-predictor
+        SearchProblem.for_config(cfg, ["prediction"], 2, 128, 0)
+
+
+def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys) -> None:
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym.evaluation.play import play_windows
+    from train.search import main
+
+    out = tmp_path / "s"
+    argv = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--n-envs", "1",
+            "--vec-env", "dummy", "--eval-windows", "2", "--eval-length", "128", "--baselines",
+            "EASY-SJBF", "--no-progress", "--columns", "wait,estimate,procs,slack",
+            "--features", "extended", "--init", "estimate=-50,wait=5", "--stop-init", "10",
+            "--generations", "2", "--windows", "2", "--length", "128", "--popsize", "4",
+            "--out", str(out), "--ship"]  # fmt: skip
+    result = main(argv)
+    printed = capsys.readouterr().out
+    assert "generation 1: best" in printed and "ship: python train/ppo.py" in printed
+    saved = json.loads((out / "search.json").read_text())
+    assert saved["train_command"] == result["train_command"]
+    assert f"--row-prior {result['row_prior']}" in result["train_command"]
+    config = json.loads((out / "run" / "config.json").read_text())
+    assert config["row_prior"] == result["row_prior"] and config["total_steps"] == 0
+    model = MaskablePPO.load(out / "run" / "final_model.zip", device="cpu")
+    problem = SearchProblem.for_config(
+        TrainConfig.create(preset="fast", features="extended", **SMALL),
+        result["names"],
+        2,
+        128,
+        9,
+    )
+    weights = np.array([result["weights"][n] for n in result["names"]])
+    mine = LinearScore(problem.columns, weights, result["stop_init"])
+    for g in range(3):
+        starts = problem.draw(g)
+        a = [r["avg_bsld"] for r in play_windows(problem.envs, mine, starts, seed=0)]
+        b = [r["avg_bsld"] for r in play_windows(problem.envs, model, starts, seed=0)]
+        assert a == b
+    from hpcgym.evaluation.cards import card_from_run, card_markdown
+
+    card = card_from_run(out / "run", model="final").to_dict()
+    minutes = sum(r["seconds"] for r in result["history"]) / 60.0
+    assert card["search"]["command"] == result["search_command"]
+    assert card["search"]["generations"] == 2 and card["search"]["reference"] == "EASY-SJBF"
+    assert card["wall_time_min"] >= round(minutes, 1)
+    text = card_markdown(card)
+    assert "## Search" in text and "2 generations of 2 train-split windows of 128 jobs" in text
+    with pytest.raises(SystemExit):
+        main(
+            [
+                *argv[:-3],
+                "--columns",
+                "wait",
+                "--init",
+                "estimate=-50",
+                "--out",
+                str(tmp_path / "e"),
+            ]
+        )
+    assert "--init: estimate not in --columns" in capsys.readouterr().err
