@@ -183,6 +183,7 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
     assert card["search"]["command"] == result["search_command"]
     assert card["search"]["generations"] == 2 and card["search"]["reference"] == "EASY-SJBF"
     assert card["wall_time_min"] >= round(minutes, 1)
+    assert card["training_command"] == result["train_command"]  # the run was started by --ship
     text = card_markdown(card)
     assert "## Search" in text and "2 generations of 2 train-split windows of 128 jobs" in text
     with pytest.raises(SystemExit):

@@ -31,11 +31,16 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     :param notes: free text appended at the end (default: the card's ``notes``)
     """
     notes = notes or str(data.get("notes") or "")
+    how = (
+        "a linear score searched by CMA-ES (its score prior, the kernel at 0)"
+        if data.get("search")
+        else data.get("algorithm", "MaskablePPO")
+    )
     lines = [
         f"# {data['name']}",
         "",
         f"RLBackfilling kernel policy (`{data.get('policy_class', 'KernelPolicy')}`, "
-        f"{data.get('algorithm', 'MaskablePPO')}) trained on **{data['trace']}** with the "
+        f"{how}) trained on **{data['trace']}** with the "
         f"**{data['policy']}** base policy in **{data['mode']}** mode.",
         "",
         "| key | value |",

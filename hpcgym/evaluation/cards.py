@@ -353,6 +353,8 @@ def card_from_run(
     if search is not None:  # the run only plays the search's result: its time counts
         data["search"] = search
         data["wall_time_min"] = round(data.get("wall_time_min", 0.0) + search["minutes"], 1)
+        if not data.get("training_command") and search.get("train_command"):
+            data["training_command"] = search["train_command"]  # --ship started it from Python
     hp_keys = (
         "learning_rate",
         "value_lr",
@@ -405,6 +407,7 @@ def search_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     history = data.get("history") or []
     return {
         "command": data.get("search_command"),
+        "train_command": data.get("train_command"),
         "generations": len(history),
         "windows": data.get("windows"),
         "length": data.get("length"),
