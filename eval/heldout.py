@@ -16,8 +16,12 @@ refused unless ``--retest`` (the test is meant to be looked at once per shipped 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: make the checkout importable
@@ -53,6 +57,25 @@ def main(argv: list[str] | None = None) -> int:
     return C.run(p, lambda: _run(args))
 
 
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """An exclusive lock while the card is read and rewritten: POSIX ``flock`` on a file
+    in the temporary folder named after the card's path (nothing left beside the card);
+    elsewhere only the short read-modify-write window protects it."""
+    try:
+        import fcntl
+    except ImportError:  # not POSIX
+        yield
+        return
+    key = hashlib.sha1(str(path.resolve()).encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"hpcgym-card-{key}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import load_model_card
     from hpcgym.evaluation.cards import canonical_trace, card_markdown
@@ -82,11 +105,16 @@ def _run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         progress=args.progress,
     )
-    tests[trace] = section
-    data["test"] = tests
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    md = path.with_suffix(".md")
-    md.write_text(card_markdown(data), encoding="utf-8")
+    # A test takes minutes, and tests of one agent on several traces may run at once: the
+    # section goes into the card as it is on disk now (locked), not as it was read above.
+    with _locked(path):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["test"] = {**(data.get("test") or {}), trace: section}
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        md = path.with_suffix(".md")
+        md.write_text(card_markdown(data), encoding="utf-8")
     print("\n".join(heldout_markdown(section, card.name)))
     print(f"\nwrote the test section of {path} and {md}")
     return 0

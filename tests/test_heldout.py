@@ -108,6 +108,33 @@ def test_eval_heldout_writes_the_card_once(tiny_card, tmp_path, capsys):
     assert main([*args, "--no-progress", "--retest"]) == 0
 
 
+def test_eval_heldout_keeps_sections_written_while_it_ran(tiny_card, tmp_path, monkeypatch):
+    """Tests of one agent on several traces at once: a section another process wrote
+    while this test ran is kept (the card is re-read under a lock before it is written)."""
+    import hpcgym.evaluation.heldout as H
+    from eval.heldout import main
+
+    card = tmp_path / "tiny.json"
+    card.write_text(tiny_card.read_text())
+    (tmp_path / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+    real = H.heldout_test
+
+    def concurrent(*args, **kwargs):  # another process finishes its test meanwhile
+        section = real(*args, **kwargs)
+        data = json.loads(card.read_text())
+        data["test"] = {"OTHER-TRACE": {**section, "trace": "OTHER-TRACE", "transfer": True}}
+        card.write_text(json.dumps(data))
+        return section
+
+    monkeypatch.setattr(H, "heldout_test", concurrent)
+    args = [str(card), "--seed", "7", "--windows", "2", "--length", "96", "--jobs", "1"]
+    assert main([*args, "--no-progress"]) == 0
+    data = json.loads(card.read_text())
+    assert set(data["test"]) == {"OTHER-TRACE", "synthetic"}
+    assert "## Held-out test: synthetic" in card.with_suffix(".md").read_text()
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob("*.lock"))
+
+
 def test_card_has_the_validation_curve_and_command(tmp_path):
     from hpcgym.evaluation.cards import card_markdown, validation_curve
 
