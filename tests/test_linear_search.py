@@ -199,3 +199,6 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
             ]
         )
     assert "--init: estimate not in --columns" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--columns", "wait,nope", "--out", str(tmp_path / "e")])
+    assert "--columns: nope not observation columns" in capsys.readouterr().err

@@ -63,6 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stop-init",
         dest="search_stop_init",
+        metavar="B",
         type=float,
         default=None,
         help="STOP's starting score (default: the run's --stop-init, -3 with "
@@ -92,12 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--length",
         dest="search_length",
+        metavar="JOBS",
         type=positive_int,
         default=1024,
         help="jobs per window (default 1024, the tests' length)",
     )
     p.add_argument(
         "--search-seed",
+        metavar="SEED",
         type=int,
         default=0,
         help="seed of the windows' draws and of CMA-ES (default 0)",
@@ -105,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--time-limit",
         dest="search_time_limit",
+        metavar="MINUTES",
         type=positive_float,
         default=None,
         help="minutes (stops after the generation that passes it)",
@@ -149,6 +153,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             if ns.columns
             else [n for n in names_all[1:]]
         )
+        unknown = [n for n in names if n not in names_all[1:]]
+        if unknown:
+            raise ConfigError(
+                f"--columns: {', '.join(unknown)} not observation columns of this run "
+                f"(--features {cfg.features}, --feature-predictor {cfg.feature_predictor}); "
+                f"expected some of {', '.join(names_all[1:])}"
+            )
         start = parse_weights(ns.init, names_all[1:])
         missing = [n for n in start if n not in names]
         if missing:
