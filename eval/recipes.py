@@ -89,6 +89,27 @@ def reference_of(card: Card) -> str:
     return with_policy(card, "ELOSS" if eloss else "EASY-SJBF")
 
 
+def _scale_parts(card: Card) -> list[str]:
+    """The recipe's time scale and validation fraction, where not the defaults."""
+    parts: list[str] = []
+    if str(card.get("time_scale") or "linear") != "linear":
+        parts.append(f"{card['time_scale']} time")
+    vf = card.get("validation_fraction")
+    if vf is not None and abs(float(vf) - 0.1) > 1e-9:
+        parts.append(f"vf {float(vf):g}")
+    return parts
+
+
+def _column_parts(card: Card) -> list[str]:
+    """The recipe's observation columns, where not the paper's."""
+    parts: list[str] = []
+    if str(card.get("features") or "paper") != "paper":
+        parts.append(f"{card['features']} features")
+    if card.get("feature_predictor"):
+        parts.append(f"column {card['feature_predictor']}")
+    return parts
+
+
 def recipe_of(card: Card) -> str:
     """A short, stable description of how the agent of ``card`` was trained and chosen.
 
@@ -102,6 +123,12 @@ def recipe_of(card: Card) -> str:
         parts.append(f"{estimator} reservations")
     if not command and card.get("reward_mode") is None:  # cards of the reproduction
         return " · ".join([*parts, "the paper's recipe (RLBackfilling reproduction)"])
+    search = card.get("search")
+    if search:  # train/search.py: the recipe is the search, not the weights it found
+        parts.append(
+            f"CMA-ES linear score on {search.get('windows')} x {search.get('length')} train windows"
+        )
+        return " · ".join([*parts, *_scale_parts(card), *_column_parts(card)])
     if command and flags.get("--preset") != "fast":
         parts.append(f"preset {flags.get('--preset', 'paper')}")
     parts.append(str(card.get("reward_mode") or "terminal"))
@@ -110,18 +137,11 @@ def recipe_of(card: Card) -> str:
     ent = float((card.get("hyperparameters") or {}).get("ent_coef") or 0.0)
     if ent:
         parts.append(f"ent {ent:g}")
-    if str(card.get("time_scale") or "linear") != "linear":
-        parts.append(f"{card['time_scale']} time")
-    vf = card.get("validation_fraction")
-    if vf is not None and abs(float(vf) - 0.1) > 1e-9:
-        parts.append(f"vf {float(vf):g}")
+    parts += _scale_parts(card)
     if flags.get("--lr-schedule", "constant") != "constant":
         parts.append(f"{flags['--lr-schedule']} lr")
     parts += [f"{f[2:]} {flags[f]}" for f in PPO_FLAGS if f in flags]
-    if str(card.get("features") or "paper") != "paper":
-        parts.append(f"{card['features']} features")
-    if card.get("feature_predictor"):
-        parts.append(f"column {card['feature_predictor']}")
+    parts += _column_parts(card)
     if "--mix-traces" in flags:
         parts.append("trace mix")
     if "--init-from" in flags:

@@ -98,6 +98,21 @@ def test_recipe_reads_the_card_and_ignores_bookkeeping() -> None:
     assert recipe_of(lost) == "FCFS · dense"
     slow = card("g", "Lublin-2", {}, command="python train/ppo.py --trace Lublin-2")
     assert recipe_of(slow) == "FCFS · preset paper · terminal"
+    # a searched linear score: the recipe is the search, not the weights it found
+    searched = [
+        card(n, t, {}, command=FAST + f" --row-prior wait={w},estimate=-40 --total-steps 0",
+             time_scale="log", features="extended", feature_predictor="log-ridge:lam=10",
+             search={"windows": 32, "length": 1024})
+        for n, t, w in [("h", "SDSC-SP2", -23.5), ("i", "HPC2N", 4.25)]
+    ]  # fmt: skip
+    assert (
+        recipe_of(searched[0])
+        == recipe_of(searched[1])
+        == (
+            "FCFS · CMA-ES linear score on 32 x 1024 train windows · log time · extended "
+            "features · column log-ridge:lam=10"
+        )
+    )
     # PPO's own settings, given explicitly, make another recipe
     lam = card("h", "SDSC-SP2", {}, command=FAST + " --gae-lambda 0.8 --kernel-arch 64,32")
     assert recipe_of(lam) == "FCFS · terminal · gae-lambda 0.8 · kernel-arch 64,32"
