@@ -4,8 +4,8 @@
   ``stop_init`` chooses (kernel output 0), STOP included;
 * the objective is the paired log ratio to the reference: 0 on every window for
   EASY-SJBF's own order, above 0 for a policy that never backfills;
-* a search is seeded (numpy's global state plays no part) and a resumed search continues
-  exactly where it stopped;
+* a search is seeded (numpy's global state plays no part), a resumed search continues
+  exactly where it stopped, and worker processes (``jobs``) give the same result;
 * ``--ship`` makes a ``train/ppo.py --total-steps 0`` run whose model plays the searched
   weights to the same AVEbsld on every window;
 * the shipped run's model card names the search, its generations and time;
@@ -101,7 +101,7 @@ def test_objective_is_the_paired_log_ratio_to_the_reference() -> None:
     assert problem.log_ratios(never, starts).mean() > 0.01
 
 
-def _run(out: Path, generations: int, resume: bool = False) -> dict:
+def _run(out: Path, generations: int, resume: bool = False, jobs: int = 1) -> dict:
     return search(
         _problem(windows=2, length=128),
         {"estimate": -50.0, "wait": 5.0},
@@ -110,6 +110,7 @@ def _run(out: Path, generations: int, resume: bool = False) -> dict:
         popsize=4,
         generations=generations,
         resume=resume,
+        jobs=jobs,
     )
 
 
@@ -124,6 +125,8 @@ def test_search_is_seeded_and_resumes_exactly(tmp_path: Path) -> None:
     assert a["row_prior"] == b["row_prior"] and a["stop_init"] == b["stop_init"]
     assert [r["best"] for r in a["history"]] == [r["best"] for r in b["history"]]
     assert a["row_prior"] != "wait=5,estimate=-50"  # it moved
+    c = _run(tmp_path / "c2", 3, jobs=2)  # candidates played in two worker processes
+    assert c["row_prior"] == a["row_prior"] and c["history"][-1]["best"] == a["history"][-1]["best"]
     with pytest.raises(ConfigError, match="already holds a search"):
         _run(tmp_path / "a", 4)
     with pytest.raises(ConfigError, match="search_state.pkl is missing"):

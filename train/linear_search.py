@@ -306,6 +306,65 @@ class SearchProblem:
         return np.log(self.play(policy, starts)) - np.log(self.reference_values(starts))
 
 
+#: The problem of a worker process of :class:`Evaluations` (built once per worker).
+_WORKER: SearchProblem | None = None
+
+
+def _init_worker(cfg: dict[str, Any], names: list[str], windows: int, length: int) -> None:
+    global _WORKER
+    _WORKER = SearchProblem.for_config(TrainConfig.from_dict(cfg), names, windows, length, 0)
+
+
+def _play_in_worker(task: tuple[list[float], float, list[int]]) -> list[float]:
+    weights, stop, starts = task
+    assert _WORKER is not None
+    return _WORKER.play(LinearScore(_WORKER.columns, np.array(weights), stop), starts).tolist()
+
+
+class Evaluations:
+    """Mean log ratios of candidates on one set of windows, in this process or in
+    ``jobs`` worker processes (each with its own envs; the same values either way, as
+    every window is played deterministically).
+
+    :param problem: the objective
+    :param jobs: worker processes (1: none)
+    """
+
+    def __init__(self, problem: SearchProblem, jobs: int = 1) -> None:
+        self.problem = problem
+        self.pool: Any = None
+        if jobs > 1:
+            import multiprocessing as mp
+            from concurrent.futures import ProcessPoolExecutor
+
+            self.pool = ProcessPoolExecutor(
+                jobs,
+                mp_context=mp.get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(
+                    problem.cfg.to_dict(),
+                    problem.names,
+                    len(problem.envs),
+                    problem.length,
+                ),
+            )
+
+    def mean_log_ratios(self, policies: Sequence[LinearScore], starts: list[int]) -> list[float]:
+        """``mean(ln(AVEbsld / AVEbsld_reference))`` over the windows, per policy."""
+        ref = np.log(self.problem.reference_values(starts))
+        if self.pool is None:
+            played = [self.problem.play(p, starts) for p in policies]
+        else:
+            tasks = [(p.weights.tolist(), p.stop, starts) for p in policies]
+            played = [np.array(v) for v in self.pool.map(_play_in_worker, tasks)]
+        return [float((np.log(v) - ref).mean()) for v in played]
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        if self.pool is not None:
+            self.pool.shutdown()
+
+
 def policy_of(x: np.ndarray, columns: Sequence[int], radius: float) -> LinearScore:
     """The candidate ``x = (w..., b)`` scaled to norm ``radius`` (the argmax does not
     depend on the scale), each number to :func:`short`'s 6 digits."""
@@ -334,6 +393,7 @@ def search(
     generations: int = 100,
     time_limit: float | None = None,
     resume: bool = False,
+    jobs: int = 1,
     log: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run (or continue) CMA-ES on ``problem`` from ``start``; write the state after every
@@ -348,6 +408,7 @@ def search(
     :param generations: generations in all (a resumed search counts those done)
     :param time_limit: minutes for this call (stops after the generation that passes it)
     :param resume: continue the state in ``out``
+    :param jobs: processes playing the candidates (:class:`Evaluations`)
     :param log: called with every generation's record
     :return: the result (also written to ``out/search.json``)
     """
@@ -390,39 +451,41 @@ def search(
         )
         history = []
     t0 = time.monotonic()
-    while len(history) < generations:
-        g = len(history)
-        t_gen = time.monotonic()
-        starts = problem.draw(g)
-        problem.reference_values(starts)
-        xs = es.ask()
-        values = [
-            float(problem.log_ratios(policy_of(x, problem.columns, radius), starts).mean())
-            for x in xs
-        ]
-        es.tell(xs, values)
-        mean = np.asarray(es.mean, dtype=np.float64)
-        mean_value = float(
-            problem.log_ratios(policy_of(mean, problem.columns, radius), starts).mean()
-        )
-        record = {
-            "generation": g,
-            "starts": starts,
-            "best": float(np.exp(min(values))),
-            "median": float(np.exp(np.median(values))),
-            "mean_policy": float(np.exp(mean_value)),
-            "sigma": float(es.sigma),
-            "seconds": time.monotonic() - t_gen,
-            "x_mean": [float(v) for v in mean],
-        }
-        history.append(record)
-        _save_state(
-            state_path, {"es": es, "history": history, "radius": radius, "names": problem.names}
-        )
-        if log is not None:
-            log(record)
-        if time_limit is not None and time.monotonic() - t0 > 60.0 * time_limit:
-            break
+    evals = Evaluations(problem, jobs)
+    try:
+        while len(history) < generations:
+            g = len(history)
+            t_gen = time.monotonic()
+            starts = problem.draw(g)
+            xs = es.ask()
+            values = evals.mean_log_ratios(
+                [policy_of(x, problem.columns, radius) for x in xs], starts
+            )
+            es.tell(xs, values)
+            mean = np.asarray(es.mean, dtype=np.float64)
+            (mean_value,) = evals.mean_log_ratios(
+                [policy_of(mean, problem.columns, radius)], starts
+            )
+            record = {
+                "generation": g,
+                "starts": starts,
+                "best": float(np.exp(min(values))),
+                "median": float(np.exp(np.median(values))),
+                "mean_policy": float(np.exp(mean_value)),
+                "sigma": float(es.sigma),
+                "seconds": time.monotonic() - t_gen,
+                "x_mean": [float(v) for v in mean],
+            }
+            history.append(record)
+            _save_state(
+                state_path, {"es": es, "history": history, "radius": radius, "names": problem.names}
+            )
+            if log is not None:
+                log(record)
+            if time_limit is not None and time.monotonic() - t0 > 60.0 * time_limit:
+                break
+    finally:
+        evals.close()
     final = policy_of(np.asarray(es.mean, dtype=np.float64), problem.columns, radius)
     result = {
         "names": problem.names,

@@ -118,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="the search's folder (default: runs/search-<trace>-<search-seed>)",
     )
+    p.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="processes playing a generation's candidates (default 1; the same result "
+        "with any number)",
+    )
     p.add_argument("--resume", action="store_true", help="continue the search in --out")
     p.add_argument(
         "--ship",
@@ -192,6 +200,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             generations=ns.generations,
             time_limit=ns.search_time_limit,
             resume=ns.resume,
+            jobs=ns.jobs,
             log=log,
         )
         ship = cfg.replace(
