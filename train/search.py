@@ -190,19 +190,23 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                     writer.add_scalar(f"search/{key}", rec[key], g)
                 writer.flush()
 
-        result = search(
-            problem,
-            start,
-            float(stop_init or 0.0),
-            out=out,
-            sigma=ns.sigma,
-            popsize=ns.popsize,
-            generations=ns.generations,
-            time_limit=ns.search_time_limit,
-            resume=ns.resume,
-            jobs=ns.jobs,
-            log=log,
-        )
+        try:
+            result = search(
+                problem,
+                start,
+                float(stop_init or 0.0),
+                out=out,
+                sigma=ns.sigma,
+                popsize=ns.popsize,
+                generations=ns.generations,
+                time_limit=ns.search_time_limit,
+                resume=ns.resume,
+                jobs=ns.jobs,
+                log=log,
+            )
+        finally:
+            if writer is not None:
+                writer.close()
         ship = cfg.replace(
             row_prior=result["row_prior"],
             stop_init=result["stop_init"],
