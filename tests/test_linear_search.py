@@ -205,3 +205,44 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
     with pytest.raises(SystemExit):
         main(["--columns", "wait,nope", "--out", str(tmp_path / "e")])
     assert "--columns: nope not observation columns" in capsys.readouterr().err
+
+
+def test_search_curve_replays_the_generations_on_fixed_validation_windows(
+    tmp_path: Path, capsys
+) -> None:
+    import search_curve
+
+    from hpcgym.evaluation.windows import select_windows
+    from train.search import main
+
+    out = tmp_path / "s"
+    result = main(
+        ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16",
+         "--columns", "wait,estimate,procs", "--init", "estimate=-50", "--stop-init", "-3",
+         "--sigma", "0.5", "--generations", "3", "--windows", "2", "--length", "128",
+         "--popsize", "4", "--out", str(out)]
+    )  # fmt: skip
+    capsys.readouterr()
+    (res,) = search_curve.main([str(out), "--every", "2", "--windows", "3", "--length", "128",
+                                "--seed", "4"])  # fmt: skip
+    assert "| start | — | 1.000 [1.000, 1.000] | 0/3 |" in capsys.readouterr().out
+    assert [r["generation"] for r in res["rows"]] == ["start", "0", "2"]  # every 2nd + the last
+    assert [r["train"] for r in res["rows"][1:]] == [
+        result["history"][g]["mean_policy"] for g in (0, 2)
+    ]
+    # the fixed windows are eval/select_checkpoint.py's validation windows of that seed
+    cfg = TrainConfig.create(preset="fast", **SMALL)
+    problem = SearchProblem.for_config(cfg, result["names"], 3, 128, 0, "validation")
+    starts = problem.windows_at(4)
+    expected = select_windows(problem.n_jobs, 128, 3, "validation", 4, 0.7, validation_fraction=0.1)
+    assert starts == [int(s) for s in expected.starts]
+    # the last row is the shipped policy (the search's final weights) on those windows
+    weights = np.array([result["weights"][n] for n in result["names"]])
+    final = problem.play(LinearScore(problem.columns, weights, result["stop_init"]), starts)
+    assert res["rows"][-1]["avg_bsld"] == pytest.approx(final.mean(), rel=1e-12)
+    assert json.loads((out / "search_curve_validation.json").read_text())["rows"] == res["rows"]
+    with pytest.raises(ConfigError, match="split 'test': expected train or validation"):
+        SearchProblem.for_config(cfg, ["wait"], 2, 128, 0, "test")
+    with pytest.raises(SystemExit):
+        search_curve.main([str(tmp_path / "none")])
+    assert "search.json is missing" in capsys.readouterr().err

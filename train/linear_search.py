@@ -195,6 +195,8 @@ class SearchProblem:
     :param length: jobs per window
     :param seed: seed of the windows' draws
     :param reference: the reference scheduler's name
+    :param split: the split the windows are drawn from (``train``; ``validation`` to
+        look at a search from outside, as ``bench/search_curve.py`` does)
     """
 
     cfg: TrainConfig
@@ -206,19 +208,27 @@ class SearchProblem:
     length: int
     seed: int
     reference: str
+    split: str = "train"
     _ref_cache: dict[int, float] = field(default_factory=dict)
 
     @classmethod
     def for_config(
-        cls, cfg: TrainConfig, names: Sequence[str], windows: int, length: int, seed: int
+        cls,
+        cfg: TrainConfig,
+        names: Sequence[str],
+        windows: int,
+        length: int,
+        seed: int,
+        split: str = "train",
     ) -> SearchProblem:
         """:param cfg: the run's options
         :param names: columns of the score (the run's observation columns, not ``valid``)
         :param windows: windows per generation
         :param length: jobs per window
         :param seed: seed of the windows' draws
+        :param split: the split of the windows (the search's own: ``train``)
         :raises ConfigError: an unknown column, a trace that does not load, windows that do
-            not fit in the train split
+            not fit in the split
         """
         from hpcgym.envs.backfill_env import BackfillEnv
         from hpcgym.envs.observation import column_names
@@ -234,7 +244,9 @@ class SearchProblem:
             )
         if len(set(names)) != len(names):
             raise ConfigError(f"--columns: a column is given twice: {', '.join(names)}")
-        kw = env_kwargs(cfg, "train", length)
+        if split not in ("train", "validation"):
+            raise ConfigError(f"split {split!r}: expected train or validation")
+        kw = env_kwargs(cfg, split, length)
         try:
             envs = [BackfillEnv(**kw) for _ in range(windows)]
         except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
@@ -252,24 +264,34 @@ class SearchProblem:
             length,
             seed,
             ratio_reference(cfg),
+            split,
         )
         problem.draw(0)  # the windows fit (or a clear error now, not mid-search)
         return problem
 
     def draw(self, generation: int) -> list[int]:
-        """The window starts of ``generation`` (train split, drawn with a seed derived
-        from :attr:`seed` and the generation).
+        """The window starts of ``generation`` (drawn with a seed derived from
+        :attr:`seed` and the generation).
 
-        :raises ConfigError: the windows do not fit in the train split
+        :raises ConfigError: the windows do not fit in the split
         """
-        sub = int(np.random.default_rng([self.seed, generation]).integers(2**31 - 1))
+        return self.windows_at(
+            int(np.random.default_rng([self.seed, generation]).integers(2**31 - 1))
+        )
+
+    def windows_at(self, seed: int) -> list[int]:
+        """The window starts that window seed ``seed`` gives in the split: the windows of
+        ``eval/select_checkpoint.py --seed`` on the validation split.
+
+        :raises ConfigError: the windows do not fit in the split
+        """
         try:
             ws = select_windows(
                 self.n_jobs,
                 self.length,
                 len(self.envs),
-                "train",
-                sub,
+                self.split,
+                seed,
                 self.cfg.train_fraction,
                 validation_fraction=self.cfg.validation_fraction,
             )
@@ -310,9 +332,11 @@ class SearchProblem:
 _WORKER: SearchProblem | None = None
 
 
-def _init_worker(cfg: dict[str, Any], names: list[str], windows: int, length: int) -> None:
+def _init_worker(
+    cfg: dict[str, Any], names: list[str], windows: int, length: int, split: str
+) -> None:
     global _WORKER
-    _WORKER = SearchProblem.for_config(TrainConfig.from_dict(cfg), names, windows, length, 0)
+    _WORKER = SearchProblem.for_config(TrainConfig.from_dict(cfg), names, windows, length, 0, split)
 
 
 def _play_in_worker(task: tuple[list[float], float, list[int]]) -> list[float]:
@@ -346,18 +370,21 @@ class Evaluations:
                     problem.names,
                     len(problem.envs),
                     problem.length,
+                    problem.split,
                 ),
             )
+
+    def played(self, policies: Sequence[LinearScore], starts: list[int]) -> list[np.ndarray]:
+        """Each policy's AVEbsld on each window."""
+        if self.pool is None:
+            return [self.problem.play(p, starts) for p in policies]
+        tasks = [(p.weights.tolist(), p.stop, starts) for p in policies]
+        return [np.array(v) for v in self.pool.map(_play_in_worker, tasks)]
 
     def mean_log_ratios(self, policies: Sequence[LinearScore], starts: list[int]) -> list[float]:
         """``mean(ln(AVEbsld / AVEbsld_reference))`` over the windows, per policy."""
         ref = np.log(self.problem.reference_values(starts))
-        if self.pool is None:
-            played = [self.problem.play(p, starts) for p in policies]
-        else:
-            tasks = [(p.weights.tolist(), p.stop, starts) for p in policies]
-            played = [np.array(v) for v in self.pool.map(_play_in_worker, tasks)]
-        return [float((np.log(v) - ref).mean()) for v in played]
+        return [float((np.log(v) - ref).mean()) for v in self.played(policies, starts)]
 
     def close(self) -> None:
         """Stop the worker processes."""
