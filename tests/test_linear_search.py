@@ -60,6 +60,21 @@ def test_linear_score_chooses_what_the_row_prior_policy_chooses() -> None:
         row_prior=list(zip(columns, weights, strict=True)),
         stop_init=stop,
     )
+    # the scores themselves, bit for bit, with many columns (the float32 rounding of a
+    # sum depends on its order: a near-tie must come out as in the shipped model)
+    wide = rng.random((300, k, 27), dtype=np.float32)
+    cols = list(range(1, 27))
+    w = rng.normal(size=26) * 10
+    th.manual_seed(0)
+    big = KernelPolicy(
+        spaces.Box(0.0, 1.0, (k, 27), np.float32),
+        spaces.Discrete(k + 1),
+        lambda _: 3e-4,
+        row_prior=list(zip(cols, w.tolist(), strict=True)),
+    )
+    with th.no_grad():
+        prior = big.mlp_extractor.prior(th.as_tensor(wide)).numpy()
+    np.testing.assert_array_equal(LinearScore(cols, w, 0.0).scores(wide), prior)
     ours, _ = LinearScore(columns, np.array(weights), stop).predict(obs, action_masks=masks)
     theirs, _ = net.predict(obs, action_masks=masks, deterministic=True)
     np.testing.assert_array_equal(ours, theirs)

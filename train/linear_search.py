@@ -82,15 +82,22 @@ class LinearScore:
     stop: float
 
     def __post_init__(self) -> None:
+        import torch as th
+
         self.columns = [int(c) for c in self.columns]
         self.weights = np.asarray(self.weights, dtype=np.float32).reshape(len(self.columns))
         self.stop = float(np.float32(self.stop))
-        self._offset = np.float32(np.minimum(self.weights, 0).sum())
+        self._w = th.tensor([float(w) for w in self.weights])  # as KernelPolicy stores them
 
     def scores(self, observation: np.ndarray) -> np.ndarray:
-        """The rows' scores ``(N, K)`` of observations ``(N, K, F)`` (padding included)."""
-        x = np.asarray(observation, dtype=np.float32)[..., self.columns]
-        return (x * self.weights).sum(axis=-1, dtype=np.float32) - self._offset
+        """The rows' scores ``(N, K)`` of observations ``(N, K, F)`` (padding included),
+        computed with KernelPolicy's own float32 operations (:meth:`KernelPolicy.prior`),
+        so that rounding, and with it every near-tie, comes out the same as in the
+        shipped model (numpy's float32 sums round differently in a third of the rows)."""
+        import torch as th
+
+        x = th.as_tensor(np.asarray(observation, dtype=np.float32))[..., self.columns]
+        return ((x * self._w).sum(dim=-1) - self._w.clamp(max=0.0).sum()).numpy()
 
     def predict(
         self,
