@@ -204,6 +204,9 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
     assert card["training_command"] == result["train_command"]  # the run was started by --ship
     text = card_markdown(card)
     assert "## Search" in text and "2 generations of 2 train-split windows of 128 jobs" in text
+    fresh = np.exp(np.mean(np.log([r["mean_fresh"] for r in result["history"]])))
+    assert card["search"]["fresh_train_ratio"] == pytest.approx(fresh, rel=1e-12)
+    assert f"the mean was at {fresh:.3f}" in text
     with pytest.raises(SystemExit):
         main(
             [
@@ -242,6 +245,7 @@ def test_search_curve_replays_the_generations_on_fixed_validation_windows(
                                 "--seed", "4"])  # fmt: skip
     assert "| start | — | 1.000 [1.000, 1.000] | 0/3 |" in capsys.readouterr().out
     assert [r["generation"] for r in res["rows"]] == ["start", "0", "2"]  # every 2nd + the last
+    assert result["history"][0]["mean_fresh"] == pytest.approx(1.0, abs=1e-12)  # the start
     assert [r["train"] for r in res["rows"][1:]] == [
         result["history"][g]["mean_policy"] for g in (0, 2)
     ]

@@ -27,6 +27,12 @@ CMA-ES is the ``cma`` package's (N. Hansen's reference implementation), with its
 draws from a seeded ``numpy.random.Generator``. The argmax is invariant to a positive
 factor on ``(w, b)``, so every candidate is scaled to the norm of the start before it is
 played: the search runs on a sphere, and the weights it writes are the ones played.
+
+Every generation records two figures of CMA-ES's mean: ``mean_policy``, the mean after
+the update scored on the windows that made the update (in-sample, so biased low), and
+``mean_fresh``, the mean entering the generation scored on the same windows, which it
+was not fitted to (an unbiased reading of where the search stands on the train range).
+``bench/search_curve.py`` replays the means on fixed validation windows.
 """
 
 from __future__ import annotations
@@ -491,9 +497,10 @@ def search(
             g = len(history)
             t_gen = time.monotonic()
             starts = problem.draw(g)
+            before = np.asarray(es.mean, dtype=np.float64)
             xs = es.ask()
-            values = evals.mean_log_ratios(
-                [policy_of(x, problem.columns, radius) for x in xs], starts
+            *values, fresh_value = evals.mean_log_ratios(
+                [policy_of(x, problem.columns, radius) for x in [*xs, before]], starts
             )
             es.tell(xs, values)
             mean = np.asarray(es.mean, dtype=np.float64)
@@ -506,6 +513,7 @@ def search(
                 "best": float(np.exp(min(values))),
                 "median": float(np.exp(np.median(values))),
                 "mean_policy": float(np.exp(mean_value)),
+                "mean_fresh": float(np.exp(fresh_value)),
                 "sigma": float(es.sigma),
                 "seconds": time.monotonic() - t_gen,
                 "x_mean": [float(v) for v in mean],

@@ -181,12 +181,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             g = rec["generation"]
             print(
                 f"generation {g}: best {rec['best']:.4f} median {rec['median']:.4f} "
-                f"mean policy {rec['mean_policy']:.4f} x {problem.reference} "
+                f"mean policy {rec['mean_policy']:.4f} (entering: {rec['mean_fresh']:.4f}) "
+                f"x {problem.reference} "
                 f"(sigma {rec['sigma']:.3g}, {rec['seconds']:.1f} s)",
                 flush=True,
             )
             if writer is not None:
-                for key in ("best", "median", "mean_policy", "sigma"):
+                for key in ("best", "median", "mean_policy", "mean_fresh", "sigma"):
                     writer.add_scalar(f"search/{key}", rec[key], g)
                 writer.flush()
 

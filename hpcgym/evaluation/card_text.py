@@ -120,8 +120,15 @@ def _training_lines(data: dict[str, Any]) -> list[str]:
             f"{search['generations']} generations of {search['windows']} train-split windows "
             f"of {search['length']} jobs, {search['minutes']} min on one core; CMA-ES's mean "
             f"at the end scored {search['last_train_ratio']:.3f} x {search['reference']} on "
-            "the last generation's windows. The training command below makes the run that "
-            "plays it (`--total-steps 0`).",
+            "the last generation's windows (the windows that made its last step)."
+            + (
+                f" Entering each of the last ten generations, scored on that generation's "
+                f"windows before they moved it, the mean was at {search['fresh_train_ratio']:.3f} "
+                f"(geometric mean)."
+                if search.get("fresh_train_ratio") is not None
+                else ""
+            )
+            + " The training command below makes the run that plays it (`--total-steps 0`).",
         ]
     if data.get("training_command"):
         lines += ["", "## Training", "", f"`{data['training_command']}`"]

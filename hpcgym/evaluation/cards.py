@@ -8,6 +8,7 @@ estimator...), so evaluation can rebuild it; see docs/evaluation.md, "Model card
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import warnings
@@ -395,8 +396,10 @@ def card_from_run(
 def search_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``train/search.py`` search whose result a run plays (``search.json`` in
     ``root``, the parent of the ``--ship`` run): its command, generations, windows,
-    minutes and the last generation's ratio of CMA-ES's mean on its train-split windows.
-    ``None`` when ``root`` holds no search.
+    minutes, the last generation's ratio of CMA-ES's mean on its train-split windows
+    (in-sample) and, for searches that record it, the geometric mean over the last ten
+    generations of the mean entering each, scored on that generation's windows (fresh to
+    it). ``None`` when ``root`` holds no search.
 
     :param root: the parent folder of the run
     """
@@ -414,7 +417,16 @@ def search_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
         "reference": data.get("reference"),
         "minutes": round(sum(float(r.get("seconds", 0.0)) for r in history) / 60.0, 1),
         "last_train_ratio": history[-1].get("mean_policy") if history else None,
+        "fresh_train_ratio": _fresh_ratio(history[-10:]),
     }
+
+
+def _fresh_ratio(records: list[dict[str, Any]]) -> float | None:
+    """Geometric mean of the records' ``mean_fresh`` (``None`` if a record lacks it)."""
+    values = [r.get("mean_fresh") for r in records]
+    if not values or any(v is None for v in values):
+        return None
+    return float(math.exp(sum(math.log(float(v)) for v in values) / len(values)))
 
 
 def seeds_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
