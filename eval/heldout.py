@@ -2,6 +2,7 @@
 
     python eval/heldout.py agents/pretrained/sdsc-sp2-fcfs-guarded.json --seed 2611 \\
         [--windows 30] [--length 1024] [--trace CTC-SP2 --scales card] [--retest]
+    python eval/heldout.py agents/pretrained/sdsc-sp2-fcfs-guarded.json --check [--trace T]
 
 Plays the agent on ``--windows`` windows of the **test** split (drawn with ``--seed``: use
 a seed not used during development, and look once) beside EASY, EASY-SJBF, EASY++ and
@@ -11,6 +12,11 @@ geometric-mean ratio with its 95% bootstrap interval and verdict against EASY-SJ
 and ELOSS; then re-renders ``<card>.md``. A card that already has a test on that trace is
 refused unless ``--retest`` (the test is meant to be looked at once per shipped agent).
 ``--trace`` evaluates the agent on another trace (transfer).
+
+``--check`` writes nothing: it replays the card's recorded tests (every trace, or only
+``--trace``'s) with their own windows, length, seed and scales, and says whether each
+reproduces the card to the last digit (``--rtol``) or lists where it departs; the exit
+code is 1 when one does not reproduce. It is how a row of ``docs/results.md`` is checked.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -40,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     p = C.make_parser("python eval/heldout.py", (__doc__ or "").split("\n\n")[0])
     p.add_argument("card", help="the agent's model card .json (agents/pretrained/<name>.json)")
-    p.add_argument("--seed", type=int, required=True, help="window seed (not used in development)")
+    p.add_argument("--seed", type=int, default=None, help="window seed (not used in development)")
     p.add_argument("--windows", type=C.positive_int, default=30, help="test windows (30)")
     p.add_argument("--length", type=C.positive_int, default=1024, help="jobs per window (1024)")
     p.add_argument("--trace", default=None, help="another trace (transfer; default the card's)")
@@ -51,6 +58,17 @@ def main(argv: list[str] | None = None) -> int:
         help="observation scales of the agent: the evaluated trace's (target) or the card's",
     )
     p.add_argument("--retest", action="store_true", help="replace an existing test section")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="replay the card's recorded tests and compare (writes nothing)",
+    )
+    p.add_argument(
+        "--rtol",
+        type=float,
+        default=1e-9,
+        help="relative tolerance of --check's float comparisons (1e-9)",
+    )
     p.add_argument("--jobs", type=C.positive_int, default=None, help="worker processes")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     args = p.parse_args(argv)
@@ -88,6 +106,10 @@ def _run(args: argparse.Namespace) -> int:
     trace = canonical_trace(args.trace) if args.trace else card.trace
     data = json.loads(path.read_text(encoding="utf-8"))
     tests = dict(data.get("test") or {})
+    if args.check:
+        return _check(args, card, tests)
+    if args.seed is None:
+        raise UsageError("--seed is required (a window seed not used in development)")
     if trace in tests and not args.retest:
         raise UsageError(
             f"{path} already has a held-out test on {trace} (window seed "
@@ -118,6 +140,48 @@ def _run(args: argparse.Namespace) -> int:
     print("\n".join(heldout_markdown(section, card.name)))
     print(f"\nwrote the test section of {path} and {md}")
     return 0
+
+
+def _check(args: argparse.Namespace, card: Any, tests: dict[str, Any]) -> int:
+    """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
+    from hpcgym.evaluation.cards import canonical_trace
+    from hpcgym.evaluation.heldout import replay_heldout, section_differences
+
+    if args.retest or args.seed is not None:
+        raise UsageError("--check replays the card's own seed; it takes no --seed or --retest")
+    if args.trace:
+        trace = canonical_trace(args.trace)
+        if trace not in tests:
+            raise UsageError(
+                f"{args.card} has no held-out test on {trace}; it has: "
+                + (", ".join(sorted(tests)) or "none")
+            )
+        traces = [trace]
+    else:
+        traces = list(tests)
+        if not traces:
+            raise UsageError(f"{args.card} has no held-out test to check")
+    failed = 0
+    for trace in traces:
+        rec = tests[trace]
+        replay = replay_heldout(
+            card, rec, agent_loader=C.agent_loader(), jobs=args.jobs, progress=args.progress
+        )
+        diffs = section_differences(rec, replay, rtol=args.rtol)
+        what = (
+            f"{card.name} on {trace} ({rec['windows']} x {rec['length']}, window seed "
+            f"{rec['seed']}, evaluated {rec.get('evaluated', '?')})"
+        )
+        if diffs:
+            failed += 1
+            print(f"DIFFERS: {what}: {len(diffs)} value{'s' if len(diffs) > 1 else ''}")
+            for line in diffs[:40]:
+                print(f"  {line}")
+            if len(diffs) > 40:
+                print(f"  ... and {len(diffs) - 40} more")
+        else:
+            print(f"reproduced: {what}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -108,6 +108,98 @@ def test_eval_heldout_writes_the_card_once(tiny_card, tmp_path, capsys):
     assert main([*args, "--no-progress", "--retest"]) == 0
 
 
+def test_eval_heldout_check_replays_the_recorded_test(tiny_card, tmp_path, capsys):
+    """``--check`` replays a card's test with its own seed, writes nothing, exits 0 when
+    every value reproduces and 1 (listing where) when one does not."""
+    from eval.heldout import main
+
+    card = tmp_path / "tiny.json"
+    card.write_text(tiny_card.read_text())
+    (tmp_path / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+    base = [str(card), "--jobs", "1", "--no-progress"]
+    assert main([*base, "--check"]) == 2  # nothing recorded yet
+    assert "no held-out test" in capsys.readouterr().err
+    assert main([*base, "--seed", "7", "--windows", "2", "--length", "96"]) == 0
+    recorded = card.read_text()
+    capsys.readouterr()
+    assert main([*base, "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "reproduced: tiny on synthetic (2 x 96, window seed 7" in out
+    assert card.read_text() == recorded  # nothing written
+    assert main([*base, "--check", "--seed", "8"]) == 2  # the card's seed, not another
+    assert main([*base, "--check", "--trace", "SDSC-SP2"]) == 2
+    assert "it has: synthetic" in capsys.readouterr().err
+    # a card whose recorded numbers are not what its agent plays
+    data = json.loads(recorded)
+    sec = data["test"]["synthetic"]
+    sec["methods"]["tiny"]["per_window"][1] *= 1.001
+    sec["paired"]["EASY-SJBF"]["wins"] += 1
+    card.write_text(json.dumps(data))
+    assert main([*base, "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERS: tiny on synthetic" in out and "2 values" in out
+    assert "methods.tiny.per_window[1]:" in out and "paired.EASY-SJBF.wins:" in out
+
+
+def test_bench_check_results_replays_a_sample_of_the_cards(tiny_card, tmp_path, capsys):
+    import check_results
+
+    from eval.heldout import main as heldout
+
+    d = tmp_path / "pretrained"
+    d.mkdir()
+    for name in ("a", "b"):  # two tested cards, one untested
+        data = json.loads(tiny_card.read_text())
+        (d / f"{name}.json").write_text(json.dumps({**data, "name": name}))
+        (d / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+        args = ["--seed", "7", "--windows", "2", "--length", "96", "--jobs", "1"]
+        assert heldout([str(d / f"{name}.json"), *args, "--no-progress"]) == 0
+    (d / "c.json").write_text(tiny_card.read_text())
+    tests = [(d / "a.json", "synthetic"), (d / "b.json", "synthetic")]
+    assert check_results.recorded_tests(d) == tests
+    capsys.readouterr()
+    out = tmp_path / "check.json"
+    base = ["--agents-dir", str(d), "--jobs", "1", "--no-progress"]
+    assert check_results.main([*base, "--all", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "a on synthetic: reproduced" in text and "| b | synthetic |" in text
+    res = json.loads(out.read_text())
+    assert res["of"] == 2 and [c["differences"] for c in res["checks"]] == [0, 0]
+    assert all(c["ratio"] == c["replayed_ratio"] for c in res["checks"])
+    # the sample is drawn with the seed: the same seed names the same tests
+    assert check_results.main([*base, "--sample", "1", "--seed", "3", "--out", str(out)]) == 0
+    first = json.loads(out.read_text())["checks"]
+    assert check_results.main([*base, "--sample", "1", "--seed", "3", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["checks"][0]["agent"] == first[0]["agent"]
+    # a card whose numbers its agent no longer plays
+    data = json.loads((d / "b.json").read_text())
+    data["test"]["synthetic"]["methods"]["EASY"]["mean_avg_bsld"] += 1.0
+    (d / "b.json").write_text(json.dumps(data))
+    capsys.readouterr()
+    assert check_results.main([*base, "--all"]) == 1
+    text = capsys.readouterr().out
+    assert "b on synthetic: 1 value differs" in text and "methods.EASY.mean_avg_bsld:" in text
+    with pytest.raises(SystemExit):
+        check_results.main([*base, "--sample", "3"])
+    assert "--sample must be between 1 and 2" in capsys.readouterr().err
+
+
+def test_section_differences() -> None:
+    from hpcgym.evaluation.heldout import section_differences
+
+    rec = {"seed": 1, "evaluated": "x", "command": "a", "m": {"v": [1.0, 2.0], "n": 3}}
+    assert section_differences(rec, {**rec, "evaluated": "y", "command": "b", "new": 1}) == []
+    close = {**rec, "m": {"v": [1.0, 2.0 * (1 + 1e-12)], "n": 3}}
+    assert section_differences(rec, close) == []
+    assert section_differences(rec, close, rtol=1e-14) == ["m.v[1]: 2.0 -> 2.000000000002"]
+    assert section_differences(rec, {**rec, "m": {"v": [1.0], "n": 3}}) == [
+        "m.v: [1.0, 2.0] -> [1.0]"
+    ]
+    assert section_differences(rec, {"seed": 1, "m": {"v": [1.0, 2.0]}}) == ["m.n: 3 -> (missing)"]
+    assert section_differences({"x": float("nan")}, {"x": float("nan")}) == []
+    assert section_differences({"x": 1.0}, {"x": "1.0"}) == ["x: 1.0 -> '1.0'"]
+
+
 def test_eval_heldout_keeps_sections_written_while_it_ran(tiny_card, tmp_path, monkeypatch):
     """Tests of one agent on several traces at once: a section another process wrote
     while this test ran is kept (the card is re-read under a lock before it is written)."""

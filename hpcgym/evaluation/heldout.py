@@ -10,11 +10,14 @@ card) and the starts beyond the request-based reservation ("late heads"); per re
 :data:`HELDOUT_REFERENCES` the paired geometric-mean ratio of AVEbsld, its 95% bootstrap
 interval, the wins and the verdict; the agent's reservation violations; and the command
 that reproduces the table (``eval/compare.py``). :func:`heldout_markdown` renders it for
-the card and ``docs/results.md``."""
+the card and ``docs/results.md``. :func:`section_differences` says where a replay of a
+recorded test departs from it (``eval/heldout.py --check``: any row of ``docs/results.md``
+checked against its card)."""
 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +38,8 @@ __all__ = [
     "heldout_markdown",
     "heldout_schedulers",
     "heldout_test",
+    "replay_heldout",
+    "section_differences",
     "tied_windows",
 ]
 
@@ -241,3 +246,104 @@ def tied_windows(section: dict[str, Any]) -> int | None:
         return None
     x = np.asarray(per, dtype=np.float64)  # (methods, windows)
     return int(np.isclose(x.min(axis=0), x.max(axis=0), rtol=1e-9, atol=0.0).sum())
+
+
+def replay_heldout(
+    card: ModelCard,
+    recorded: dict[str, Any],
+    *,
+    agent_loader: AgentLoader,
+    jobs: int | None = None,
+    backend: str = "local",
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Play a recorded ``test`` section of ``card`` again: :func:`heldout_test` with the
+    section's own trace, windows, length, window seed and scales. Compare the result with
+    :func:`section_differences`.
+
+    :param card: the agent's model card
+    :param recorded: one of the card's ``test`` sections
+    :param agent_loader: turns the card's model into a policy (the loader eval/ passes)
+    :param jobs: worker processes (``None``: all cores)
+    :param backend: ``local`` or ``ray``
+    :param progress: show a progress bar
+    :return: the replayed section
+    """
+    return heldout_test(
+        card,
+        agent_loader=agent_loader,
+        windows=int(recorded["windows"]),
+        length=int(recorded["length"]),
+        seed=int(recorded["seed"]),
+        trace=str(recorded["trace"]) if recorded.get("transfer") else None,
+        scales=str(recorded.get("scales", "target")),
+        jobs=jobs,
+        backend=backend,
+        progress=progress,
+    )
+
+
+#: Keys of a ``test`` section that a replay is not expected to repeat.
+_NOT_REPLAYED = frozenset({"evaluated", "command"})
+
+
+def section_differences(
+    recorded: dict[str, Any], replayed: dict[str, Any], *, rtol: float = 1e-9
+) -> list[str]:
+    """Where ``replayed`` (a fresh :func:`heldout_test` with the recorded trace, windows,
+    length, seed and scales) departs from the ``recorded`` section of a card: one line per
+    differing value, ``path: recorded -> replayed``; empty when the test reproduces.
+
+    Every value the recorded section holds is compared (floats to the relative tolerance
+    ``rtol``, everything else exactly) except the time of evaluation and the command text;
+    values a replay adds that older sections do not hold (per-window values, offered load)
+    are not differences.
+
+    :param recorded: the card's ``test`` section for one trace
+    :param replayed: the section of the replay
+    :param rtol: relative tolerance of float comparisons
+    """
+    out: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict):
+            if not isinstance(b, dict):
+                out.append(f"{path}: {_short(a)} -> {_short(b)}")
+                return
+            for k, v in a.items():
+                if path == "" and k in _NOT_REPLAYED:
+                    continue
+                sub = f"{path}.{k}" if path else str(k)
+                if k not in b:
+                    out.append(f"{sub}: {_short(v)} -> (missing)")
+                else:
+                    walk(v, b[k], sub)
+        elif isinstance(a, list):
+            if not isinstance(b, list) or len(a) != len(b):
+                out.append(f"{path}: {_short(a)} -> {_short(b)}")
+                return
+            for i, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{path}[{i}]")
+        elif isinstance(a, float) or isinstance(b, float):
+            same = (
+                isinstance(a, int | float)
+                and isinstance(b, int | float)
+                and not isinstance(a, bool)
+                and not isinstance(b, bool)
+                and (
+                    math.isclose(float(a), float(b), rel_tol=rtol, abs_tol=0.0)
+                    or (math.isnan(float(a)) and math.isnan(float(b)))
+                )
+            )
+            if not same:
+                out.append(f"{path}: {_short(a)} -> {_short(b)}")
+        elif a != b:
+            out.append(f"{path}: {_short(a)} -> {_short(b)}")
+
+    walk(recorded, replayed, "")
+    return out
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
