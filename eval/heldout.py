@@ -29,13 +29,16 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
 from hpcgym.cli.errors import UsageError  # noqa: E402
+
+if TYPE_CHECKING:
+    from hpcgym.evaluation.cards import ModelCard
 
 __all__ = ["main"]
 
@@ -142,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check(args: argparse.Namespace, card: Any, tests: dict[str, Any]) -> int:
+def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> int:
     """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
     from hpcgym.evaluation.cards import canonical_trace
     from hpcgym.evaluation.heldout import replay_heldout, section_differences
