@@ -152,6 +152,8 @@ def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> 
 
     if args.retest or args.seed is not None:
         raise UsageError("--check replays the card's own seed; it takes no --seed or --retest")
+    if not args.rtol >= 0:
+        raise UsageError(f"--rtol must be 0 or more, got {args.rtol}")
     if args.trace:
         trace = canonical_trace(args.trace)
         if trace not in tests:

@@ -127,6 +127,8 @@ def test_eval_heldout_check_replays_the_recorded_test(tiny_card, tmp_path, capsy
     assert "reproduced: tiny on synthetic (2 x 96, window seed 7" in out
     assert card.read_text() == recorded  # nothing written
     assert main([*base, "--check", "--seed", "8"]) == 2  # the card's seed, not another
+    assert main([*base, "--check", "--rtol", "-1"]) == 2
+    assert "--rtol must be 0 or more" in capsys.readouterr().err
     assert main([*base, "--check", "--trace", "SDSC-SP2"]) == 2
     assert "it has: synthetic" in capsys.readouterr().err
     # a card whose recorded numbers are not what its agent plays
