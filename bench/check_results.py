@@ -136,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-progress", dest="progress", action="store_false")
     args = p.parse_args(argv)
     tests = recorded_tests(Path(args.agents_dir))
+    recorded = len(tests)
     if not tests:
         p.error(f"no recorded test in {args.agents_dir}")
     if args.sample is not None:
@@ -164,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     "sample": args.sample,
                     "seed": args.seed if args.sample is not None else None,
-                    "of": len(recorded_tests(Path(args.agents_dir))),
+                    "of": recorded,
                     "checks": [asdict(c) for c in checks],
                 },
                 indent=1,
