@@ -148,6 +148,32 @@ def test_search_is_seeded_and_resumes_exactly(tmp_path: Path) -> None:
         _run(tmp_path / "c", 4, resume=True)
 
 
+def test_search_command_is_one_run_that_retraces_a_resumed_search(tmp_path: Path) -> None:
+    import shlex
+
+    from train.search import main
+
+    base = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--columns",
+            "wait,estimate", "--init", "estimate=-50,wait=5", "--stop-init", "10",
+            "--windows", "2", "--length", "128", "--popsize", "4"]  # fmt: skip
+    first = main([*base, "--generations", "2", "--time-limit", "100", "--out", str(tmp_path / "a")])
+    assert "--time-limit" not in first["search_command"]
+    assert first["search_command"].endswith("--generations 2")
+    resumed = main([*base, "--generations=3", "--resume", "--out", str(tmp_path / "a")])
+    assert resumed["generations"] == 3
+    words = shlex.split(resumed["search_command"])
+    assert "--resume" not in words and words[-2:] == ["--generations", "3"]
+    assert "--resume" in shlex.split(resumed["last_invocation"])
+    saved = json.loads((tmp_path / "a" / "search.json").read_text())
+    assert saved["search_command"] == resumed["search_command"]
+    args = words[2:]
+    args[args.index("--out") + 1] = str(tmp_path / "b")
+    again = main(args)  # the recorded command, run fresh in another folder
+    assert again["row_prior"] == resumed["row_prior"]
+    assert again["stop_init"] == resumed["stop_init"]
+    assert [r["best"] for r in again["history"]] == [r["best"] for r in resumed["history"]]
+
+
 def test_bad_columns_name_the_valid_ones() -> None:
     cfg = TrainConfig.create(preset="fast", **SMALL)
     with pytest.raises(ConfigError, match="nope; expected observation columns.*wait, estimate"):

@@ -16,9 +16,10 @@ same; the result is the ``--row-prior``/``--stop-init`` of a ``train/ppo.py --to
     python train/search.py --resume --out runs/search-sdsc ...   # the same options again
     python train/search.py --generations 3 --windows 2 --length 64 --out /tmp/s  # synthetic
 
-Writes ``<out>/search.json`` (weights, the ``train/ppo.py`` command, every generation's
-figures), ``<out>/search_state.pkl`` (for ``--resume``) and TensorBoard scalars in
-``<out>/tb``. See docs/training.md, *Searching a linear score*.
+Writes ``<out>/search.json`` (weights, the ``train/ppo.py`` command, the search's
+command as one uninterrupted run, every generation's figures), ``<out>/search_state.pkl``
+(for ``--resume``) and TensorBoard scalars in ``<out>/tb``. See docs/training.md,
+*Searching a linear score*.
 """
 
 from __future__ import annotations
@@ -228,7 +229,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "--run-name",
             "run",
         ]
-        result["search_command"] = shlex.join(["python", "train/search.py", *argv])
+        result["search_command"] = shlex.join(
+            ["python", "train/search.py", *_one_run(parser, argv, result["generations"])]
+        )
+        result["last_invocation"] = shlex.join(["python", "train/search.py", *argv])
         result["train_command"] = shlex.join(["python", "train/ppo.py", *ship_args])
         (out / RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n")
         print(f"search: {out / 'search.json'}\nship: {result['train_command']}", flush=True)
@@ -239,6 +243,37 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return result
     except ConfigError as exc:
         parser.error(str(exc))
+
+
+def _one_run(parser: argparse.ArgumentParser, argv: list[str], generations: int) -> list[str]:
+    """``argv`` as one uninterrupted run of the search's ``generations``: without
+    ``--resume`` and ``--time-limit``, with ``--generations`` set to those run. A search's
+    windows and CMA-ES's draws depend only on the search seed and the generation, so this
+    retraces a search that ran over several sessions (or stopped at its time limit).
+
+    :param parser: the search's parser (to check the rewrite)
+    :param argv: the arguments of the call that wrote the result
+    :param generations: the generations the search has run
+    """
+    drop_value = ("--time-limit", "--generations")
+    out: list[str] = []
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == "--resume":
+            pass
+        elif arg in drop_value:
+            skip = True
+        elif arg.startswith(tuple(f"{o}=" for o in drop_value)):
+            pass
+        else:
+            out.append(arg)
+    out += ["--generations", str(generations)]
+    ns, _ = parser.parse_known_args(out)
+    if ns.resume or ns.search_time_limit is not None or ns.generations != generations:
+        return argv  # an abbreviated option: keep the call as it was
+    return out
 
 
 def _tensorboard(path: Path) -> Any:
