@@ -230,6 +230,7 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
     assert card["training_command"] == result["train_command"]  # the run was started by --ship
     text = card_markdown(card)
     assert "## Search" in text and "2 generations of 2 train-split windows of 128 jobs" in text
+    assert "min on one core;" in text  # no --jobs: the search played on one process
     fresh = np.exp(np.mean(np.log([r["mean_fresh"] for r in result["history"]])))
     assert card["search"]["fresh_train_ratio"] == pytest.approx(fresh, rel=1e-12)
     assert f"the mean was at {fresh:.3f}" in text
@@ -291,3 +292,21 @@ def test_search_curve_replays_the_generations_on_fixed_validation_windows(
     with pytest.raises(SystemExit):
         search_curve.main([str(tmp_path / "none")])
     assert "search.json is missing" in capsys.readouterr().err
+
+
+def test_search_processes_from_the_recorded_command() -> None:
+    """The card states the cores a search ran on from its command's ``--jobs``."""
+    from hpcgym.evaluation.card_text import card_markdown, search_processes
+
+    assert search_processes("python train/search.py --windows 8 --jobs 2 --out d") == 2
+    assert search_processes("python train/search.py --jobs=3") == 3
+    assert search_processes("python train/search.py --windows 8") == 1
+    assert search_processes(None) == 1 and search_processes("a 'b") == 1
+    card = json.loads(
+        (REPO / "agents" / "pretrained" / "hpc2n-fcfs-guarded-eloss-cmaes-w128.json").read_text()
+    )
+    assert "--jobs 2" in card["search"]["command"]
+    text = card_markdown(card)
+    assert f"{card['search']['minutes']} min on 2 cores;" in text
+    card["search"]["command"] = card["search"]["command"].replace(" --jobs 2", "")
+    assert f"{card['search']['minutes']} min on one core;" in card_markdown(card)

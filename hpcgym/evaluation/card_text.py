@@ -4,13 +4,14 @@ gate, seeds and held-out tests."""
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from hpcgym.evaluation.gating import gate_markdown, read_gate
 from hpcgym.evaluation.statistics import holdout_text, verdict
 from hpcgym.evaluation.windows import load_quartiles_text
 
-__all__ = ["OPTION_KEYS", "card_markdown"]
+__all__ = ["OPTION_KEYS", "card_markdown", "search_processes"]
 
 #: Training options a run's ``config.json`` gives its card when set (what the agent observes
 #: and how it was rewarded); the card's key table shows them.
@@ -105,6 +106,34 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def search_processes(command: str | None) -> int:
+    """The worker processes a ``train/search.py`` command played its candidates on: the
+    value of its ``--jobs`` (``--jobs N`` or ``--jobs=N``), 1 when it has none (the
+    script's default) or the command is missing or not parseable.
+
+    :param command: the search's command line, as recorded in ``search.json``
+    """
+    try:
+        words = shlex.split(command or "")
+    except ValueError:
+        return 1
+    jobs = 1
+    for i, w in enumerate(words):
+        value = None
+        if w == "--jobs" and i + 1 < len(words):
+            value = words[i + 1]
+        elif w.startswith("--jobs="):
+            value = w.split("=", 1)[1]
+        if value is not None and value.isdigit() and int(value) > 0:
+            jobs = int(value)
+    return jobs
+
+
+def _cores_text(n: int) -> str:
+    """``one core`` or ``N cores``."""
+    return "one core" if n == 1 else f"{n} cores"
+
+
 def _training_lines(data: dict[str, Any]) -> list[str]:
     """The card's training command, wall time and validation curve."""
     lines: list[str] = []
@@ -118,7 +147,8 @@ def _training_lines(data: dict[str, Any]) -> list[str]:
             "",
             f"CMA-ES over a linear score (docs/training.md, *Searching a linear score*): "
             f"{search['generations']} generations of {search['windows']} train-split windows "
-            f"of {search['length']} jobs, {search['minutes']} min on one core; CMA-ES's mean "
+            f"of {search['length']} jobs, {search['minutes']} min on "
+            f"{_cores_text(search_processes(search.get('command')))}; CMA-ES's mean "
             f"at the end scored {search['last_train_ratio']:.3f} x {search['reference']} on "
             "the last generation's windows (the windows that made its last step)."
             + (
