@@ -23,7 +23,6 @@ have neither a training command nor a reward mode) are listed as the paper's rec
 
 from __future__ import annotations
 
-import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +33,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 
 from eval import _common as C  # noqa: E402
 from eval.targets import OWN_TRACES, paired, with_policy  # noqa: E402
+from hpcgym.evaluation.card_text import command_flags  # noqa: E402
 
 __all__ = ["PPO_FLAGS", "main", "recipe_of", "recipe_rows", "recipes_markdown"]
 
@@ -64,20 +64,6 @@ PPO_FLAGS = (
     "--stop-init",
     "--kernel-arch",
 )
-
-
-def _flags(command: str) -> dict[str, str]:
-    """``--flag value`` pairs of a command line (a flag with no value maps to "")."""
-    try:
-        tokens = shlex.split(command)
-    except ValueError:
-        tokens = command.split()
-    out: dict[str, str] = {}
-    for i, tok in enumerate(tokens):
-        if tok.startswith("--"):
-            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
-            out[tok] = "" if nxt.startswith("--") else nxt
-    return out
 
 
 def reference_of(card: Card) -> str:
@@ -116,7 +102,7 @@ def recipe_of(card: Card) -> str:
     :param card: a model card dict (``ModelCard.to_dict()``)
     """
     command = str(card.get("training_command") or "")
-    flags = _flags(command)
+    flags = command_flags(command)
     parts = [str(card.get("policy", "FCFS"))]
     estimator = str(card.get("estimator", "request"))
     if estimator != "request":

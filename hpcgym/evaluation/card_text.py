@@ -11,7 +11,7 @@ from hpcgym.evaluation.gating import gate_markdown, read_gate
 from hpcgym.evaluation.statistics import holdout_text, verdict
 from hpcgym.evaluation.windows import load_quartiles_text
 
-__all__ = ["OPTION_KEYS", "card_markdown", "search_processes"]
+__all__ = ["OPTION_KEYS", "card_markdown", "command_flags", "search_processes"]
 
 #: Training options a run's ``config.json`` gives its card when set (what the agent observes
 #: and how it was rewarded); the card's key table shows them.
@@ -106,27 +106,38 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def command_flags(command: str | None) -> dict[str, str]:
+    """The ``--flag value`` and ``--flag=value`` pairs of a recorded command line (a flag
+    with no value maps to ""); a line shlex cannot split is split on spaces.
+
+    :param command: the command line, as a card or ``search.json`` records it
+    """
+    try:
+        tokens = shlex.split(command or "")
+    except ValueError:
+        tokens = (command or "").split()
+    out: dict[str, str] = {}
+    for i, tok in enumerate(tokens):
+        if not tok.startswith("--"):
+            continue
+        if "=" in tok:
+            flag, value = tok.split("=", 1)
+            out[flag] = value
+        else:
+            nxt = tokens[i + 1] if i + 1 < len(tokens) else ""
+            out[tok] = "" if nxt.startswith("--") else nxt
+    return out
+
+
 def search_processes(command: str | None) -> int:
     """The worker processes a ``train/search.py`` command played its candidates on: the
-    value of its ``--jobs`` (``--jobs N`` or ``--jobs=N``), 1 when it has none (the
-    script's default) or the command is missing or not parseable.
+    value of its ``--jobs``, 1 when it has none (the script's default) or it is not a
+    positive number.
 
     :param command: the search's command line, as recorded in ``search.json``
     """
-    try:
-        words = shlex.split(command or "")
-    except ValueError:
-        return 1
-    jobs = 1
-    for i, w in enumerate(words):
-        value = None
-        if w == "--jobs" and i + 1 < len(words):
-            value = words[i + 1]
-        elif w.startswith("--jobs="):
-            value = w.split("=", 1)[1]
-        if value is not None and value.isdigit() and int(value) > 0:
-            jobs = int(value)
-    return jobs
+    value = command_flags(command).get("--jobs", "")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def _cores_text(n: int) -> str:
