@@ -15,7 +15,7 @@ interval (paired geometric mean against the search's reference)::
 A validation curve that falls with the train curve says the search learns what carries to
 the next period; a flat or rising one says it does not. The curve is a diagnostic: a
 search's shipped policy is its final mean, chosen before any validation window is played
-(docs/recipes.md), and the lowest point of the curve is a choice made in hindsight.
+(docs/searches.md), and the lowest point of the curve is a choice made in hindsight.
 
 Writes ``search_curve_<split>.json`` into each search folder. About 3 s per point on
 SDSC-SP2 (30 x 1,024 jobs, one core); docs/training.md has the figures of the issue #14
