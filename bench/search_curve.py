@@ -90,7 +90,8 @@ def curve(
     with open(out / STATE_FILE, "rb") as fh:
         state = pickle.load(fh)
     history = state["history"]
-    problem = SearchProblem.for_config(cfg, state["names"], windows, length, 0, split)
+    # the run's --trace alone, also for a search that played a trace mix
+    problem = SearchProblem.for_config(cfg, state["names"], windows, length, 0, split, mix=False)
     starts = problem.windows_at(seed)
     reference = problem.reference_values(starts)
     picks = sorted({*range(0, len(history), every), len(history) - 1})

@@ -226,13 +226,9 @@ def main(argv: list[str] | None = None) -> None:
     if args.step <= 0 or args.length <= 0 or args.max_windows < 2:
         ap.error("--step and --length must be positive, --max-windows at least 2")
 
-    from hpcgym.evaluation.cards import load_model_card
-    from hpcgym.evaluation.methods import card_method, scheduler_method
-    from hpcgym.evaluation.runner import evaluate
-    from hpcgym.evaluation.windows import select_windows
+    from _played import named_method, played_log_ratios
+
     from hpcgym.workload import load, split_range, trace_spec
-    from hpcgym_agents import load_agent
-    from hpcgym_agents.loading import pretrained_dir
 
     wl = load(trace_spec(args.trace))
     _, end = split_range(len(wl), "train", validation_fraction=0.0)  # [0, b): before test
@@ -240,23 +236,10 @@ def main(argv: list[str] | None = None) -> None:
     if last < args.step:
         ap.error(f"{args.trace}'s range before its test split is too short for the windows")
     starts = list(range(last, -1, -args.step))[: args.max_windows][::-1]
-    ws = select_windows(len(wl), args.length, len(starts), "all", None, starts=starts)
-    card = Path(args.method)
-    if not card.suffix and (pretrained_dir() / f"{args.method}.json").exists():
-        card = pretrained_dir() / f"{args.method}.json"
-    model_card = load_model_card(card) if card.suffix == ".json" else None
-    method = card_method(model_card) if model_card else scheduler_method(args.method)
-    res = evaluate(
-        wl,
-        [scheduler_method(args.reference), method],
-        ws,
-        jobs=args.jobs,
-        progress=False,
-        reference=None,
-        agent_loader=load_agent,
-    )
-    per = res.per_window("avg_bsld")
-    logs = np.log(np.asarray(per[method.label])) - np.log(np.asarray(per[args.reference]))
+    method, model_card = named_method(args.method)
+    logs = played_log_ratios(wl, [method], args.reference, starts, args.length, args.jobs)[
+        method.label
+    ]
     lags = lag_correlations(
         np.asarray(starts), logs, args.length, args.max_distance or 2 * args.length
     )

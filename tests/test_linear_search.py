@@ -30,6 +30,7 @@ if str(REPO) not in sys.path:
 from hpcgym_agents.kernel_policy import KernelPolicy  # noqa: E402
 from train.config import ConfigError, TrainConfig  # noqa: E402
 from train.linear_search import (  # noqa: E402
+    Evaluations,
     LinearScore,
     SearchProblem,
     parse_weights,
@@ -114,6 +115,54 @@ def test_objective_is_the_paired_log_ratio_to_the_reference() -> None:
     np.testing.assert_allclose(problem.log_ratios(sjbf, starts), 0.0, atol=1e-12)
     never = LinearScore(problem.columns, np.array([0.0, -50.0, 0.0]), 99.0)  # always STOP
     assert problem.log_ratios(never, starts).mean() > 0.01
+
+
+def test_windows_without_a_mix_are_the_split_windows_of_the_seed() -> None:
+    # the draws every search so far made (a mix must not move them)
+    from hpcgym.evaluation.windows import select_windows
+
+    problem = _problem(windows=4)
+    seed = int(np.random.default_rng([5, 3]).integers(2**31 - 1))
+    ws = select_windows(problem.n_jobs, 192, 4, "train", seed, 0.7, validation_fraction=0.1)
+    assert problem.draw(3) == [int(s) for s in ws.starts]
+    assert problem.traces == 1
+
+
+MIX = "synthetic:seed=7,n_jobs=6000"
+
+
+def test_a_trace_mix_spreads_the_windows_and_scores_each_on_its_own_trace() -> None:
+    from hpcgym.evaluation.runner import run_baselines
+
+    problem = _problem(windows=5, mix_traces=(MIX,))
+    assert problem.traces == 2 and len(problem.others) == 1
+    assert [e.workload is problem.workload for e in problem.envs] == [1, 0, 1, 0, 1]
+    assert len(problem.others[0]) != problem.n_jobs  # another workload, not a copy
+    starts = problem.draw(0)
+    assert starts == problem.draw(0) and starts != problem.draw(1)
+    # trace 0's windows are those it would draw alone with 3 windows; trace 1's its own
+    alone = _problem(windows=3)
+    assert starts[0::2] == alone.draw(0)
+    # every window against the reference on its own trace: EASY-SJBF's order is 1 on each
+    sjbf = LinearScore(problem.columns, np.array([0.0, -50.0, 0.0]), -3.0)
+    np.testing.assert_allclose(problem.log_ratios(sjbf, starts), 0.0, atol=1e-12)
+    ref = problem.reference_values(starts)
+    other, _ = run_baselines(problem.others[0], starts[1::2], 192, ["EASY-SJBF"], "FCFS")
+    np.testing.assert_allclose(ref[1::2], other["EASY-SJBF"]["per_window"])
+    # the same values in worker processes
+    never = LinearScore(problem.columns, np.array([5.0, -50.0, 0.0]), -3.0)
+    local = Evaluations(problem, 1).mean_log_ratios([never], starts)
+    evals = Evaluations(problem, 2)
+    try:
+        assert evals.mean_log_ratios([never], starts) == pytest.approx(local, abs=1e-12)
+    finally:
+        evals.close()
+    # a look from outside plays --trace alone
+    cfg = problem.cfg
+    solo = SearchProblem.for_config(cfg, problem.names, 3, 192, 5, mix=False)
+    assert solo.traces == 1 and solo.draw(0) == alone.draw(0)
+    with pytest.raises(ConfigError, match="one window per trace"):
+        _problem(windows=1, mix_traces=(MIX,))
 
 
 def _run(out: Path, generations: int, resume: bool = False, jobs: int = 1) -> dict:
@@ -250,6 +299,24 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
     with pytest.raises(SystemExit):
         main(["--columns", "wait,nope", "--out", str(tmp_path / "e")])
     assert "--columns: nope not observation columns" in capsys.readouterr().err
+
+
+def test_cli_without_a_preset_and_with_a_trace_mix_ships(tmp_path: Path) -> None:
+    # without --preset the run's length is --epochs; the ship run replaces it by 0 steps
+    from train.search import main
+
+    out = tmp_path / "s"
+    result = main(
+        ["--trace", "synthetic", "--max-queue", "16", "--mix-traces", MIX, "--columns",
+         "wait,estimate", "--generations", "1", "--windows", "2", "--length", "128",
+         "--popsize", "4", "--torch-threads", "1", "--no-progress", "--out", str(out),
+         "--ship"]
+    )  # fmt: skip
+    assert result["traces"] == ["synthetic", MIX]
+    config = json.loads((out / "run" / "config.json").read_text())
+    assert config["total_steps"] == 0 and config["epochs"] is None
+    assert config["mix_traces"] == [MIX]
+    assert "--mix-traces" in result["search_command"]
 
 
 def test_search_curve_replays_the_generations_on_fixed_validation_windows(

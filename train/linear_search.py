@@ -21,7 +21,10 @@ on ``windows`` windows of ``length`` jobs of the TRAIN split (never validation o
 redrawn every generation (all candidates of a generation on the same windows), the
 reference being the run's ``--reference`` (EASY-SJBF with ``--reference none``). The
 windows are played by :func:`hpcgym.evaluation.play.play_windows`, the loop that scores
-every agent, on the same env (and engine) that PPO trains on.
+every agent, on the same env (and engine) that PPO trains on. With ``--mix-traces`` the
+windows are spread over the traces of the mix as PPO's sub-envs are (window ``i`` on
+trace ``i mod k``, each against the reference on its own trace's train split), so a
+search can learn from more jobs than one trace's train split holds.
 
 CMA-ES is the ``cma`` package's (N. Hansen's reference implementation), with its random
 draws from a seeded ``numpy.random.Generator``. The argmax is invariant to a positive
@@ -210,6 +213,11 @@ class SearchProblem:
     :param reference: the reference scheduler's name
     :param split: the split the windows are drawn from (``train``; ``validation`` to
         look at a search from outside, as ``bench/search_curve.py`` does)
+    :param others: the other traces' workloads of a trace mix (``--mix-traces``): window
+        ``i`` is played on trace ``i mod k`` of the ``k = 1 + len(others)`` traces (the
+        run's ``--trace`` first), each window drawn from its own trace's ``split``, each
+        scored against the reference on its own trace, all in ``--trace``'s observation
+        units (:func:`hpcgym.envs.vector.trace_mix`, as ``train/ppo.py``'s mix)
     """
 
     cfg: TrainConfig
@@ -222,7 +230,13 @@ class SearchProblem:
     seed: int
     reference: str
     split: str = "train"
-    _ref_cache: dict[int, float] = field(default_factory=dict)
+    others: list[Any] = field(default_factory=list)
+    _ref_cache: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    @property
+    def traces(self) -> int:
+        """Traces the windows are played on (1 without a mix)."""
+        return 1 + len(self.others)
 
     @classmethod
     def for_config(
@@ -233,6 +247,7 @@ class SearchProblem:
         length: int,
         seed: int,
         split: str = "train",
+        mix: bool = True,
     ) -> SearchProblem:
         """:param cfg: the run's options
         :param names: columns of the score (the run's observation columns, not ``valid``)
@@ -240,12 +255,15 @@ class SearchProblem:
         :param length: jobs per window
         :param seed: seed of the windows' draws
         :param split: the split of the windows (the search's own: ``train``)
+        :param mix: play the run's trace mix (``cfg.mix_traces``), as the search does;
+            ``False``: ``--trace`` alone, for a look at the search from outside
         :raises ConfigError: an unknown column, a trace that does not load, windows that do
-            not fit in the split
+            not fit in the split, fewer windows than traces
         """
         from hpcgym.envs.backfill_env import BackfillEnv
         from hpcgym.envs.observation import column_names
-        from hpcgym.workload import TraceNotFoundError, UnknownTraceError
+        from hpcgym.envs.vector import trace_mix
+        from hpcgym.workload import TraceNotFoundError, UnknownTraceError, trace_spec
 
         all_names = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
         bad = [n for n in names if n not in all_names[1:]]
@@ -260,10 +278,20 @@ class SearchProblem:
         if split not in ("train", "validation"):
             raise ConfigError(f"split {split!r}: expected train or validation")
         kw = env_kwargs(cfg, split, length)
+        mixed = list(cfg.mix_traces) if mix else []
+        if windows < 1 + len(mixed):
+            raise ConfigError(
+                f"--windows {windows}: a mix of {1 + len(mixed)} traces needs at least one "
+                "window per trace"
+            )
         try:
-            envs = [BackfillEnv(**kw) for _ in range(windows)]
+            if mixed:
+                kw["trace"] = [kw["trace"], *(trace_spec(t) for t in mixed)]
+            kws = trace_mix(kw)
+            envs = [BackfillEnv(**kws[i % len(kws)]) for i in range(windows)]
         except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
-            raise ConfigError(f"--trace {cfg.trace!r}: {exc}") from None
+            which = "--trace/--mix-traces" if mixed else "--trace"
+            raise ConfigError(f"{which} {cfg.trace!r}: {exc}") from None
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
         workload = envs[0].workload
@@ -278,6 +306,7 @@ class SearchProblem:
             seed,
             ratio_reference(cfg),
             split,
+            [envs[j].workload for j in range(1, len(kws))],
         )
         problem.draw(0)  # the windows fit (or a clear error now, not mid-search)
         return problem
@@ -298,29 +327,43 @@ class SearchProblem:
 
         :raises ConfigError: the windows do not fit in the split
         """
-        try:
-            ws = select_windows(
-                self.n_jobs,
-                self.length,
-                len(self.envs),
-                self.split,
-                seed,
-                self.cfg.train_fraction,
-                validation_fraction=self.cfg.validation_fraction,
-            )
-        except ValueError as exc:
-            raise ConfigError(f"search windows (--windows/--length): {exc}") from None
-        return [int(s) for s in ws.starts]
+        k = self.traces
+        n = len(self.envs)
+        sizes = [self.n_jobs, *(len(w) for w in self.others)]
+        per: list[list[int]] = []
+        for j in range(k):
+            # trace 0 keeps the seed (a search without a mix draws exactly these)
+            s = seed if j == 0 else int(np.random.default_rng([seed, j]).integers(2**31 - 1))
+            try:
+                ws = select_windows(
+                    sizes[j],
+                    self.length,
+                    len(range(j, n, k)),
+                    self.split,
+                    s,
+                    self.cfg.train_fraction,
+                    validation_fraction=self.cfg.validation_fraction,
+                )
+            except ValueError as exc:
+                where = f" on mix trace {self.cfg.mix_traces[j - 1]!r}" if j else ""
+                raise ConfigError(f"search windows (--windows/--length){where}: {exc}") from None
+            per.append([int(x) for x in ws.starts])
+        return [per[i % k][i // k] for i in range(n)]
 
     def reference_values(self, starts: Sequence[int]) -> np.ndarray:
         """The reference's AVEbsld on each window (each window's run cached).
 
         :raises ConfigError: the reference cannot run on this trace
         """
-        todo = sorted({s for s in starts if s not in self._ref_cache})
-        if todo:
+        k = self.traces
+        keys = [(i % k, int(s)) for i, s in enumerate(starts)]
+        workloads = [self.workload, *self.others]
+        for j in range(k):
+            todo = sorted({s for t, s in keys if t == j and (t, s) not in self._ref_cache})
+            if not todo:
+                continue
             res, skipped = run_baselines(
-                self.workload, todo, self.length, [self.reference], self.cfg.policy
+                workloads[j], todo, self.length, [self.reference], self.cfg.policy
             )
             if self.reference not in res:
                 raise ConfigError(
@@ -328,8 +371,8 @@ class SearchProblem:
                     f"{skipped.get(self.reference, 'unknown reason')}"
                 )
             for s, v in zip(todo, res[self.reference]["per_window"], strict=True):
-                self._ref_cache[s] = float(v)
-        return np.array([self._ref_cache[s] for s in starts])
+                self._ref_cache[(j, s)] = float(v)
+        return np.array([self._ref_cache[key] for key in keys])
 
     def play(self, policy: LinearScore, starts: Sequence[int]) -> np.ndarray:
         """``policy``'s AVEbsld on each window."""
@@ -346,10 +389,12 @@ _WORKER: SearchProblem | None = None
 
 
 def _init_worker(
-    cfg: dict[str, Any], names: list[str], windows: int, length: int, split: str
+    cfg: dict[str, Any], names: list[str], windows: int, length: int, split: str, mix: bool
 ) -> None:
     global _WORKER
-    _WORKER = SearchProblem.for_config(TrainConfig.from_dict(cfg), names, windows, length, 0, split)
+    _WORKER = SearchProblem.for_config(
+        TrainConfig.from_dict(cfg), names, windows, length, 0, split, mix
+    )
 
 
 def _play_in_worker(task: tuple[list[float], float, list[int]]) -> list[float]:
@@ -384,6 +429,7 @@ class Evaluations:
                     len(problem.envs),
                     problem.length,
                     problem.split,
+                    problem.traces > 1,
                 ),
             )
 
@@ -540,6 +586,7 @@ def search(
         "length": problem.length,
         "windows": len(problem.envs),
         "seed": problem.seed,
+        **({"traces": [problem.cfg.trace, *problem.cfg.mix_traces]} if problem.traces > 1 else {}),
         "history": [{k: v for k, v in r.items() if k not in ("starts", "x_mean")} for r in history],
     }
     (out / RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n")

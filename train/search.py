@@ -47,7 +47,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="python train/search.py",
         description=__doc__.split("\n\n")[0] if __doc__ else None,
-        epilog="Any option of train/ppo.py (python train/ppo.py --help) sets the env.",
+        epilog="Any option of train/ppo.py (python train/ppo.py --help) sets the env; "
+        "--mix-traces T1,T2 spreads each generation's windows over --trace and those "
+        "traces (window i on trace i mod k, each scored against the reference on its own "
+        "trace).",
     )
     p.add_argument(
         "--columns",
@@ -213,6 +216,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             row_prior=result["row_prior"],
             stop_init=result["stop_init"],
             total_steps=0,
+            epochs=None,  # without a preset the run's length is --epochs: 0 steps replaces it
             logdir=str(out),
             run_name="run",
         )

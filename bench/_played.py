@@ -1,0 +1,76 @@
+"""Shared by the benchmark scripts that play methods on fixed windows of a trace
+(``window_dependence.py``, ``period_profile.py``): a method named on the command line,
+and its per-window log AVEbsld ratio to a reference.
+
+Imported as ``from _played import ...`` (the script's own folder is on ``sys.path`` when a
+script runs, and the tests put ``bench/`` there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["named_method", "played_log_ratios"]
+
+
+def named_method(name: str) -> tuple[Any, Any]:
+    """The :class:`~hpcgym.evaluation.methods.Method` of a scheduler name (``ELOSS``,
+    ``SJF+EASY``...), a shipped agent's name, or a model card's path, and the card
+    (``None`` for a scheduler).
+
+    :raises hpcgym.evaluation.methods.MethodUnavailable: an unknown scheduler (the message
+        lists the valid ones)
+    """
+    from hpcgym.evaluation.cards import load_model_card
+    from hpcgym.evaluation.methods import card_method, scheduler_method
+    from hpcgym_agents.loading import pretrained_dir
+
+    card = Path(name)
+    if not card.suffix and (pretrained_dir() / f"{name}.json").exists():
+        card = pretrained_dir() / f"{name}.json"
+    if card.suffix == ".json":
+        model_card = load_model_card(card)
+        return card_method(model_card), model_card
+    return scheduler_method(name), None
+
+
+def played_log_ratios(
+    workload: Any,
+    methods: Sequence[Any],
+    reference: str,
+    starts: Sequence[int],
+    length: int,
+    jobs: int = 1,
+) -> dict[str, np.ndarray]:
+    """Play ``reference`` and ``methods`` on the windows of ``length`` jobs at ``starts``
+    and return each method's per-window ``ln(AVEbsld / AVEbsld_reference)``.
+
+    :param workload: the trace
+    :param methods: :class:`~hpcgym.evaluation.methods.Method` objects
+    :param reference: the reference scheduler's name
+    :param starts: the windows' first jobs (any split: the caller chooses)
+    :param jobs: worker processes
+    :return: ``{method label: log ratios in the order of starts}``
+    """
+    from hpcgym.evaluation.methods import scheduler_method
+    from hpcgym.evaluation.runner import evaluate
+    from hpcgym.evaluation.windows import select_windows
+    from hpcgym_agents import load_agent
+
+    ws = select_windows(len(workload), length, len(starts), "all", None, starts=list(starts))
+    res = evaluate(
+        workload,
+        [scheduler_method(reference), *methods],
+        ws,
+        jobs=jobs,
+        progress=False,
+        reference=None,
+        agent_loader=load_agent,
+    )
+    per = res.per_window("avg_bsld")
+    ref = np.log(np.asarray(per[reference], dtype=np.float64))
+    return {m.label: np.log(np.asarray(per[m.label], dtype=np.float64)) - ref for m in methods}
