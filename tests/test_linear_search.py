@@ -163,6 +163,8 @@ def test_a_trace_mix_spreads_the_windows_and_scores_each_on_its_own_trace() -> N
     assert solo.traces == 1 and solo.draw(0) == alone.draw(0)
     with pytest.raises(ConfigError, match="one window per trace"):
         _problem(windows=1, mix_traces=(MIX,))
+    with pytest.raises(ConfigError, match="--load-weighting"):
+        _problem(load_weighting=2.0)
 
 
 def _run(out: Path, generations: int, resume: bool = False, jobs: int = 1) -> dict:

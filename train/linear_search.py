@@ -277,6 +277,11 @@ class SearchProblem:
             raise ConfigError(f"--columns: a column is given twice: {', '.join(names)}")
         if split not in ("train", "validation"):
             raise ConfigError(f"split {split!r}: expected train or validation")
+        if cfg.load_weighting > 0:
+            raise ConfigError(
+                "--load-weighting: a search draws its windows uniformly from the split "
+                "(eval's windows); leave it at 0"
+            )
         kw = env_kwargs(cfg, split, length)
         mixed = list(cfg.mix_traces) if mix else []
         if windows < 1 + len(mixed):
