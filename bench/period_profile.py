@@ -35,7 +35,7 @@ the per-window values and the table as JSON. ``--stored-test CARD [CARD ...]`` a
 ratios that shipped agents' held-out tests on the trace *stored* on their cards, for the
 methods of ``--method`` that those tests played (the reference heuristics, and each
 agent itself; a method's values from the first card that holds them, all cards tested on
-the same windows): the test range read back, never played again. docs/searches.md has the SDSC-SP2
+the same windows): the test range read back, never played again. docs/periods.md has the SDSC-SP2
 and HPC2N figures.
 """
 
@@ -124,15 +124,12 @@ def permutation_p(
     if permutations < 1:
         raise ValueError(f"permutations must be >= 1, got {permutations}")
     vals = np.concatenate([logs[list(g)] for g in groups])
-    sizes = [len(g) for g in groups]
-    cuts = np.cumsum(sizes)[:-1]
-    observed = between_sum_of_squares(vals, _consecutive(sizes))
-    mean = vals.mean()
-    hits = 0
-    for _ in range(permutations):
-        parts = np.split(rng.permutation(vals), cuts)
-        ss = sum(len(p) * (p.mean() - mean) ** 2 for p in parts)
-        hits += ss >= observed - 1e-12
+    consecutive = _consecutive([len(g) for g in groups])
+    observed = between_sum_of_squares(vals, consecutive)
+    hits = sum(
+        between_sum_of_squares(rng.permutation(vals), consecutive) >= observed - 1e-12
+        for _ in range(permutations)
+    )
     return (1 + hits) / (1 + permutations)
 
 
