@@ -123,3 +123,17 @@ def test_trend_p_finds_a_drift_and_not_noise() -> None:
         B.trend_p(starts[:2], noise[:2], 10, rng)
     with pytest.raises(ValueError, match="permutations"):
         B.trend_p(starts, noise, 0, rng)
+
+
+def test_named_method_resolves_schedulers_and_shipped_agents() -> None:
+    from _played import named_method
+
+    from hpcgym.evaluation.methods import MethodUnavailable
+
+    method, card = named_method("ELOSS")
+    assert method.kind == "scheduler" and method.label == "ELOSS" and card is None
+    method, card = named_method("hpc2n-fcfs-guarded-cmaes")
+    assert card is not None and card.name == "hpc2n-fcfs-guarded-cmaes"
+    assert method.kind != "scheduler" and method.label == "hpc2n-fcfs-guarded-cmaes"
+    with pytest.raises(MethodUnavailable, match="EASY-SJBF"):  # the valid names listed
+        named_method("no-such-scheduler")
