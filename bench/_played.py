@@ -14,7 +14,18 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["named_method", "played_log_ratios"]
+__all__ = ["card_path", "named_method", "played_log_ratios"]
+
+
+def card_path(name: str) -> Path:
+    """A shipped agent's card (``agents/pretrained/<name>.json``) for a bare name that has
+    one; otherwise ``name`` as a path."""
+    from hpcgym_agents.loading import pretrained_dir
+
+    path = Path(name)
+    if not path.suffix and (pretrained_dir() / f"{name}.json").exists():
+        return pretrained_dir() / f"{name}.json"
+    return path
 
 
 def named_method(name: str) -> tuple[Any, Any]:
@@ -27,11 +38,8 @@ def named_method(name: str) -> tuple[Any, Any]:
     """
     from hpcgym.evaluation.cards import load_model_card
     from hpcgym.evaluation.methods import card_method, scheduler_method
-    from hpcgym_agents.loading import pretrained_dir
 
-    card = Path(name)
-    if not card.suffix and (pretrained_dir() / f"{name}.json").exists():
-        card = pretrained_dir() / f"{name}.json"
+    card = card_path(name)
     if card.suffix == ".json":
         model_card = load_model_card(card)
         return card_method(model_card), model_card

@@ -174,12 +174,11 @@ def stored_test_row(card: str, trace: str, reference: str, labels: list[str]) ->
     :param card: a shipped agent's name or a card's path
     :return: ``{"card", "seed", "windows", "starts", "log_ratios": {label: array}}``
     """
-    from hpcgym.evaluation.cards import canonical_trace, load_model_card
-    from hpcgym_agents.loading import pretrained_dir
+    from _played import card_path
 
-    path = Path(card)
-    if not path.suffix:
-        path = pretrained_dir() / f"{card}.json"
+    from hpcgym.evaluation.cards import canonical_trace, load_model_card
+
+    path = card_path(card)
     data = load_model_card(path).data
     sec = (data.get("test") or {}).get(canonical_trace(trace))
     methods = (sec or {}).get("methods") or {}
