@@ -250,6 +250,10 @@ def test_card_has_the_validation_curve_and_command(tmp_path):
     md = card_markdown(data)
     assert "`python train/ppo.py --trace t`" in md and "12.5 min" in md
     assert "| 39,000 | 39 |" in md
+    assert "mix_traces" not in md
+    # a trace mix and load weighting are part of what the agent was trained on
+    md = card_markdown({**data, "mix_traces": ["CTC-SP2", "KTH-SP2"], "load_weighting": 2.0})
+    assert "| mix_traces | `CTC-SP2,KTH-SP2` |" in md and "| load_weighting | `2.0` |" in md
 
 
 def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):

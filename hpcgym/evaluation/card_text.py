@@ -58,6 +58,8 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
         "objective",
         "estimator",
         *OPTION_KEYS,
+        "load_weighting",
+        "mix_traces",
         "max_queue",
         "sequence_length",
         "est_scale",
@@ -67,8 +69,9 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
         "run",
         "checkpoint",
     ):
-        if data.get(k) is not None:
-            lines.append(f"| {k} | `{data[k]}` |")
+        v = data.get(k)
+        if v is not None:
+            lines.append(f"| {k} | `{','.join(map(str, v)) if isinstance(v, list) else v}` |")
     ev = data.get("eval") or {}
     if ev.get("avg_bsld") is not None:
         lines += [
