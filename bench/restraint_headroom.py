@@ -3,7 +3,8 @@
 The guarded Lublin agents depart from EASY-SJBF's choice mostly by STOPping where
 EASY-SJBF would start a job; the SDSC-SP2 agent never stops (docs/headroom.md,
 *Restraint*). This benchmark plays simple restraint rules against EASY-SJBF on the same
-validation windows (never ``test``), all in guarded mode (request-based reservations):
+validation windows (``--split train``: the train split's; never ``test``), all in guarded
+mode (request-based reservations):
 
 * ``stop p=P``: EASY-SJBF's choice, but STOP instead with probability ``P`` at each
   decision point (a seeded ``numpy.random.Generator`` per window);
@@ -34,7 +35,7 @@ from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
 from hpcgym.evaluation.play import play_window  # noqa: E402
 from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
-from hpcgym.workload import load  # noqa: E402
+from hpcgym.workload import load, trace_spec  # noqa: E402
 from hpcgym_agents import SJBFAgent, load_agent  # noqa: E402
 
 
@@ -97,20 +98,26 @@ def decision_shares(env: BackfillEnv, agent: Any, starts: list[int]) -> dict[str
     return {"decisions": n, **shares, "bsld": bsld}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("--trace", default="SDSC-SP2")
+    p.add_argument("--trace", default="SDSC-SP2", help="trace name or synthetic:K=V,...")
     p.add_argument("--policy", default="FCFS", help="base queue policy (FCFS)")
     p.add_argument("--windows", type=int, default=30)
     p.add_argument("--length", type=int, default=1024)
     p.add_argument("--seed", type=int, default=8, help="window seed (8)")
     p.add_argument("--validation-fraction", type=float, default=0.1)
+    p.add_argument(
+        "--split",
+        choices=("validation", "train"),
+        default="validation",
+        help="where the windows are drawn (validation; never test)",
+    )
     p.add_argument("--stop", type=float, nargs="*", default=[0.1, 0.3], help="STOP probabilities")
     p.add_argument("--agents", nargs="*", default=[], help="shipped agents: their decisions")
-    args = p.parse_args()
-    wl = load(args.trace)
+    args = p.parse_args(argv)
+    wl = load(trace_spec(args.trace))
     ws = E.select_windows(
-        len(wl), args.length, args.windows, "validation", args.seed, 0.7,
+        len(wl), args.length, args.windows, args.split, args.seed, 0.7,
         validation_fraction=args.validation_fraction,
     )  # fmt: skip
     starts = [int(s) for s in ws.starts]
@@ -120,7 +127,7 @@ def main() -> None:
     )  # fmt: skip
     base = [play_window(env, SJBFAgent(), s)["avg_bsld"] for s in starts]
     print(
-        f"{args.trace} ({args.policy}), {len(starts)} validation windows of {args.length} jobs "
+        f"{args.trace} ({args.policy}), {len(starts)} {args.split} windows of {args.length} jobs "
         f"(seed {args.seed}); EASY-SJBF mean AVEbsld {np.mean(base):.2f}\n"
     )
     print("| rule | mean AVEbsld | ratio vs EASY-SJBF [95%] | wins |")
