@@ -38,4 +38,5 @@ def test_main_on_the_train_split_of_a_generated_workload(capsys) -> None:
             "--length", "128", "--stop", "0.5"])  # fmt: skip
     out = capsys.readouterr().out
     assert "3 train windows of 128 jobs" in out
+    assert "ratio vs SJF+EASY-SJBF [95%]" in out and "SJF+EASY-SJBF mean AVEbsld" in out
     assert "| stop p=0.5 |" in out and "| one per instant |" in out
