@@ -119,6 +119,36 @@ def test_targets_3_and_4() -> None:
     assert _row(rows, 1, "HPC2N").tested == []
 
 
+def test_target_4_with_predicted_reservations_is_like_for_like() -> None:
+    """An SJF agent whose reservations use E-Loss's predictions must also beat SJF+ELOSS."""
+    from eval.targets import like_for_like
+
+    both = {"EASY-SJBF": _p(0.85, 0.95), "ELOSS": _p(0.93, 0.99)}
+    only_sjbf = {"EASY-SJBF": _p(0.85, 0.95), "ELOSS": _p(0.97, 1.05)}
+    cards = [
+        card("e1", "SDSC-SP2", {"SDSC-SP2": both}, policy="SJF", estimator="eloss"),
+        card("e2", "SDSC-SP2", {"SDSC-SP2": only_sjbf}, policy="SJF", estimator="eloss"),
+        card("e3", "SDSC-SP2", {"SDSC-SP2": {"EASY-SJBF": _p(0.85, 0.95)}}, policy="SJF",
+             estimator="eloss"),  # no like-for-like comparison on the card
+        card("r", "SDSC-SP2", {"SDSC-SP2": {"EASY-SJBF": _p(0.85, 0.95)}}, policy="SJF"),
+    ]  # fmt: skip
+    for c in cards[:3]:
+        c["correction"] = "incremental-offset"
+    assert like_for_like(cards[0]) == "ELOSS" and like_for_like(cards[3]) is None
+    odd = {**cards[0], "estimator": "tang-user"}
+    assert like_for_like(odd) not in (None, "ELOSS", "EASY++")
+    assert like_for_like({**cards[0], "estimator": "ave2"}) == "EASY++"
+    r = _row(target_rows(cards), 4, "SDSC-SP2")
+    assert r.tested == ["e1", "e2", "e3", "r"] and r.met == ["e1", "r"]
+    # p-values: the larger of the two comparisons; a missing one counts as 1
+    from eval.targets import pvalue
+
+    sec = cards[1]["test"]["SDSC-SP2"]
+    assert r.pvalues["e2"] == pvalue(cards[1], sec, "ELOSS") > pvalue(cards[1], sec, "EASY-SJBF")
+    assert r.pvalues["e3"] == 1.0
+    assert r.pvalues["r"] == pvalue(cards[3], cards[3]["test"]["SDSC-SP2"], "EASY-SJBF")
+
+
 def test_holm_pays_for_every_agent_tested_on_the_trace() -> None:
     # alone, an interval just below 1 meets target 4; among ten tested it does not
     lone = card("a", "HPC2N", {"HPC2N": {"EASY-SJBF": _p(0.90, 0.99)}}, policy="SJF")
@@ -181,7 +211,10 @@ def test_markdown_and_the_results_page(tmp_path: Path) -> None:
     md = targets_markdown(cards)
     line = next(x for x in md.splitlines() if x.startswith("| 1 | Lublin-2 |"))
     assert "| 1 | 1 (**met**) | 1 | 0.800 | 2,560 | `a` |" in line
-    no_test = "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 | 0 | 0 (not met) | — | — | — | — |"
+    no_test = (
+        "| 4 | Lublin-2 | interval vs SJF+EASY-SJBF < 1 (predicted reservations: also vs "
+        "the same heuristic) | 0 | 0 (not met) | — | — | — | — |"
+    )
     assert no_test in md
     assert "| 2 | CTC-SP2 | <= 1.0 x EASY-SJBF, mean AVEbsld below EASY's | 0 | 0 | — | —" in md
     d = tmp_path / "agents"
