@@ -7,7 +7,8 @@ start, on **fixed** windows of a split -- by default the 30 x 1,024-job validati
 of window seed 7 that ``eval/select_checkpoint.py`` scores a shipped search on, so the
 last generation's row is the card's validation ratio -- and prints, per generation, the
 train ratio the search saw beside the ratio on those windows with its 95 % bootstrap
-interval (paired geometric mean against the search's reference)::
+interval (paired geometric mean against the search's reference under the search's queue
+policy, e.g. ``SJF+EASY-SJBF`` for an ``--policy SJF`` search)::
 
     python bench/search_curve.py runs/search-sdsc [runs/search-hpc2n ...] [--every 10]
         [--split validation] [--windows 30] [--length 1024] [--seed 7] [--jobs 2]
@@ -123,7 +124,7 @@ def curve(
     result = {
         "search": str(out),
         "trace": cfg.trace,
-        "reference": problem.reference,
+        "reference": reference_label(cfg.policy, problem.reference),
         "split": split,
         "windows": windows,
         "length": length,
@@ -133,6 +134,13 @@ def curve(
     }
     (out / f"search_curve_{split}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
+
+
+def reference_label(policy: str, reference: str) -> str:
+    """The search's reference as a scheduler name with its queue policy: ``EASY-SJBF`` for
+    an FCFS search, ``SJF+EASY-SJBF`` for an SJF one (the reference the windows are scored
+    against plays the search's queue policy)."""
+    return reference if policy.upper() == "FCFS" else f"{policy.upper()}+{reference}"
 
 
 def _table(result: dict[str, Any]) -> str:
