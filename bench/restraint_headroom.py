@@ -36,6 +36,7 @@ from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
 from hpcgym.evaluation.play import play_window  # noqa: E402
 from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
+from hpcgym.sim.schedulers import policy_name  # noqa: E402
 from hpcgym.workload import load, trace_spec  # noqa: E402
 from hpcgym_agents import SJBFAgent, load_agent  # noqa: E402
 
@@ -127,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
         policy=args.policy, mode="guarded",
     )  # fmt: skip
     base = [play_window(env, SJBFAgent(), s)["avg_bsld"] for s in starts]
-    ref = "EASY-SJBF" if args.policy.upper() == "FCFS" else f"{args.policy}+EASY-SJBF"
+    ref = policy_name("EASY-SJBF", args.policy)
     print(
         f"{args.trace} ({args.policy}), {len(starts)} {args.split} windows of {args.length} jobs "
         f"(seed {args.seed}); {ref} mean AVEbsld {np.mean(base):.2f}\n"

@@ -82,6 +82,7 @@ def curve(
     :return: the rows (also written to ``out/search_curve_<split>.json``)
     """
     from hpcgym.evaluation.statistics import paired_comparison
+    from hpcgym.sim.schedulers import policy_name
     from train.config import ConfigError
     from train.linear_search import STATE_FILE, Evaluations, SearchProblem, policy_of
 
@@ -124,7 +125,7 @@ def curve(
     result = {
         "search": str(out),
         "trace": cfg.trace,
-        "reference": reference_label(cfg.policy, problem.reference),
+        "reference": policy_name(problem.reference, cfg.policy),
         "split": split,
         "windows": windows,
         "length": length,
@@ -134,13 +135,6 @@ def curve(
     }
     (out / f"search_curve_{split}.json").write_text(json.dumps(result, indent=1) + "\n")
     return result
-
-
-def reference_label(policy: str, reference: str) -> str:
-    """The search's reference as a scheduler name with its queue policy: ``EASY-SJBF`` for
-    an FCFS search, ``SJF+EASY-SJBF`` for an SJF one (the reference the windows are scored
-    against plays the search's queue policy)."""
-    return reference if policy.upper() == "FCFS" else f"{policy.upper()}+{reference}"
 
 
 def _table(result: dict[str, Any]) -> str:

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hpcgym.predictors.base import Estimator, SystemView
-from hpcgym.sim import POLICIES, Event, Simulation, get_scheduler, simulate
+from hpcgym.sim import POLICIES, Event, Simulation, get_scheduler, policy_name, simulate
 from hpcgym.sim import _core as K
 from hpcgym.workload.core import Workload
 
@@ -325,6 +325,12 @@ def test_scheduler_specs():
     assert get_scheduler("SJF+SAF").description.startswith("SJF order + EASY")
     with pytest.raises(ValueError, match="valid names"):
         get_scheduler("NOPE+EASY")
+    # the name reports give a scheduler under a queue policy: bare for FCFS, a valid name
+    assert policy_name("EASY-SJBF") == policy_name("EASY-SJBF", "fcfs") == "EASY-SJBF"
+    assert policy_name("ELOSS", "sjf") == get_scheduler(policy_name("ELOSS", "sjf")).name
+    assert policy_name("ELOSS", "sjf") == "SJF+ELOSS"
+    with pytest.raises(ValueError, match="unknown policy 'LIFO'; valid choices: FCFS"):
+        policy_name("EASY", "LIFO")
     s = get_scheduler("policy=sjf,backfill=conservative,estimate=actual,starvation=auto")
     assert (s.policy, s.backfill, s.estimate, s.starvation) == (
         "SJF",

@@ -341,7 +341,6 @@ def test_search_curve_replays_the_generations_on_fixed_validation_windows(
                                 "--seed", "4"])  # fmt: skip
     assert "| start | — | 1.000 [1.000, 1.000] | 0/3 |" in capsys.readouterr().out
     assert res["reference"] == "EASY-SJBF"  # an FCFS search; an SJF one names SJF+EASY-SJBF
-    assert search_curve.reference_label("sjf", "ELOSS") == "SJF+ELOSS"
     assert [r["generation"] for r in res["rows"]] == ["start", "0", "2"]  # every 2nd + the last
     assert result["history"][0]["mean_fresh"] == pytest.approx(1.0, abs=1e-12)  # the start
     assert [r["train"] for r in res["rows"][1:]] == [

@@ -23,7 +23,13 @@ from hpcgym.sim.engine import (
     simulate,
 )
 from hpcgym.sim.metrics import compute_metrics
-from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler, list_schedulers
+from hpcgym.sim.schedulers import (
+    NAMED,
+    SchedulerSpec,
+    get_scheduler,
+    list_schedulers,
+    policy_name,
+)
 
 __all__ = [
     "BACKFILLS",
@@ -38,5 +44,6 @@ __all__ = [
     "compute_metrics",
     "get_scheduler",
     "list_schedulers",
+    "policy_name",
     "simulate",
 ]

@@ -145,6 +145,21 @@ class SchedulerSpec:
         }
 
 
+def policy_name(name: str, policy: str = "FCFS") -> str:
+    """The name reports give the scheduler ``name`` played with queue ``policy``: the bare
+    name for FCFS (the named schedulers' own queue), ``POLICY+NAME`` otherwise, e.g.
+    ``policy_name("EASY-SJBF", "sjf") == "SJF+EASY-SJBF"``. Unlike
+    :meth:`SchedulerSpec.with_policy`, FCFS adds no prefix; both are valid
+    :func:`get_scheduler` names.
+
+    :param name: a scheduler name (:data:`NAMED`, or any name a report uses)
+    :param policy: a queue policy (:data:`POLICIES`, any case)
+    :raises ValueError: for an unknown policy, with the valid choices
+    """
+    _check("policy", policy, POLICIES)
+    return name if policy.upper() == "FCFS" else f"{policy.upper()}+{name}"
+
+
 def _check(kind: str, value: str, table: dict[str, Any]) -> None:
     if value.lower() not in {k.lower() for k in table}:
         raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(table)}")
