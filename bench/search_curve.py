@@ -84,7 +84,7 @@ def curve(
     from hpcgym.evaluation.statistics import paired_comparison
     from hpcgym.sim.schedulers import policy_name
     from train.config import ConfigError
-    from train.linear_search import STATE_FILE, Evaluations, SearchProblem, policy_of
+    from train.linear_search import STATE_FILE, Evaluations, SearchProblem
 
     if every < 1:
         raise ConfigError(f"--every must be at least 1, got {every}")
@@ -93,7 +93,9 @@ def curve(
         state = pickle.load(fh)
     history = state["history"]
     # the run's --trace alone, also for a search that played a trace mix
-    problem = SearchProblem.for_config(cfg, state["names"], windows, length, 0, split, mix=False)
+    problem = SearchProblem.for_config(
+        cfg, state["names"], windows, length, 0, split, mix=False, hidden=state.get("hidden", 0)
+    )
     starts = problem.windows_at(seed)
     reference = problem.reference_values(starts)
     picks = sorted({*range(0, len(history), every), len(history) - 1})
@@ -103,7 +105,7 @@ def curve(
     points += [
         (str(g), np.asarray(history[g]["x_mean"]), float(history[g]["mean_policy"])) for g in picks
     ]
-    policies = [policy_of(x, problem.columns, state["radius"]) for _, x, _ in points]
+    policies = [problem.candidate(x, state["radius"]) for _, x, _ in points]
     evals = Evaluations(problem, jobs)
     try:
         played = evals.played(policies, starts)

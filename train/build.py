@@ -33,6 +33,7 @@ __all__ = [
     "measure_steps_per_trajectory",
     "new_model",
     "plan_rollout",
+    "policy_kwargs",
 ]
 
 #: Env reseeding stride per update on resume (a resumed run is reproducible too).
@@ -264,6 +265,25 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
     return tuple(pairs)
 
 
+def policy_kwargs(cfg: TrainConfig) -> dict[str, Any]:
+    """The :class:`~hpcgym_agents.kernel_policy.KernelPolicy` options of the run (its
+    network: ``--kernel-arch``, ``--value-head``, ``--stop-score``, ``--stop-init``,
+    ``--row-context``, ``--row-prior``).
+
+    :param cfg: the run's options
+    :raises ConfigError: a ``--row-prior`` name that is not an observation column
+    """
+    return {
+        "kernel_arch": list(cfg.kernel_arch),
+        "value_head": cfg.value_head,
+        "stop_score": cfg.stop_score,
+        "stop_init": float(cfg.stop_init or 0.0),
+        "row_context": cfg.row_context,
+        "row_prior": row_prior(cfg),
+        "value_lr_ratio": cfg.value_lr / cfg.learning_rate,
+    }
+
+
 def new_model(
     cfg: TrainConfig, plan: RolloutPlan, extra_env: Mapping[str, Any] | None = None
 ) -> Any:
@@ -296,15 +316,7 @@ def new_model(
         vf_coef=cfg.vf_coef,
         max_grad_norm=math.inf if cfg.max_grad_norm is None else cfg.max_grad_norm,
         target_kl=cfg.target_kl,
-        policy_kwargs={
-            "kernel_arch": list(cfg.kernel_arch),
-            "value_head": cfg.value_head,
-            "stop_score": cfg.stop_score,
-            "stop_init": float(cfg.stop_init or 0.0),
-            "row_context": cfg.row_context,
-            "row_prior": row_prior(cfg),
-            "value_lr_ratio": cfg.value_lr / cfg.learning_rate,
-        },
+        policy_kwargs=policy_kwargs(cfg),
         seed=cfg.seed,
         device=cfg.device,
         verbose=0,

@@ -13,7 +13,9 @@ policy of ``train/ppo.py --row-prior c=w_c,... --stop-init b`` (the kernel's out
 starts at 0 with a prior: :class:`~hpcgym_agents.kernel_policy.KernelNetwork.prior`), so
 a found ``(w, b)`` ships as a standard run with ``--total-steps 0`` and everything of
 ``eval/`` (checkpoint selection, cards, held-out tests) applies to it unchanged; PPO can
-also start from it. ``estimate=-50`` with ``b = -3`` is EASY-SJBF's backfilling.
+also start from it. ``estimate=-50`` with ``b = -3`` is EASY-SJBF's backfilling. With
+``hidden`` units (``train/search.py --hidden H``) the score gains a hidden layer of the
+same columns, played by the shipped network itself (:mod:`train.kernel_score`).
 
 The objective of ``(w, b)`` is the one of issue 14's claims: the mean over windows of
 ``ln(AVEbsld_policy / AVEbsld_reference)`` (the log of the paired geometric-mean ratio)
@@ -58,6 +60,14 @@ from hpcgym.evaluation.windows import select_windows
 from train.build import env_kwargs
 from train.config import ConfigError, TrainConfig
 from train.evaluator import ratio_reference
+from train.kernel_score import (
+    KernelScore,
+    hidden_start,
+    normalized,
+    output_size,
+    split_vector,
+    vector_size,
+)
 
 __all__ = [
     "GaussianDraws",
@@ -173,11 +183,15 @@ def short(value: float) -> float:
     return float(f"{float(value):g}")
 
 
-def prior_option(names: Sequence[str], weights: Sequence[float]) -> str:
+def prior_option(names: Sequence[str], weights: Sequence[float], keep_zero: bool = False) -> str:
     """The ``--row-prior`` value of these weights (``name=weight,...`` in ``%g``, the
-    option's normal form); a weight of exactly 0 is left out (its term is 0)."""
+    option's normal form); a weight of exactly 0 is left out (its term is 0) unless
+    ``keep_zero`` (a ``--hidden`` search's prior has every searched column, so the shipped
+    network has the shape its weights are loaded into)."""
     return ",".join(
-        f"{n}={float(w):g}" for n, w in zip(names, weights, strict=True) if float(w) != 0.0
+        f"{n}={float(w):g}"
+        for n, w in zip(names, weights, strict=True)
+        if keep_zero or float(w) != 0.0
     )
 
 
@@ -213,6 +227,8 @@ class SearchProblem:
     :param reference: the reference scheduler's name
     :param split: the split the windows are drawn from (``train``; ``validation`` to
         look at a search from outside, as ``bench/search_curve.py`` does)
+    :param hidden: hidden units of the score (0: the linear score; ``H``: the
+        one-hidden-layer score of :mod:`train.kernel_score`)
     :param others: the other traces' workloads of a trace mix (``--mix-traces``): window
         ``i`` is played on trace ``i mod k`` of the ``k = 1 + len(others)`` traces (the
         run's ``--trace`` first), each window drawn from its own trace's ``split``, each
@@ -231,6 +247,7 @@ class SearchProblem:
     reference: str
     split: str = "train"
     others: list[Any] = field(default_factory=list)
+    hidden: int = 0
     _ref_cache: dict[tuple[int, int], float] = field(default_factory=dict)
 
     @property
@@ -248,6 +265,7 @@ class SearchProblem:
         seed: int,
         split: str = "train",
         mix: bool = True,
+        hidden: int = 0,
     ) -> SearchProblem:
         """:param cfg: the run's options
         :param names: columns of the score (the run's observation columns, not ``valid``)
@@ -257,8 +275,10 @@ class SearchProblem:
         :param split: the split of the windows (the search's own: ``train``)
         :param mix: play the run's trace mix (``cfg.mix_traces``), as the search does;
             ``False``: ``--trace`` alone, for a look at the search from outside
+        :param hidden: hidden units of the score (0: linear)
         :raises ConfigError: an unknown column, a trace that does not load, windows that do
-            not fit in the split, fewer windows than traces
+            not fit in the split, fewer windows than traces, a hidden layer with a STOP
+            score or row context that is not a constant or per-row one
         """
         from hpcgym.envs.backfill_env import BackfillEnv
         from hpcgym.envs.observation import column_names
@@ -275,6 +295,14 @@ class SearchProblem:
             )
         if len(set(names)) != len(names):
             raise ConfigError(f"--columns: a column is given twice: {', '.join(names)}")
+        if hidden < 0:
+            raise ConfigError(f"--hidden {hidden}: expected 0 (linear) or more units")
+        if hidden and (cfg.stop_score == "pooled" or cfg.row_context != "none"):
+            raise ConfigError(
+                f"--hidden {hidden}: the searched score is per row with a constant STOP; "
+                f"use --stop-score learned or fixed (not {cfg.stop_score}) and --row-context "
+                f"none (not {cfg.row_context})"
+            )
         if split not in ("train", "validation"):
             raise ConfigError(f"split {split!r}: expected train or validation")
         if cfg.load_weighting > 0:
@@ -312,6 +340,7 @@ class SearchProblem:
             ratio_reference(cfg),
             split,
             [envs[j].workload for j in range(1, len(kws))],
+            hidden,
         )
         problem.draw(0)  # the windows fit (or a clear error now, not mid-search)
         return problem
@@ -379,12 +408,24 @@ class SearchProblem:
                 self._ref_cache[(j, s)] = float(v)
         return np.array([self._ref_cache[key] for key in keys])
 
-    def play(self, policy: LinearScore, starts: Sequence[int]) -> np.ndarray:
+    def candidate(self, x: Sequence[float], radius: float) -> LinearScore | KernelScore:
+        """The policy of the searched vector ``x``: its output part scaled to norm
+        ``radius`` (the argmax does not depend on that scale), every number to
+        :func:`short`'s 6 digits; a :class:`LinearScore` or, with :attr:`hidden` units, a
+        :class:`~train.kernel_score.KernelScore`."""
+        n = len(self.columns)
+        y = normalized(x, n, self.hidden, radius, short)
+        if not self.hidden:
+            return LinearScore(self.columns, y[:-1], float(y[-1]))
+        rows, features = self.envs[0].observation_space.shape
+        return KernelScore(self.columns, y, self.hidden, rows, features, self.cfg.stop_score)
+
+    def play(self, policy: LinearScore | KernelScore, starts: Sequence[int]) -> np.ndarray:
         """``policy``'s AVEbsld on each window."""
         rows = play_windows(self.envs, policy, starts, seed=0)
         return np.array([float(r["avg_bsld"]) for r in rows])
 
-    def log_ratios(self, policy: LinearScore, starts: Sequence[int]) -> np.ndarray:
+    def log_ratios(self, policy: LinearScore | KernelScore, starts: Sequence[int]) -> np.ndarray:
         """``ln(AVEbsld_policy / AVEbsld_reference)`` on each window."""
         return np.log(self.play(policy, starts)) - np.log(self.reference_values(starts))
 
@@ -402,10 +443,10 @@ def _init_worker(
     )
 
 
-def _play_in_worker(task: tuple[list[float], float, list[int]]) -> list[float]:
-    weights, stop, starts = task
+def _play_in_worker(task: tuple[LinearScore | KernelScore, list[int]]) -> list[float]:
+    policy, starts = task
     assert _WORKER is not None
-    return _WORKER.play(LinearScore(_WORKER.columns, np.array(weights), stop), starts).tolist()
+    return _WORKER.play(policy, starts).tolist()
 
 
 class Evaluations:
@@ -438,14 +479,18 @@ class Evaluations:
                 ),
             )
 
-    def played(self, policies: Sequence[LinearScore], starts: list[int]) -> list[np.ndarray]:
+    def played(
+        self, policies: Sequence[LinearScore | KernelScore], starts: list[int]
+    ) -> list[np.ndarray]:
         """Each policy's AVEbsld on each window."""
         if self.pool is None:
             return [self.problem.play(p, starts) for p in policies]
-        tasks = [(p.weights.tolist(), p.stop, starts) for p in policies]
+        tasks = [(p, starts) for p in policies]
         return [np.array(v) for v in self.pool.map(_play_in_worker, tasks)]
 
-    def mean_log_ratios(self, policies: Sequence[LinearScore], starts: list[int]) -> list[float]:
+    def mean_log_ratios(
+        self, policies: Sequence[LinearScore | KernelScore], starts: list[int]
+    ) -> list[float]:
         """``mean(ln(AVEbsld / AVEbsld_reference))`` over the windows, per policy."""
         ref = np.log(self.problem.reference_values(starts))
         return [float((np.log(v) - ref).mean()) for v in self.played(policies, starts)]
@@ -456,14 +501,15 @@ class Evaluations:
             self.pool.shutdown()
 
 
-def policy_of(x: np.ndarray, columns: Sequence[int], radius: float) -> LinearScore:
-    """The candidate ``x = (w..., b)`` scaled to norm ``radius`` (the argmax does not
-    depend on the scale), each number to :func:`short`'s 6 digits."""
-    x = np.asarray(x, dtype=np.float64)
-    norm = float(np.linalg.norm(x))
-    y = x * (radius / norm) if norm > 0 else x
-    y = np.array([short(v) for v in y])
-    return LinearScore(columns, y[:-1], float(y[-1]))
+def _hidden_result(final: KernelScore) -> dict[str, Any]:
+    """The hidden layer of a ``--hidden`` search's result: ``hidden`` units, the ``vector``
+    as played (:func:`~train.kernel_score.split_vector`'s layout) and its parts."""
+    _, _, v, big_w, a = split_vector(final.vector, len(final.columns), final.hidden)
+    return {
+        "hidden": final.hidden,
+        "vector": [float(x) for x in final.vector],
+        "hidden_layer": {"W": big_w.tolist(), "a": a.tolist(), "v": v.tolist()},
+    }
 
 
 def _save_state(path: Path, state: Mapping[str, Any]) -> None:
@@ -486,6 +532,7 @@ def search(
     resume: bool = False,
     jobs: int = 1,
     log: Callable[[dict[str, Any]], None] | None = None,
+    hidden_sigma: float = 0.5,
 ) -> dict[str, Any]:
     """Run (or continue) CMA-ES on ``problem`` from ``start``; write the state after every
     generation and the result at the end.
@@ -501,14 +548,19 @@ def search(
     :param resume: continue the state in ``out``
     :param jobs: processes playing the candidates (:class:`Evaluations`)
     :param log: called with every generation's record
+    :param hidden_sigma: with :attr:`SearchProblem.hidden` units, CMA-ES's initial step
+        of the hidden layer's weights and biases (absolute: they are not scaled)
     :return: the result (also written to ``out/search.json``)
     """
     import cma
 
     out.mkdir(parents=True, exist_ok=True)
     state_path = out / STATE_FILE
+    n, hidden = len(problem.names), problem.hidden
     x0 = np.array([float(start.get(n, 0.0)) for n in problem.names] + [float(stop_init)])
     radius = float(np.linalg.norm(x0))
+    if hidden:
+        x0 = np.concatenate([x0, hidden_start(n, hidden, problem.seed)])
     if radius == 0:
         raise ConfigError("the start's weights and STOP score are all 0: give --init")
     if resume:
@@ -521,6 +573,10 @@ def search(
             raise ConfigError(
                 f"--resume: the search in {out} has the columns {state['names']}, "
                 f"not {problem.names}"
+            )
+        if state.get("hidden", 0) != hidden:
+            raise ConfigError(
+                f"--resume: the search in {out} has --hidden {state.get('hidden', 0)}, not {hidden}"
             )
         es, history, radius = state["es"], state["history"], state["radius"]
     else:
@@ -537,6 +593,11 @@ def search(
             "tolx": 0,
             "tolstagnation": 10**9,
         }
+        if hidden:  # the hidden part's own step: hidden_sigma, not a share of the radius
+            m = output_size(n, hidden)
+            stds = np.ones(vector_size(n, hidden))
+            stds[m:] = hidden_sigma / (sigma * radius)
+            opts["CMA_stds"] = stds
         es = cma.CMAEvolutionStrategy(
             x0, sigma * radius, {k: v for k, v in opts.items() if v is not None}
         )
@@ -551,13 +612,11 @@ def search(
             before = np.asarray(es.mean, dtype=np.float64)
             xs = es.ask()
             *values, fresh_value = evals.mean_log_ratios(
-                [policy_of(x, problem.columns, radius) for x in [*xs, before]], starts
+                [problem.candidate(x, radius) for x in [*xs, before]], starts
             )
             es.tell(xs, values)
             mean = np.asarray(es.mean, dtype=np.float64)
-            (mean_value,) = evals.mean_log_ratios(
-                [policy_of(mean, problem.columns, radius)], starts
-            )
+            (mean_value,) = evals.mean_log_ratios([problem.candidate(mean, radius)], starts)
             record = {
                 "generation": g,
                 "starts": starts,
@@ -571,7 +630,14 @@ def search(
             }
             history.append(record)
             _save_state(
-                state_path, {"es": es, "history": history, "radius": radius, "names": problem.names}
+                state_path,
+                {
+                    "es": es,
+                    "history": history,
+                    "radius": radius,
+                    "names": problem.names,
+                    "hidden": hidden,
+                },
             )
             if log is not None:
                 log(record)
@@ -579,12 +645,13 @@ def search(
                 break
     finally:
         evals.close()
-    final = policy_of(np.asarray(es.mean, dtype=np.float64), problem.columns, radius)
+    final = problem.candidate(np.asarray(es.mean, dtype=np.float64), radius)
     result = {
         "names": problem.names,
         "weights": {n: short(w) for n, w in zip(problem.names, final.weights, strict=True)},
-        "row_prior": prior_option(problem.names, final.weights),
+        "row_prior": prior_option(problem.names, final.weights, keep_zero=bool(hidden)),
         "stop_init": short(final.stop),
+        **(_hidden_result(final) if isinstance(final, KernelScore) else {}),
         "generations": len(history),
         "finished": len(history) >= generations,
         "reference": problem.reference,

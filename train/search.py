@@ -18,8 +18,9 @@ same; the result is the ``--row-prior``/``--stop-init`` of a ``train/ppo.py --to
 
 Writes ``<out>/search.json`` (weights, the ``train/ppo.py`` command, the search's
 command as one uninterrupted run, every generation's figures), ``<out>/search_state.pkl``
-(for ``--resume``) and TensorBoard scalars in ``<out>/tb``. See docs/training.md,
-*Searching a linear score*.
+(for ``--resume``) and TensorBoard scalars in ``<out>/tb``; with ``--hidden H`` (a hidden
+layer added to the score, :mod:`train.kernel_score`) also ``<out>/search_policy.zip``, the
+``--init-from`` of the ship. See docs/training.md, *Searching a linear score*.
 """
 
 from __future__ import annotations
@@ -72,6 +73,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="STOP's starting score (default: the run's --stop-init, -3 with "
         "--preset fast: never STOP)",
+    )
+    p.add_argument(
+        "--hidden",
+        type=int,
+        default=0,
+        metavar="H",
+        help="hidden ReLU units added to the linear score (default 0: linear); the score is "
+        "KernelPolicy with --kernel-arch H, shipped with --init-from <out>/search_policy.zip "
+        "(see train/kernel_score.py)",
+    )
+    p.add_argument(
+        "--hidden-sigma",
+        type=positive_float,
+        default=0.5,
+        help="with --hidden: CMA-ES's initial step of the hidden layer's weights (default 0.5)",
     )
     p.add_argument(
         "--sigma",
@@ -178,7 +194,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             raise ConfigError(f"--init: {', '.join(missing)} not in --columns")
         stop_init = ns.search_stop_init if ns.search_stop_init is not None else cfg.stop_init
         out = Path(ns.out or f"runs/search-{cfg.trace}-{ns.search_seed}")
-        problem = SearchProblem.for_config(cfg, names, ns.windows, ns.search_length, ns.search_seed)
+        problem = SearchProblem.for_config(
+            cfg, names, ns.windows, ns.search_length, ns.search_seed, hidden=ns.hidden
+        )
         writer = _tensorboard(out / "tb")
 
         def log(rec: dict[str, Any]) -> None:
@@ -208,6 +226,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 resume=ns.resume,
                 jobs=ns.jobs,
                 log=log,
+                hidden_sigma=ns.hidden_sigma,
             )
         finally:
             if writer is not None:
@@ -220,12 +239,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             logdir=str(out),
             run_name="run",
         )
+        hidden_args: list[str] = []
+        if ns.hidden:
+            ship = ship.replace(kernel_arch=(ns.hidden,))
+            ship = ship.replace(init_from=_save_policy(ship, problem.columns, result, out))
+            hidden_args = ["--kernel-arch", str(ns.hidden), "--init-from", str(ship.init_from)]
         ship_args = [
             *rest,
             "--row-prior",
             result["row_prior"],
             "--stop-init",
             f"{result['stop_init']:g}",
+            *hidden_args,
             "--total-steps",
             "0",
             "--logdir",
@@ -247,6 +272,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return result
     except ConfigError as exc:
         parser.error(str(exc))
+
+
+def _save_policy(cfg: TrainConfig, columns: list[int], result: dict[str, Any], out: Path) -> str:
+    """Write a ``--hidden`` search's result as the MaskablePPO ``.zip`` the ship starts from
+    (``--init-from``): a model of the ship's options whose actor is the result's score
+    (:func:`train.kernel_score.apply_vector`); its path."""
+    from train.build import new_model, plan_rollout
+    from train.kernel_score import POLICY_FILE, apply_vector
+
+    # one env and a minimal rollout: only the policy's weights are read from the file
+    small = cfg.replace(n_envs=1, vec_env="dummy", n_steps=2, batch_size=2, init_from=None)
+    model = new_model(small, plan_rollout(small))
+    try:
+        apply_vector(model.policy, columns, result["vector"], int(result["hidden"]))
+        path = out / POLICY_FILE
+        model.save(path)
+    finally:
+        model.get_env().close()
+    return str(path)
 
 
 def _one_run(parser: argparse.ArgumentParser, argv: list[str], generations: int) -> list[str]:

@@ -159,7 +159,8 @@ def _training_lines(data: dict[str, Any]) -> list[str]:
             "",
             f"`{search['command']}`",
             "",
-            f"CMA-ES over a linear score (docs/training.md, *Searching a linear score*): "
+            f"CMA-ES over {_score_text(int(search.get('hidden') or 0))} (docs/training.md, "
+            "*Searching a linear score*): "
             f"{search['generations']} generations of {search['windows']} train-split windows "
             f"of {search['length']} jobs, {search['minutes']} min on "
             f"{_cores_text(search_processes(search.get('command')))}; CMA-ES's mean "
@@ -332,3 +333,10 @@ def _paired_lines(paired: dict[str, Any] | None) -> list[str]:
         f"{paired.get('wins', '?')}/{paired.get('windows', '?')} windows won: **{word}** "
         "(the verdict of the interval alone).",
     ]
+
+
+def _score_text(hidden: int) -> str:
+    """What a search searched: a linear score, or one with a hidden layer."""
+    if not hidden:
+        return "a linear score"
+    return f"a linear score plus a hidden layer of {hidden} ReLU unit{'s' if hidden > 1 else ''}"

@@ -396,7 +396,8 @@ def card_from_run(
 def search_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The ``train/search.py`` search whose result a run plays (``search.json`` in
     ``root``, the parent of the ``--ship`` run): its command, generations, windows,
-    minutes, the last generation's ratio of CMA-ES's mean on its train-split windows
+    minutes, the score's hidden units (0: linear), the last generation's ratio of
+    CMA-ES's mean on its train-split windows
     (in-sample) and, for searches that record it, the geometric mean over the last ten
     generations of the mean entering each, scored on that generation's windows (fresh to
     it). ``None`` when ``root`` holds no search.
@@ -415,6 +416,7 @@ def search_section(root: str | os.PathLike[str]) -> dict[str, Any] | None:
         "windows": data.get("windows"),
         "length": data.get("length"),
         "reference": data.get("reference"),
+        "hidden": int(data.get("hidden", 0)),
         "minutes": round(sum(float(r.get("seconds", 0.0)) for r in history) / 60.0, 1),
         "last_train_ratio": history[-1].get("mean_policy") if history else None,
         "fresh_train_ratio": _fresh_ratio(history[-10:]),
