@@ -36,6 +36,7 @@ __all__ = [
     "hidden_start",
     "normalized",
     "split_vector",
+    "valid_and_stop",
     "vector_size",
 ]
 
@@ -136,6 +137,13 @@ def apply_vector(policy: Any, columns: Sequence[int], x: Sequence[float], hidden
         net.kernel_out.bias.zero_()
 
 
+def valid_and_stop(observation: np.ndarray) -> np.ndarray:
+    """The default action mask of observations ``(K, F)`` or ``(N, K, F)``: the valid rows
+    (column 0) and STOP, ``(K + 1,)`` or ``(N, K + 1)`` bool."""
+    valid = np.asarray(observation)[..., 0] > 0.5
+    return np.concatenate([valid, np.ones((*valid.shape[:-1], 1), dtype=bool)], axis=-1)
+
+
 #: KernelPolicies of this process, one per network shape (built once, reloaded per score).
 _POLICIES: dict[tuple[Any, ...], Any] = {}
 
@@ -220,8 +228,7 @@ class KernelScore:
         """
         obs = np.asarray(observation)
         if action_masks is None:
-            valid = obs[..., 0] > 0.5
-            action_masks = np.concatenate([valid, np.ones((*valid.shape[:-1], 1), bool)], -1)
+            action_masks = valid_and_stop(obs)
         actions, _ = self.policy().predict(obs, deterministic=True, action_masks=action_masks)
         return actions, None
 

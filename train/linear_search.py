@@ -66,6 +66,7 @@ from train.kernel_score import (
     normalized,
     output_size,
     split_vector,
+    valid_and_stop,
     vector_size,
 )
 
@@ -142,10 +143,8 @@ class LinearScore:
         logits = np.empty((n, k + 1), dtype=np.float32)
         logits[:, :k] = self.scores(obs)
         logits[:, k] = self.stop
-        if action_masks is None:
-            mask = np.concatenate([obs[..., 0] > 0.5, np.ones((n, 1), dtype=bool)], axis=1)
-        else:
-            mask = np.asarray(action_masks, dtype=bool).reshape(n, k + 1)
+        masks = valid_and_stop(obs) if action_masks is None else action_masks
+        mask = np.asarray(masks, dtype=bool).reshape(n, k + 1)
         actions = np.where(mask, logits, -np.inf).argmax(axis=1)
         return (actions[0] if single else actions), None
 
