@@ -111,8 +111,10 @@ def recipe_of(card: Card) -> str:
         return " · ".join([*parts, "the paper's recipe (RLBackfilling reproduction)"])
     search = card.get("search")
     if search:  # train/search.py: the recipe is the search, not the weights it found
+        hidden = int(search.get("hidden") or 0)  # train/search.py --hidden H
+        score = f"score with {hidden} hidden ReLU units" if hidden else "linear score"
         parts.append(
-            f"CMA-ES linear score on {search.get('windows')} x {search.get('length')} train windows"
+            f"CMA-ES {score} on {search.get('windows')} x {search.get('length')} train windows"
         )
         return " · ".join([*parts, *_scale_parts(card), *_column_parts(card)])
     if command and flags.get("--preset") != "fast":

@@ -113,6 +113,16 @@ def test_recipe_reads_the_card_and_ignores_bookkeeping() -> None:
             "features · column log-ridge:lam=10"
         )
     )
+    # a hidden layer in the searched score is another recipe, named as such
+    hidden = card(
+        "j", "HPC2N", {}, command=FAST + " --kernel-arch 4 --total-steps 0",
+        time_scale="log", features="extended", feature_predictor="log-ridge:lam=10",
+        search={"windows": 32, "length": 1024, "hidden": 4},
+    )  # fmt: skip
+    assert recipe_of(hidden) == (
+        "FCFS · CMA-ES score with 4 hidden ReLU units on 32 x 1024 train windows · log time · "
+        "extended features · column log-ridge:lam=10"
+    )
     # PPO's own settings, given explicitly, make another recipe
     lam = card("h", "SDSC-SP2", {}, command=FAST + " --gae-lambda 0.8 --kernel-arch 64,32")
     assert recipe_of(lam) == "FCFS · terminal · gae-lambda 0.8 · kernel-arch 64,32"
