@@ -19,7 +19,14 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-__all__ = ["FirstValid", "HeuristicAgent", "RandomValid", "StopAlways"]
+__all__ = ["FirstValid", "HeuristicAgent", "RandomValid", "StopAlways", "valid_and_stop"]
+
+
+def valid_and_stop(observation: np.ndarray) -> np.ndarray:
+    """The default action mask of observations ``(K, F)`` or ``(N, K, F)``: the valid rows
+    (column 0) and STOP, ``(K + 1,)`` or ``(N, K + 1)`` bool."""
+    valid = np.asarray(observation)[..., 0] > 0.5
+    return np.concatenate([valid, np.ones((*valid.shape[:-1], 1), dtype=bool)], axis=-1)
 
 
 class HeuristicAgent(ABC):
@@ -62,8 +69,7 @@ class HeuristicAgent(ABC):
         batch = obs[None] if single else obs
         n, k = batch.shape[0], batch.shape[1]
         if action_masks is None:
-            masks = np.ones((n, k + 1), dtype=bool)
-            masks[:, :k] = batch[:, :, 0] > 0.5
+            masks = valid_and_stop(batch)
         else:
             masks = np.asarray(action_masks)
             if masks.dtype != np.bool_:

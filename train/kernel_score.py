@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym_agents.heuristic import valid_and_stop
+
 __all__ = [
     "POLICY_FILE",
     "KernelScore",
@@ -36,7 +38,6 @@ __all__ = [
     "hidden_start",
     "normalized",
     "split_vector",
-    "valid_and_stop",
     "vector_size",
 ]
 
@@ -135,13 +136,6 @@ def apply_vector(policy: Any, columns: Sequence[int], x: Sequence[float], hidden
         first.bias.copy_(th.tensor(a, dtype=th.float32))
         net.kernel_out.weight.copy_(th.tensor(v, dtype=th.float32).reshape(1, hidden))
         net.kernel_out.bias.zero_()
-
-
-def valid_and_stop(observation: np.ndarray) -> np.ndarray:
-    """The default action mask of observations ``(K, F)`` or ``(N, K, F)``: the valid rows
-    (column 0) and STOP, ``(K + 1,)`` or ``(N, K + 1)`` bool."""
-    valid = np.asarray(observation)[..., 0] > 0.5
-    return np.concatenate([valid, np.ones((*valid.shape[:-1], 1), dtype=bool)], axis=-1)
 
 
 #: KernelPolicies of this process, one per network shape (built once, reloaded per score).

@@ -57,6 +57,7 @@ from hpcgym.evaluation.cards import SEARCH_FILE
 from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.windows import select_windows
+from hpcgym_agents.heuristic import valid_and_stop
 from train.build import env_kwargs
 from train.config import ConfigError, TrainConfig
 from train.evaluator import ratio_reference
@@ -66,7 +67,6 @@ from train.kernel_score import (
     normalized,
     output_size,
     split_vector,
-    valid_and_stop,
     vector_size,
 )
 
