@@ -1,6 +1,7 @@
 """Shared by the benchmark scripts that play methods on fixed windows of a trace
-(``window_dependence.py``, ``period_profile.py``): a method named on the command line,
-and its per-window log AVEbsld ratio to a reference.
+(``window_dependence.py``, ``period_profile.py``, ``criterion_power.py``): a method named
+on the command line, its per-window log AVEbsld ratio to a reference, and the ratios a
+card's held-out test stored (read back, never replayed).
 
 Imported as ``from _played import ...`` (the script's own folder is on ``sys.path`` when a
 script runs, and the tests put ``bench/`` there).
@@ -14,7 +15,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["card_path", "named_method", "played_log_ratios"]
+__all__ = [
+    "card_path",
+    "merge_stored_tests",
+    "named_method",
+    "played_log_ratios",
+    "stored_test_row",
+]
 
 
 def card_path(name: str) -> Path:
@@ -82,3 +89,61 @@ def played_log_ratios(
     per = res.per_window("avg_bsld")
     ref = np.log(np.asarray(per[reference], dtype=np.float64))
     return {m.label: np.log(np.asarray(per[m.label], dtype=np.float64)) - ref for m in methods}
+
+
+def stored_test_row(card: str, trace: str, reference: str, labels: list[str]) -> dict | None:
+    """The per-window log ratios against ``reference`` of those of ``labels`` that a
+    card's held-out test on ``trace`` stored (the values the test measured, read from the
+    card: nothing is played on the test split). None without such a test.
+
+    :param card: a shipped agent's name or a card's path
+    :return: ``{"card", "seed", "windows", "starts", "log_ratios": {label: array}}``
+    """
+    from hpcgym.evaluation.cards import canonical_trace, load_model_card
+
+    path = card_path(card)
+    data = load_model_card(path).data
+    sec = (data.get("test") or {}).get(canonical_trace(trace))
+    methods = (sec or {}).get("methods") or {}
+    if reference not in methods or not methods[reference].get("per_window"):
+        return None
+    ref = np.log(np.asarray(methods[reference]["per_window"], dtype=np.float64))
+    logs = {
+        k: np.log(np.asarray(methods[k]["per_window"], dtype=np.float64)) - ref
+        for k in labels
+        if methods.get(k, {}).get("per_window")
+    }
+    return {
+        "card": path.stem,
+        "seed": sec.get("seed"),
+        "windows": len(ref),
+        "starts": [int(x) for x in sec.get("starts") or []],
+        "log_ratios": logs,
+    }
+
+
+def merge_stored_tests(rows: list[dict | None]) -> dict | None:
+    """One test row from several cards' :func:`stored_test_row`: each method's values
+    from the first card that holds them. The cards' tests must have been played on the
+    same windows (same starts), so that their columns are paired.
+
+    :return: ``{"seed", "windows", "cards": {label: card}, "log_ratios": {label: array}}``,
+        None when no row holds a test
+    :raises ValueError: two cards whose tests were played on different windows
+    """
+    found = [r for r in rows if r is not None]
+    if not found:
+        return None
+    first = found[0]
+    out: dict = {"seed": first["seed"], "windows": first["windows"], "cards": {}, "log_ratios": {}}
+    for r in found:
+        if r["starts"] != first["starts"]:
+            raise ValueError(
+                f"the tests stored on {first['card']} and {r['card']} were played on "
+                "different windows: give cards tested with the same window seed and length"
+            )
+        for k, v in r["log_ratios"].items():
+            if k not in out["log_ratios"]:
+                out["log_ratios"][k] = v
+                out["cards"][k] = r["card"]
+    return out

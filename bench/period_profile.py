@@ -51,6 +51,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _played import merge_stored_tests, stored_test_row  # noqa: E402
+
 
 @dataclass(frozen=True)
 class Period:
@@ -163,66 +165,6 @@ def _consecutive(sizes: list[int]) -> list[tuple[int, ...]]:
     for n in sizes:
         out.append(tuple(range(at, at + n)))
         at += n
-    return out
-
-
-def stored_test_row(card: str, trace: str, reference: str, labels: list[str]) -> dict | None:
-    """The per-window log ratios against ``reference`` of those of ``labels`` that a
-    card's held-out test on ``trace`` stored (the values the test measured, read from the
-    card: nothing is played on the test split). None without such a test.
-
-    :param card: a shipped agent's name or a card's path
-    :return: ``{"card", "seed", "windows", "starts", "log_ratios": {label: array}}``
-    """
-    from _played import card_path
-
-    from hpcgym.evaluation.cards import canonical_trace, load_model_card
-
-    path = card_path(card)
-    data = load_model_card(path).data
-    sec = (data.get("test") or {}).get(canonical_trace(trace))
-    methods = (sec or {}).get("methods") or {}
-    if reference not in methods or not methods[reference].get("per_window"):
-        return None
-    ref = np.log(np.asarray(methods[reference]["per_window"], dtype=np.float64))
-    logs = {
-        k: np.log(np.asarray(methods[k]["per_window"], dtype=np.float64)) - ref
-        for k in labels
-        if methods.get(k, {}).get("per_window")
-    }
-    return {
-        "card": path.stem,
-        "seed": sec.get("seed"),
-        "windows": len(ref),
-        "starts": [int(x) for x in sec.get("starts") or []],
-        "log_ratios": logs,
-    }
-
-
-def merge_stored_tests(rows: list[dict | None]) -> dict | None:
-    """One test row from several cards' :func:`stored_test_row`: each method's values
-    from the first card that holds them. The cards' tests must have been played on the
-    same windows (same starts), so that their columns are paired.
-
-    :return: ``{"seed", "windows", "cards": {label: card}, "log_ratios": {label: array}}``,
-        None when no row holds a test
-    :raises ValueError: two cards whose tests were played on different windows
-    """
-    found = [r for r in rows if r is not None]
-    if not found:
-        return None
-    first = found[0]
-    out: dict = {"seed": first["seed"], "windows": first["windows"], "cards": {}, "log_ratios": {}}
-    for r in found:
-        if r["starts"] != first["starts"]:
-            raise ValueError(
-                f"the tests stored on {first['card']} and {r['card']} were played on "
-                "different windows: give cards tested with the same window seed and length"
-            )
-        for k, v in r["log_ratios"].items():
-            if k not in out["log_ratios"]:
-                out["log_ratios"][k] = v
-                out["cards"][k] = r["card"]
     return out
 
 
