@@ -20,7 +20,7 @@ def _curve(logs: np.ndarray, step: int, range_jobs: int, family=(1,), draws=1500
         length=step,
         windows=30,
         draws=draws,
-        resamples=2000,
+        resamples=4000,
         family=family,
         rng=np.random.default_rng(3),
     )
@@ -87,7 +87,7 @@ def test_same_seed_same_curve_and_bad_input() -> None:
     a, b = _curve(logs, 10, 300, draws=50), _curve(logs, 10, 300, draws=50)
     assert np.array_equal(a.upper[1], b.upper[1])
     grid = np.arange(50) * 10
-    kw = dict(length=10, windows=30, draws=5, resamples=200, rng=np.random.default_rng(0))
+    kw = dict(length=10, windows=30, draws=5, resamples=4000, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="one log ratio per grid start"):
         B.simulate_tests(logs[:-1], grid, range_jobs=300, **kw)
     with pytest.raises(ValueError, match="increase"):
@@ -136,7 +136,7 @@ def test_stored_scatter_reads_the_cards_test(capsys: pytest.CaptureFixture[str])
 def test_main_on_the_synthetic_workload(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     argv = ["--trace", "synthetic", "--method", "SJF+EASY-SJBF", "--reference", "EASY-SJBF"]
     argv += ["--length", "64", "--step", "512", "--family", "4", "--draws", "40"]
-    argv += ["--resamples", "500", "--out", str(tmp_path / "p.json")]
+    argv += ["--resamples", "4000", "--out", str(tmp_path / "p.json")]
     B.main(argv)
     out = capsys.readouterr().out
     rec = json.loads((tmp_path / "p.json").read_text())

@@ -38,6 +38,7 @@ __all__ = [
     "VERDICT_ALPHA",
     "VERDICT_CAPTION",
     "bootstrap_interval",
+    "bootstrap_log_means",
     "bootstrap_p_below_one",
     "choice_holdout",
     "geo_ratio",
@@ -93,10 +94,16 @@ def geo_ratio(values: Sequence[float], reference: Sequence[float]) -> float:
     return float(np.exp(_log_ratios(values, reference).mean()))
 
 
-def _bootstrap_log_means(
+def bootstrap_log_means(
     logs: np.ndarray, resamples: int, seed: int | np.random.Generator
 ) -> np.ndarray:
-    """Mean log ratio of each bootstrap resample (windows drawn with replacement)."""
+    """Mean log ratio of each bootstrap resample (windows drawn with replacement): the
+    resampling behind :func:`bootstrap_interval` and :func:`bootstrap_p_below_one`.
+
+    :param logs: per-window log ratios
+    :param resamples: bootstrap resamples (at least :data:`MIN_RESAMPLES`)
+    :param seed: seed of the ``numpy`` Generator (or a Generator, which is advanced)
+    """
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"use at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -123,7 +130,7 @@ def bootstrap_interval(
     """
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    means = _bootstrap_log_means(_log_ratios(values, reference), resamples, seed)
+    means = bootstrap_log_means(_log_ratios(values, reference), resamples, seed)
     tail = 100.0 * (1.0 - confidence) / 2.0
     low, high = np.percentile(means, [tail, 100.0 - tail])
     return float(np.exp(low)), float(np.exp(high))
@@ -388,7 +395,7 @@ def bootstrap_p_below_one(
     :param resamples: bootstrap resamples (at least :data:`MIN_RESAMPLES`)
     :param seed: seed of the ``numpy`` Generator (or a Generator)
     """
-    means = _bootstrap_log_means(_log_ratios(values, reference), resamples, seed)
+    means = bootstrap_log_means(_log_ratios(values, reference), resamples, seed)
     return float(np.mean(means >= 0.0))
 
 
