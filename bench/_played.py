@@ -19,6 +19,7 @@ __all__ = [
     "card_path",
     "merge_stored_tests",
     "named_method",
+    "named_methods",
     "played_log_ratios",
     "stored_test_row",
 ]
@@ -51,6 +52,24 @@ def named_method(name: str) -> tuple[Any, Any]:
         model_card = load_model_card(card)
         return card_method(model_card), model_card
     return scheduler_method(name), None
+
+
+def named_methods(text: str, parser: Any) -> list[Any]:
+    """The methods of a comma-separated ``--method`` value (:func:`named_method` each);
+    an unknown one ends the script through ``parser.error`` with the valid choices.
+
+    :param text: ``NAME,NAME,...`` (blank items are skipped)
+    :param parser: the script's ``argparse.ArgumentParser``
+    """
+    from hpcgym.evaluation.methods import MethodUnavailable
+
+    methods = []
+    for name in [m.strip() for m in text.split(",") if m.strip()]:
+        try:
+            methods.append(named_method(name)[0])
+        except MethodUnavailable as exc:
+            parser.error(f"--method {name}: {exc}")
+    return methods
 
 
 def played_log_ratios(

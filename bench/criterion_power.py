@@ -216,9 +216,8 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     if args.step <= 0 or args.length <= 0 or args.family < 1 or args.draws < 1:
         ap.error("--step, --length, --family and --draws must be positive")
-    from _played import named_method, played_log_ratios
+    from _played import named_methods, played_log_ratios
 
-    from hpcgym.evaluation.methods import MethodUnavailable
     from hpcgym.workload import load, split_range, trace_spec
 
     wl = load(trace_spec(args.trace))
@@ -232,12 +231,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{args.trace}: the windows before the test split (jobs [0, {test_lo}), every "
             f"{args.step} jobs) do not cover a range as long as the test's ({range_jobs} jobs)"
         )
-    methods = []
-    for name in [m.strip() for m in args.method.split(",") if m.strip()]:
-        try:
-            methods.append(named_method(name)[0])
-        except MethodUnavailable as exc:
-            ap.error(f"--method {name}: {exc}")
+    methods = named_methods(args.method, ap)
     logs = played_log_ratios(wl, methods, args.reference, grid.tolist(), args.length, args.jobs)
     family = (1,) if args.family == 1 else (1, args.family)
     print(

@@ -217,9 +217,8 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.resamples < MIN_RESAMPLES or args.permutations < 1:
         ap.error(f"--resamples must be at least {MIN_RESAMPLES}, --permutations at least 1")
-    from _played import named_method, played_log_ratios
+    from _played import named_methods, played_log_ratios
 
-    from hpcgym.evaluation.methods import MethodUnavailable
     from hpcgym.workload import load, split_range, trace_spec
 
     wl = load(trace_spec(args.trace))
@@ -233,12 +232,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     if len(starts) < 2:
         ap.error(f"{args.trace}'s range before its test split is too short for the windows")
-    methods = []
-    for name in [m.strip() for m in args.method.split(",") if m.strip()]:
-        try:
-            methods.append(named_method(name)[0])
-        except MethodUnavailable as exc:
-            ap.error(f"--method {name}: {exc}")
+    methods = named_methods(args.method, ap)
     logs = played_log_ratios(wl, methods, args.reference, starts.tolist(), args.length, args.jobs)
     groups = periods_of(starts, args.length, validation, args.periods)
     overlap = step < args.length

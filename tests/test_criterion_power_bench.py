@@ -153,6 +153,9 @@ def test_main_on_the_synthetic_workload(capsys: pytest.CaptureFixture[str], tmp_
         B.main(["--trace", "synthetic", "--method", "EASY", "--length", "4000"])
     with pytest.raises(SystemExit):  # fewer than two windows before the test split
         B.main(["--trace", "synthetic", "--method", "EASY", "--step", "7000"])
+    with pytest.raises(SystemExit):  # an unknown method: the valid names
+        B.main(["--trace", "synthetic", "--method", "EASY,NOPE", "--length", "64"])
     err = capsys.readouterr().err
+    assert "--method NOPE: unknown scheduler 'NOPE'; valid names: EASY" in err
     assert "longer than synthetic's test range (3000)" in err
     assert "do not cover a range as long as the test's (3000 jobs)" in err
