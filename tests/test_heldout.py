@@ -200,6 +200,18 @@ def test_section_differences() -> None:
     assert section_differences(rec, {"seed": 1, "m": {"v": [1.0, 2.0]}}) == ["m.n: 3 -> (missing)"]
     assert section_differences({"x": float("nan")}, {"x": float("nan")}) == []
     assert section_differences({"x": 1.0}, {"x": "1.0"}) == ["x: 1.0 -> '1.0'"]
+    # late heads a replay measures where an older (non-FCFS) test recorded none: an
+    # addition; the other way round, or any other key, is a difference
+    old = {"methods": {"a": {"head_delayed": None, "head_delay": None, "departures": None}}}
+    new = {"methods": {"a": {"head_delayed": 4, "head_delay": 12.5, "departures": None}}}
+    assert section_differences(old, new) == []
+    assert section_differences(new, old) == [
+        "methods.a.head_delayed: 4 -> None",
+        "methods.a.head_delay: 12.5 -> None",
+    ]
+    assert section_differences(
+        old, {"methods": {"a": {**new["methods"]["a"], "departures": 2}}}
+    ) == ["methods.a.departures: None -> 2"]
 
 
 def test_eval_heldout_keeps_sections_written_while_it_ran(tiny_card, tmp_path, monkeypatch):

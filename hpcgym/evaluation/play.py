@@ -44,8 +44,8 @@ WINDOW_METRICS: tuple[str, ...] = (
     "backfilled",
 )
 #: Starts beyond the request-based reservation
-#: (:func:`hpcgym.sim.metrics.request_reservation_delays`; FCFS-based methods, empty
-#: otherwise): ``head_delayed`` jobs, ``head_delay`` their mean delay (s).
+#: (:func:`hpcgym.sim.metrics.request_reservation_delays`, any queue policy):
+#: ``head_delayed`` jobs, ``head_delay`` their mean delay (s).
 HEAD_DELAY_METRICS: tuple[str, ...] = ("head_delayed", "head_delay")
 #: Counters of an agent's episode (empty for engine schedulers).
 AGENT_COUNTERS: tuple[str, ...] = ("decisions", "violations", "overflow_decisions", "steps")

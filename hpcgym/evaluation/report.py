@@ -162,10 +162,10 @@ def markdown_table(result: EvalResult) -> str:
 #: What the "late heads" column counts.
 LATE_HEADS_CAPTION = (
     "`late heads`: jobs (over all windows) that started after the request-based reservation "
-    "they had when they reached the head of the FCFS queue, and their mean delay "
+    "they had when they last became the head of the queue, and their mean delay "
     "(`hpcgym.sim.metrics.request_reservation_delays`). Schedulers that reserve with the "
     "requested times never have any; schedulers that reserve with predictions may "
-    "(— : not measured, non-FCFS queue)."
+    "(— : not measured: a non-FCFS queue in a test recorded before 2026-11-29)."
 )
 
 

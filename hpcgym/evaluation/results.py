@@ -175,7 +175,7 @@ class EvalResult:
     def head_delays(self, label: str) -> dict[str, Any]:
         """``head_delayed`` (jobs started after their request-based reservation, summed over
         the windows) and ``head_delay`` (their mean delay, seconds) of a method; ``None``
-        when not measured (a non-FCFS queue policy, or older results)."""
+        when not measured (older results)."""
         rows = [r for r in self.rows if r["method"] == label]
         if not rows or any(r.get("head_delayed") is None for r in rows):
             return dict.fromkeys(HEAD_DELAY_METRICS)

@@ -50,6 +50,8 @@ from hpcgym.workload.core import Workload
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+    from hpcgym.sim.engine import SimResult
+
 __all__ = [
     "EvaluateOptions",
     "default_jobs",
@@ -306,6 +308,7 @@ def _play_task(trace_key: str, method: Method, start: int, length: int) -> dict[
     row = play_window(env, agent, start, seed=method.env_seed, job_start=True)
     out = {k: row[k] for k in (*WINDOW_METRICS, *AGENT_COUNTERS)}
     out["job_start"] = row["job_start"]
+    out.update(_reservation_record(env.simulation.result()))
     if getattr(agent, "departures", None) is not None:
         out["departures"] = int(agent.departures)
     return out
@@ -329,7 +332,14 @@ def simulate_window(workload: Workload, scheduler: Any, start: int, length: int)
     out: dict[str, Any] = {k: res.metrics[k] for k in WINDOW_METRICS}
     out.update({k: None for k in AGENT_COUNTERS})
     out["job_start"] = np.asarray(res.start, dtype=np.float64)
+    out.update(_reservation_record(res))
     return out
+
+
+def _reservation_record(res: SimResult) -> dict[str, Any]:
+    """The engine's record of the reservations a window's jobs started under
+    (``job_head_since``, ``job_backfilled``; see :func:`request_reservation_delays`)."""
+    return {"job_head_since": res.head_since, "job_backfilled": res.backfilled}
 
 
 def _run_task(task: _Task) -> dict[str, Any]:
@@ -344,18 +354,23 @@ def _run_task(task: _Task) -> dict[str, Any]:
         if not task.skip_errors:
             raise
         return {"error": f"{type(exc).__name__}: {exc}", "unavailable": True}
-    out.update(_head_delays(task, out["job_start"]))
+    out.update(_head_delays(task, out))
     out["seconds"] = time.perf_counter() - t0
     return out
 
 
-def _head_delays(task: _Task, job_start: np.ndarray) -> dict[str, Any]:
-    """:data:`HEAD_DELAY_METRICS` of a window (``None`` for a non-FCFS queue policy)."""
-    if task.method.policy != "FCFS":
-        return {k: None for k in HEAD_DELAY_METRICS}
+def _head_delays(task: _Task, out: dict[str, Any]) -> dict[str, Any]:
+    """:data:`HEAD_DELAY_METRICS` of a window: from the schedule alone for the FCFS queue
+    (as recorded since they were first reported), from the engine's record of when each
+    job became the reserved head for any other queue policy."""
     wl: Workload = _CTX["traces"][task.trace]
     window = wl.window(int(task.start), int(task.length))
-    return head_delay_summary(request_reservation_delays(window, job_start))
+    if task.method.policy == "FCFS":
+        return head_delay_summary(request_reservation_delays(window, out["job_start"]))
+    delays = request_reservation_delays(
+        window, out["job_start"], out["job_head_since"], out["job_backfilled"]
+    )
+    return head_delay_summary(delays)
 
 
 def run_baselines(

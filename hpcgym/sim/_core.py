@@ -40,7 +40,8 @@ F_HEAPT = 7  # completion heap: times
 F_XHEAPT = 8  # expiry (estimated end reached) heap: times
 F_BFSHADOW = 9  # shadow time when the job was backfilled (nan otherwise)
 F_INITEST = 10  # running estimate at start time (before corrections)
-NF = 11
+F_HEADSINCE = 11  # time the job last became the reserved head (nan: never)
+NF = 12
 
 # JI rows
 I_PROCS = 0
@@ -593,6 +594,8 @@ def _conservative_pass(JF, JI, S, C, PF):
 @njit(cache=True)
 def _schedule(JF, JI, S, C, PF):
     """One scheduling pass at S_T. Returns EV_DECISION if an external decision is due."""
+    old_head = C[C_HEAD]
+    renew = False  # a job ahead of the head started: the head's reservation is new
     C[C_HEAD] = -1
     S[S_SHADOW] = INF
     if C[C_QLEN] == 0:
@@ -607,9 +610,14 @@ def _schedule(JF, JI, S, C, PF):
     while C[C_OLEN] > 0 and JI[I_PROCS, order[0]] <= C[C_FREE]:
         _start_job(JF, JI, S, C, order[0], False)
         _remove_from_queue(JI, C, order[0])
+        renew = True
     if C[C_OLEN] == 0 or bfmode == BF_NONE:
         return -1
     head = order[0]
+    if head != old_head or renew:
+        if old_head >= 0 and old_head != head and JI[I_STATUS, old_head] == ST_WAITING:
+            JF[F_HEADSINCE, old_head] = math.nan  # overtaken: it holds no reservation
+        JF[F_HEADSINCE, head] = S[S_T]
     _compute_shadow(JF, JI, S, C, head)
     if C[C_FREE] <= 0 or C[C_OLEN] < 2:
         return -1

@@ -186,6 +186,11 @@ class SimResult:
     :param backfilled: True for jobs started by backfilling
     :param metrics: see :func:`hpcgym.sim.metrics.compute_metrics`
     :param counters: engine counters (decisions, violations, corrections)
+    :param config: the simulation's options
+    :param head_since: per job, the time it last became the reserved head of the queue
+        (the start of the reservation it started under; ``nan`` for a job never reserved:
+        it started when it reached the head, or without a reservation) -- the input of
+        :func:`hpcgym.sim.metrics.request_reservation_delays` for any queue policy
     """
 
     workload: Workload
@@ -194,6 +199,7 @@ class SimResult:
     metrics: dict[str, float]
     counters: dict[str, int] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+    head_since: np.ndarray | None = None
 
     @property
     def wait(self) -> np.ndarray:
@@ -273,6 +279,7 @@ class Simulation:
         JF[K.F_REQUEST] = workload.request
         JF[K.F_START] = np.nan
         JF[K.F_BFSHADOW] = np.nan
+        JF[K.F_HEADSINCE] = np.nan
         JI[K.I_PROCS] = workload.procs
         JI[K.I_BFHEAD] = -1
         if int(workload.procs.max()) > workload.machine_size:
@@ -525,6 +532,7 @@ class Simulation:
             metrics=metrics,
             counters=self.counters,
             config=dict(self.config),
+            head_since=self.JF[K.F_HEADSINCE].copy(),
         )
 
     def run(self, decide: Callable[[Simulation], int | None] | None = None) -> SimResult:

@@ -558,6 +558,7 @@ def _compose(
         JF[K.F_EST, nxt:] = fut["request"]
         JF[K.F_START, nxt:] = np.nan
         JF[K.F_BFSHADOW, nxt:] = np.nan
+        JF[K.F_HEADSINCE, nxt:] = np.nan
         JI[K.I_PROCS, nxt:] = fut["procs"]
         JI[K.I_BFHEAD, nxt:] = -1
     JF[K.F_RUNTIME, wait] = wait_rt

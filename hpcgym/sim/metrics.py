@@ -63,26 +63,40 @@ def compute_metrics(
     }
 
 
-def request_reservation_delays(workload: Workload, start: np.ndarray) -> np.ndarray:
+def request_reservation_delays(
+    workload: Workload,
+    start: np.ndarray,
+    head_since: np.ndarray | None = None,
+    backfilled: np.ndarray | None = None,
+) -> np.ndarray:
     """How long each job started after the **request-based reservation** it had when it
-    reached the head of the FCFS queue (seconds, ``>= 0``; issue 14's like-for-like count).
+    last became the head of the queue (seconds, ``>= 0``; issue 14's like-for-like count).
 
-    A job ``j`` reaches the head of the FCFS queue at ``t0 = max(submit_j, latest start
-    of the jobs submitted before it)``. If it does not start then, its request-based
-    reservation is the *shadow time* computed at ``t0`` from the jobs running at ``t0``
-    with their **requested** times (``end = start + request``; a job already past its
-    request counts as ending at ``t0``): the earliest time at which enough processors
-    are free. Jobs submitted after ``j`` that started at exactly ``t0`` are not counted
-    as running (the engine backfills after starting the queue's head). EASY with requested
-    times never delays a head beyond this reservation (requests bound the runtimes);
-    a scheduler whose reservations come from *predicted* run times (EASY++, ELOSS, an
-    agent with a predicted guard) may, and this measures how often and how long.
+    A job ``j`` that does not start when it becomes the head at ``t0`` has as its
+    request-based reservation the *shadow time* computed at ``t0`` from the jobs running at
+    ``t0`` with their **requested** times (``end = start + request``; a job already past its
+    request counts as ending at ``t0``): the earliest time at which enough processors are
+    free. Jobs started at ``t0`` by backfilling, after ``j`` became the head, are not
+    counted as running. EASY with requested times never delays a head beyond this
+    reservation (requests bound the runtimes); a scheduler whose reservations come from
+    *predicted* run times (EASY++, ELOSS, an agent with a predicted guard) may, and this
+    measures how often and how long.
 
-    The definition uses the FCFS order (submission order); for another queue policy the
-    head of the queue is not known from the schedule alone.
+    ``t0`` comes from one of two sources:
+
+    * the schedule alone (``head_since`` not given): the FCFS queue, where ``j`` becomes
+      the head at ``t0 = max(submit_j, latest start of the jobs submitted before it)`` and
+      the jobs submitted after ``j`` that started at ``t0`` were backfilled;
+    * the engine's record (``head_since`` and ``backfilled`` of a
+      :class:`~hpcgym.sim.engine.SimResult`), for any queue policy: the time ``j`` last
+      became the reserved head, renewed whenever a job ahead of it in the queue order
+      started (a shorter job arriving under SJF, say) -- the reservation EASY then owes it.
+      For the FCFS queue the two give the same delays.
 
     :param workload: the simulated jobs (a window), in submission order
     :param start: start time of every job
+    :param head_since: per job, when it last became the reserved head (``nan``: never)
+    :param backfilled: per job, True if it was started by backfilling (with ``head_since``)
     :return: per-job delay beyond the reservation, seconds (0 for jobs that started
         when they reached the head or before)
     """
@@ -90,19 +104,27 @@ def request_reservation_delays(workload: Workload, start: np.ndarray) -> np.ndar
     n = len(workload)
     if start.shape != (n,):
         raise ValueError(f"start has shape {start.shape}, the workload has {n} jobs")
-    submit = workload.submit.astype(np.float64)
+    idx = np.arange(n)
+    if head_since is None:
+        prev_max = np.maximum.accumulate(np.concatenate(([-np.inf], start[:-1])))
+        head_at = np.maximum(workload.submit.astype(np.float64), prev_max)
+        later = idx  # a job submitted after j that started at t0 was backfilled
+    else:
+        head_at = np.asarray(head_since, dtype=np.float64)
+        if backfilled is None or head_at.shape != (n,) or np.shape(backfilled) != (n,):
+            raise ValueError(
+                f"head_since and backfilled must both be given with one value per job ({n})"
+            )
+        later = np.where(np.asarray(backfilled, dtype=bool), n, -1)  # backfilled: after j
     runtime = workload.runtime.astype(np.float64)
     request = np.maximum(workload.request.astype(np.float64), runtime)
     procs = workload.procs.astype(np.int64)
     m = int(workload.machine_size)
     end = start + runtime
-    prev_max = np.maximum.accumulate(np.concatenate(([-np.inf], start[:-1])))
-    head_at = np.maximum(submit, prev_max)
     delays = np.zeros(n)
-    idx = np.arange(n)
-    for j in np.flatnonzero(start > head_at):
+    for j in np.flatnonzero(start > head_at):  # nan compares False: never reserved
         t0 = head_at[j]
-        running = (start <= t0) & (end > t0) & ~((idx > j) & (start == t0))
+        running = (start <= t0) & (end > t0) & ~((later > j) & (start == t0))
         free = m - int(procs[running].sum())
         if free >= procs[j]:  # it fitted when it reached the head: the reservation is t0
             delays[j] = start[j] - t0

@@ -198,7 +198,7 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
             late = " / ".join(
                 "—" if m.get("head_delayed") is None else str(m["head_delayed"])
                 for m in (agent, eloss)
-            )  # none for a non-FCFS queue: the head is not known from the schedule alone
+            )  # none in a non-FCFS test recorded before the engine kept its reserved heads
             out.append(
                 f"| {card.get('name')} | {card.get('policy', 'FCFS')} "
                 f"| {card.get('estimator', 'request')} "
