@@ -17,6 +17,10 @@ refused unless ``--retest`` (the test is meant to be looked at once per shipped 
 ``--trace``'s) with their own windows, length, seed and scales, and says whether each
 reproduces the card to the last digit (``--rtol``) or lists where it departs; the exit
 code is 1 when one does not reproduce. It is how a row of ``docs/results.md`` is checked.
+``--check --fill-late-heads`` also writes into the card the late heads the replay measured
+where the recorded test has none (tests of non-FCFS agents recorded before the engine kept
+when each job became the reserved head, 2026-11-29), and only when everything else
+reproduces; no other value of the card changes.
 """
 
 from __future__ import annotations
@@ -67,6 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         help="replay the card's recorded tests and compare (writes nothing)",
     )
     p.add_argument(
+        "--fill-late-heads",
+        action="store_true",
+        help="with --check: write the replay's late heads into a reproduced test that has none",
+    )
+    p.add_argument(
         "--rtol",
         type=float,
         default=1e-9,
@@ -111,6 +120,8 @@ def _run(args: argparse.Namespace) -> int:
     tests = dict(data.get("test") or {})
     if args.check:
         return _check(args, card, tests)
+    if args.fill_late_heads:
+        raise UsageError("--fill-late-heads goes with --check (it fills a replayed test)")
     if args.seed is None:
         raise UsageError("--seed is required (a window seed not used in development)")
     if trace in tests and not args.retest:
@@ -186,7 +197,34 @@ def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> 
                 print(f"  ... and {len(diffs) - 40} more")
         else:
             print(f"reproduced: {what}")
+            if args.fill_late_heads:
+                _fill_late_heads(Path(args.card), trace, replay)
     return 1 if failed else 0
+
+
+def _fill_late_heads(path: Path, trace: str, replay: dict[str, Any]) -> None:
+    """Write the replay's late heads into the card's test on ``trace`` for the methods
+    whose recorded late heads are ``None`` (``--check --fill-late-heads``)."""
+    from hpcgym.evaluation.cards import card_markdown
+    from hpcgym.evaluation.play import HEAD_DELAY_METRICS
+
+    with _locked(path):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        methods = data["test"][trace]["methods"]
+        filled = []
+        for label, rec in methods.items():
+            new = replay["methods"].get(label) or {}
+            if rec.get("head_delayed") is None and new.get("head_delayed") is not None:
+                rec.update({k: new[k] for k in HEAD_DELAY_METRICS})
+                filled.append(f"{label} {new['head_delayed']}")
+        if not filled:
+            print(f"  late heads: nothing to fill on {trace}")
+            return
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+        path.with_suffix(".md").write_text(card_markdown(data), encoding="utf-8")
+    print(f"  late heads filled on {trace}: " + ", ".join(filled))
 
 
 if __name__ == "__main__":

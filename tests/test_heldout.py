@@ -143,6 +143,39 @@ def test_eval_heldout_check_replays_the_recorded_test(tiny_card, tmp_path, capsy
     assert "methods.tiny.per_window[1]:" in out and "paired.EASY-SJBF.wins:" in out
 
 
+def test_eval_heldout_check_fills_late_heads_of_older_sjf_tests(tiny_card, tmp_path, capsys):
+    """An SJF agent's test recorded before the engine kept its reserved heads has no late
+    heads (``null``); ``--check --fill-late-heads`` writes the replay's into the card, and
+    only into a test that otherwise reproduces."""
+    from eval.heldout import main
+
+    card = tmp_path / "tiny.json"
+    card.write_text(json.dumps({**json.loads(tiny_card.read_text()), "policy": "SJF"}))
+    (tmp_path / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+    base = [str(card), "--jobs", "1", "--no-progress"]
+    assert main([*base, "--seed", "7", "--windows", "2", "--length", "96"]) == 0
+    measured = json.loads(card.read_text())
+    methods = measured["test"]["synthetic"]["methods"]
+    assert "SJF+ELOSS" in methods and all(m["head_delayed"] is not None for m in methods.values())
+    old = json.loads(card.read_text())
+    for m in old["test"]["synthetic"]["methods"].values():
+        m["head_delayed"] = m["head_delay"] = None
+    card.write_text(json.dumps(old))
+    capsys.readouterr()
+    assert main([*base, "--fill-late-heads"]) == 2  # only with --check
+    assert main([*base, "--check"]) == 0 and json.loads(card.read_text()) == old  # writes nothing
+    assert main([*base, "--check", "--fill-late-heads"]) == 0
+    assert "late heads filled on synthetic: SJF+EASY 0, " in capsys.readouterr().out
+    assert json.loads(card.read_text()) == measured
+    assert main([*base, "--check", "--fill-late-heads"]) == 0
+    assert "nothing to fill" in capsys.readouterr().out
+    # a test that does not reproduce gets nothing filled
+    old["test"]["synthetic"]["methods"]["tiny"]["mean_avg_bsld"] *= 1.01
+    card.write_text(json.dumps(old))
+    assert main([*base, "--check", "--fill-late-heads"]) == 1
+    assert json.loads(card.read_text()) == old
+
+
 def test_bench_check_results_replays_a_sample_of_the_cards(tiny_card, tmp_path, capsys):
     import check_results
 
