@@ -106,9 +106,22 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def _write_card(path: Path, data: dict[str, Any]) -> Path:
+    """Replace the card ``path`` by ``data`` (whole, through a temporary file) and
+    re-render its ``.md``; call under :func:`_locked`. Returns the ``.md`` path."""
+    from hpcgym.evaluation.cards import card_markdown
+
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path)
+    md = path.with_suffix(".md")
+    md.write_text(card_markdown(data), encoding="utf-8")
+    return md
+
+
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import load_model_card
-    from hpcgym.evaluation.cards import canonical_trace, card_markdown
+    from hpcgym.evaluation.cards import canonical_trace
     from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
 
     path = Path(args.card)
@@ -146,11 +159,7 @@ def _run(args: argparse.Namespace) -> int:
     with _locked(path):
         data = json.loads(path.read_text(encoding="utf-8"))
         data["test"] = {**(data.get("test") or {}), trace: section}
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        md = path.with_suffix(".md")
-        md.write_text(card_markdown(data), encoding="utf-8")
+        md = _write_card(path, data)
     print("\n".join(heldout_markdown(section, card.name)))
     print(f"\nwrote the test section of {path} and {md}")
     return 0
@@ -205,7 +214,6 @@ def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> 
 def _fill_late_heads(path: Path, trace: str, replay: dict[str, Any]) -> None:
     """Write the replay's late heads into the card's test on ``trace`` for the methods
     whose recorded late heads are ``None`` (``--check --fill-late-heads``)."""
-    from hpcgym.evaluation.cards import card_markdown
     from hpcgym.evaluation.play import HEAD_DELAY_METRICS
 
     with _locked(path):
@@ -220,10 +228,7 @@ def _fill_late_heads(path: Path, trace: str, replay: dict[str, Any]) -> None:
         if not filled:
             print(f"  late heads: nothing to fill on {trace}")
             return
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
-        path.with_suffix(".md").write_text(card_markdown(data), encoding="utf-8")
+        _write_card(path, data)
     print(f"  late heads filled on {trace}: " + ", ".join(filled))
 
 
