@@ -162,3 +162,19 @@ def test_predicted_sjf_reservations_can_be_late(require_trace):
             res = get_scheduler(name).simulate(w, seed=0)
             late[name] += head_delay_summary(_engine_delays(w, res))["head_delayed"]
     assert late["SJF+ELOSS"] > 0 and late["SJF+EASY-SJBF"] == 0
+
+
+def test_conservative_backfilling_keeps_no_record():
+    """Every job holds a reservation under conservative backfilling: the engine keeps no
+    head record there, and an evaluation reports its late heads as not measured (FCFS:
+    from the schedule, as before)."""
+    from hpcgym.evaluation import evaluate, scheduler_method, select_windows
+
+    wl = load(None, n_jobs=3000, seed=3)
+    res = get_scheduler("SJF+CONSERVATIVE").simulate(wl.window(0, 500), seed=0)
+    assert res.head_since is None
+    ws = select_windows(len(wl), 256, starts=[0, 1000])
+    methods = [scheduler_method("SJF+CONSERVATIVE"), scheduler_method("CONSERVATIVE")]
+    ev = evaluate(wl, methods, ws, jobs=1, progress=False)
+    assert ev.head_delays("SJF+CONSERVATIVE")["head_delayed"] is None
+    assert ev.head_delays("CONSERVATIVE")["head_delayed"] == 0

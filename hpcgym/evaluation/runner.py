@@ -362,11 +362,14 @@ def _run_task(task: _Task) -> dict[str, Any]:
 def _head_delays(task: _Task, out: dict[str, Any]) -> dict[str, Any]:
     """:data:`HEAD_DELAY_METRICS` of a window: from the schedule alone for the FCFS queue
     (as recorded since they were first reported), from the engine's record of when each
-    job became the reserved head for any other queue policy."""
+    job became the reserved head for any other queue policy (``None`` without that
+    record: conservative backfilling)."""
     wl: Workload = _CTX["traces"][task.trace]
     window = wl.window(int(task.start), int(task.length))
     if task.method.policy == "FCFS":
         return head_delay_summary(request_reservation_delays(window, out["job_start"]))
+    if out["job_head_since"] is None:  # conservative backfilling: no record
+        return dict.fromkeys(HEAD_DELAY_METRICS)
     delays = request_reservation_delays(
         window, out["job_start"], out["job_head_since"], out["job_backfilled"]
     )

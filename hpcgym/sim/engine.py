@@ -188,9 +188,11 @@ class SimResult:
     :param counters: engine counters (decisions, violations, corrections)
     :param config: the simulation's options
     :param head_since: per job, the time it last became the reserved head of the queue
-        (the start of the reservation it started under; ``nan`` for a job never reserved:
-        it started when it reached the head, or without a reservation) -- the input of
-        :func:`hpcgym.sim.metrics.request_reservation_delays` for any queue policy
+        (the start of the reservation it started under; ``nan`` for a job that started
+        without one: when it reached the head, by backfilling, or after it was overtaken)
+        -- the input of :func:`hpcgym.sim.metrics.request_reservation_delays` for any
+        queue policy; ``None`` with conservative backfilling (every job holds a
+        reservation there, and the engine does not record them)
     """
 
     workload: Workload
@@ -532,7 +534,9 @@ class Simulation:
             metrics=metrics,
             counters=self.counters,
             config=dict(self.config),
-            head_since=self.JF[K.F_HEADSINCE].copy(),
+            head_since=None
+            if self.backfill_mode == "conservative"
+            else self.JF[K.F_HEADSINCE].copy(),
         )
 
     def run(self, decide: Callable[[Simulation], int | None] | None = None) -> SimResult:
