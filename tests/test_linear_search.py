@@ -225,6 +225,32 @@ def test_search_command_is_one_run_that_retraces_a_resumed_search(tmp_path: Path
     assert [r["best"] for r in again["history"]] == [r["best"] for r in resumed["history"]]
 
 
+def test_a_search_stopped_by_its_time_limit_is_shipped_by_the_resume_that_ends_it(
+    tmp_path: Path, capsys
+) -> None:
+    """``--ship`` with ``--time-limit``: a search stopped before its last generation ships
+    nothing (a run of an unfinished search would hold the run folder and make the finishing
+    ``--resume --ship`` fail); the resume that ends it ships the final weights."""
+    from train.search import main
+
+    out = tmp_path / "s"
+    base = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--n-envs", "1",
+            "--vec-env", "dummy", "--eval-windows", "2", "--eval-length", "128", "--baselines",
+            "EASY-SJBF", "--no-progress", "--columns", "wait,estimate", "--init",
+            "estimate=-50,wait=5", "--stop-init", "10", "--generations", "3", "--windows", "2",
+            "--length", "128", "--popsize", "4", "--out", str(out), "--ship"]  # fmt: skip
+    first = main([*base, "--time-limit", "1e-9"])  # stops after its first generation
+    assert not first["finished"] and len(first["history"]) == 1
+    assert (
+        "not shipped: the search stopped at its time limit after 1 of 3" in capsys.readouterr().out
+    )
+    assert not (out / "run").exists()
+    last = main([*base, "--resume"])
+    assert last["finished"] and len(last["history"]) == 3
+    config = json.loads((out / "run" / "config.json").read_text())
+    assert config["row_prior"] == last["row_prior"] != first["row_prior"]
+
+
 def test_bad_columns_name_the_valid_ones() -> None:
     cfg = TrainConfig.create(preset="fast", **SMALL)
     with pytest.raises(ConfigError, match="nope; expected observation columns.*wait, estimate"):

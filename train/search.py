@@ -150,7 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--ship",
         action="store_true",
-        help="at the end, make the train/ppo.py --total-steps 0 run of the result in <out>/run",
+        help="at the end, make the train/ppo.py --total-steps 0 run of the result in <out>/run "
+        "(not when --time-limit stops the search before its last generation: the --resume "
+        "that finishes it ships it)",
     )
     return p
 
@@ -265,7 +267,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["train_command"] = shlex.join(["python", "train/ppo.py", *ship_args])
         (out / RESULT_FILE).write_text(json.dumps(result, indent=1) + "\n")
         print(f"search: {out / 'search.json'}\nship: {result['train_command']}", flush=True)
-        if ns.ship:
+        if ns.ship and not result["finished"]:
+            print(
+                f"not shipped: the search stopped at its time limit after "
+                f"{len(result['history'])} of {ns.generations} generations; continue "
+                "it with the same command and --resume (--ship ships it when it ends)",
+                flush=True,
+            )
+        elif ns.ship:
             from train import session
 
             session.start(ship)
