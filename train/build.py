@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.envs.features import has_extended
 from hpcgym.workload import trace_spec
 from train.config import ConfigError, TrainConfig
 
@@ -251,7 +252,7 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
         return None
     from hpcgym.envs.observation import column_names
 
-    names = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
+    names = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
     pairs = []
     for part in cfg.row_prior.split(","):
         name, _, weight = part.partition("=")

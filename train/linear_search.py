@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.envs.features import has_extended
 from hpcgym.evaluation.cards import SEARCH_FILE
 from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
@@ -284,7 +285,7 @@ class SearchProblem:
         from hpcgym.envs.vector import trace_mix
         from hpcgym.workload import TraceNotFoundError, UnknownTraceError, trace_spec
 
-        all_names = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
+        all_names = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
         bad = [n for n in names if n not in all_names[1:]]
         if bad or not names:
             raise ConfigError(

@@ -36,6 +36,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hpcgym.argtypes import positive_float, positive_int  # noqa: E402
+from hpcgym.envs.features import has_extended  # noqa: E402
 from train.cli import OneLineParser, parse_args  # noqa: E402
 from train.cli import build_parser as ppo_parser  # noqa: E402
 from train.config import ConfigError, TrainConfig  # noqa: E402
@@ -177,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ns, rest = parser.parse_known_args(argv)
     try:
         cfg = _ppo_config(rest)
-        names_all = column_names(cfg.feature_predictor is not None, cfg.features == "extended")
+        names_all = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
         names = (
             [n.strip() for n in ns.columns.split(",") if n.strip()]
             if ns.columns

@@ -17,7 +17,7 @@ from gymnasium import spaces
 
 from hpcgym.envs import observation as FT
 from hpcgym.envs._args import _UNSET, _alias, _choice, _Unset
-from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext
+from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext, has_extended
 from hpcgym.envs.predictions import episode_predictions
 from hpcgym.envs.render import render_ansi
 from hpcgym.envs.reward import (
@@ -126,6 +126,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     and scalings in :mod:`hpcgym.envs.features`). Each is computed only from jobs
     submitted so far (the trace's past included), their requests, the engine's
     estimates and state, and the actual runtimes of jobs completed in the episode.
+    ``features="extended-log"`` has the same columns, with ``user_accuracy`` seeded at
+    reset from the trace's accounting log (the jobs its recorded schedule shows completed
+    before the window's first submission; SWF traces only).
     ``sat(x, t) = x / (x + t)``, ``ssat(x, t) = (1 + x / (|x| + t)) / 2``,
     ``cnt(x) = min(log2(1 + x) / 10, 1)``; ``tod`` is the local time of day of ``now``
     (trace header ``UnixStartTime`` and time zone; trace seconds without a header):
@@ -409,8 +412,10 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                 raise ValueError(f"{name} must be > 0 seconds, got {value}")
         self.features = _choice("features", features, FEATURE_SETS)
         self.time_scale = _choice("time_scale", time_scale, FT.TIME_SCALES)
-        extended = self.features == "extended"
-        self._ext_ctx = TraceContext(workload) if extended else None
+        extended = has_extended(self.features)
+        self._ext_ctx = (
+            TraceContext(workload, log=self.features == "extended-log") if extended else None
+        )
         #: name of every observation column, in order
         self.feature_names = FT.column_names(self._fpred is not None, extended)
         self.n_features = len(self.feature_names)
@@ -767,8 +772,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self._workload = load(
                 self._trace, machine_size=self._machine_size, **self._trace_kwargs
             )
-            if self.features == "extended":
-                self._ext_ctx = TraceContext(self._workload)
+            if has_extended(self.features):
+                self._ext_ctx = TraceContext(self._workload, log=self.features == "extended-log")
         if self._ext is not None:
             self._ext.ctx = self._ext_ctx
 

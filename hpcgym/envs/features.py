@@ -52,8 +52,23 @@ Arrivals (3-4) count every job of the loaded trace submitted in the interval up 
 that the episode has seen: the jobs before the window (the trace's past, known at its
 start) and the window's submitted jobs; never jobs after the window. Users (11-13) are
 the SWF user ids; unknown users (negative ids, e.g. the Lublin traces) have no history
-and no "own" jobs (columns 12-13 are 0). User history starts empty at each episode
-(the jobs before the window were not simulated, so their completion times are unknown).
+and no "own" jobs (columns 12-13 are 0). With ``features="extended"`` user history
+starts empty at each episode (the jobs before the window were not simulated, so the
+simulation does not know when they completed).
+
+``features="extended-log"`` has the same columns, but ``user_accuracy`` starts from the
+trace's **accounting log**: the schedule the trace's own system recorded (SWF field 3,
+the wait time; :attr:`~hpcgym.workload.core.Workload.recorded_wait`). A job of the trace
+counts as completed before the episode when its recorded end, ``submit + recorded wait
++ runtime``, is at or before the submission of the window's first job ``t0`` (so always a
+job before the window); each user's ring of the last :data:`USER_HISTORY` ratios and the
+population prior are seeded with those jobs in the order of their recorded end (ties by
+trace index), and the episode's own completions follow as with ``"extended"``. This is
+what a site knows when it starts the agent at ``t0``: its accounting log up to then.
+Jobs the log shows running or waiting at ``t0`` are not in the window's simulation and
+never enter the history; jobs without a recorded wait (SWF ``-1``) are left out and
+counted (:attr:`TraceContext.log_unknown`). A workload without a recorded schedule
+(generated workloads) cannot use ``"extended-log"``: the env says so when it is built.
 """
 
 from __future__ import annotations
@@ -75,13 +90,22 @@ __all__ = [
     "USER_HISTORY",
     "EpisodeFeatures",
     "TraceContext",
+    "has_extended",
 ]
 
 #: feature set name -> what it is
 FEATURE_SETS: dict[str, str] = {
     "paper": "the 12 columns of RLBackfilling (+ prediction): what the shipped agents use",
     "extended": "the paper's columns plus the 14 online columns of EXTENDED_COLUMNS",
+    "extended-log": "the extended columns, user history seeded from the trace's accounting "
+    "log (the jobs its recorded schedule shows completed before the window)",
 }
+
+
+def has_extended(features: str) -> bool:
+    """Whether a feature set (a key of :data:`FEATURE_SETS`) has the extended columns."""
+    return features != "paper"
+
 
 #: the trace's clock is tabulated up to this long after its last submission
 _CLOCK_MARGIN = 400 * DAY
@@ -110,9 +134,12 @@ class TraceContext:
     """Per-trace, read-only tables of the extended features (shared by vector twins).
 
     :param workload: the whole loaded trace (all splits)
+    :param log: seed each episode's user history from the trace's accounting log
+        (``features="extended-log"``); needs ``workload.recorded_wait``
+    :raises ValueError: ``log`` for a workload without a recorded schedule
     """
 
-    def __init__(self, workload: Workload) -> None:
+    def __init__(self, workload: Workload, log: bool = False) -> None:
         n = len(workload)
         self.n_jobs = n
         area = workload.procs.astype(np.float64) * workload.request
@@ -126,6 +153,41 @@ class TraceContext:
         )
         #: dense user ids (``-1``: unknown user)
         self.user, self.n_users = dense_ids(workload.user)
+        self.log = bool(log)
+        #: jobs of the trace without a recorded wait (left out of the log's history)
+        self.log_unknown = 0
+        if self.log:
+            self._log_tables(workload)
+
+    def _log_tables(self, workload: Workload) -> None:
+        """The accounting log's completions, in the order of their recorded end: all of
+        them (ends and the cumulative sum of ``actual / request``, for the population
+        prior) and per known user (``log_ptr`` into ``log_user_end`` / ``log_user_ratio``)."""
+        wait = workload.recorded_wait
+        if wait is None:
+            raise ValueError(
+                f"features='extended-log' needs the trace's recorded schedule (SWF field 3, "
+                f"the wait time), and workload {workload.name!r} has none (generated "
+                f"workloads have none); use features='extended' (history from the episode "
+                f"only) or an SWF trace"
+            )
+        known = np.isfinite(wait)
+        self.log_unknown = int(np.count_nonzero(~known))
+        idx = np.flatnonzero(known)
+        end = np.asarray(workload.submit, dtype=np.float64)[idx] + wait[idx]
+        end = end + np.asarray(workload.runtime, dtype=np.float64)[idx]
+        order = np.lexsort((idx, end))  # by recorded end, ties by trace index
+        idx, end = idx[order], end[order]
+        ratio = np.clip(workload.runtime[idx] / workload.request[idx], 0.0, 1.0)
+        self.log_end = np.ascontiguousarray(end)
+        self.log_cum = np.concatenate(([0.0], np.cumsum(ratio)))
+        users = self.user[idx]
+        mine = users >= 0
+        by_user = np.argsort(users[mine], kind="stable")  # keeps the end order per user
+        self.log_user_end = np.ascontiguousarray(end[mine][by_user])
+        self.log_user_ratio = np.ascontiguousarray(ratio[mine][by_user])
+        counts = np.bincount(users[mine], minlength=self.n_users)
+        self.log_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
 
 
 def _clock_table(workload: Workload) -> tuple[float, np.ndarray, str]:
@@ -200,6 +262,24 @@ class EpisodeFeatures:
         self.ints[:n] = ctx.user[start : start + n]
         self.floats = np.zeros(u * USER_HISTORY + 2 + int(max_rows), dtype=np.float64)
         self.runtime = sim.workload.runtime
+        if ctx.log and n:
+            self._seed_from_log(ctx, float(sim.workload.submit[0]))
+
+    def _seed_from_log(self, ctx: TraceContext, t0: float) -> None:
+        """User history and population prior from the jobs the accounting log shows
+        completed by ``t0`` (``features="extended-log"``; module docstring)."""
+        n, u, nh = self.n, self.n_users, USER_HISTORY
+        count = self.ints[n : n + u]
+        k = int(np.searchsorted(ctx.log_end, t0, side="right"))
+        self.floats[u * nh] = ctx.log_cum[k]
+        self.floats[u * nh + 1] = float(k)
+        window_users = np.unique(self.ints[:n])
+        for user in window_users[window_users >= 0].tolist():
+            lo, hi = int(ctx.log_ptr[user]), int(ctx.log_ptr[user + 1])
+            c = int(np.searchsorted(ctx.log_user_end[lo:hi], t0, side="right"))
+            count[user] = c
+            for q in range(max(c - nh, 0), c):
+                self.floats[user * nh + q % nh] = ctx.log_user_ratio[lo + q]
 
     def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()

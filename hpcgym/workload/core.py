@@ -77,6 +77,13 @@ class Workload:
     :param report: the cleaning report of the reader (empty for generated workloads)
     :param source: file path or generator spec the workload came from
     :param meta: free-form header metadata (``UnixStartTime``, ``MaxJobs``...)
+    :param offset: index of this workload's first job in the workload it was cut from
+    :param recorded_wait: the wait time the trace's own system recorded for each job (SWF
+        field 3, seconds; ``nan`` where the log has none), or ``None`` when the workload
+        carries no such record (generated workloads). The simulator never reads it: it is
+        the site's accounting log, from which the env's ``features="extended-log"``
+        learns which jobs had completed before a window starts
+        (:mod:`hpcgym.envs.features`).
     """
 
     name: str
@@ -95,6 +102,7 @@ class Workload:
     meta: dict[str, str] = field(default_factory=dict)
     #: index of this workload's first job in the workload it was cut from (0 if whole)
     offset: int = 0
+    recorded_wait: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.submit)
@@ -103,6 +111,11 @@ class Workload:
             if arr.shape != (n,):
                 raise ValueError(f"column {col!r} has shape {arr.shape}, expected ({n},)")
             setattr(self, col, arr)
+        if self.recorded_wait is not None:
+            rw = np.ascontiguousarray(self.recorded_wait, dtype=np.float64)
+            if rw.shape != (n,):
+                raise ValueError(f"recorded_wait has shape {rw.shape}, expected ({n},)")
+            self.recorded_wait = rw
         if self.machine_size <= 0:
             raise ValueError(f"machine_size must be positive, got {self.machine_size}")
 
@@ -141,6 +154,7 @@ class Workload:
             source=self.source,
             meta=self.meta,
             offset=self.offset + start,
+            recorded_wait=None if self.recorded_wait is None else self.recorded_wait[sl],
         )
 
     def with_machine_size(self, machine_size: int) -> Workload:
@@ -158,6 +172,7 @@ class Workload:
             source=self.source,
             meta=self.meta,
             offset=self.offset,
+            recorded_wait=self.recorded_wait,
         )
 
     # ------------------------------------------------------------ statistics

@@ -78,7 +78,7 @@ FIELD_NAMES: tuple[str, ...] = (
 )
 
 # 0-based column indices of the fields the reader uses
-_F_JOB, _F_SUBMIT, _F_RUNTIME, _F_ALLOC = 0, 1, 3, 4
+_F_JOB, _F_SUBMIT, _F_WAIT, _F_RUNTIME, _F_ALLOC = 0, 1, 2, 3, 4
 _F_REQPROCS, _F_REQTIME = 7, 8
 _F_USER, _F_GROUP, _F_EXE, _F_QUEUE = 11, 12, 13, 14
 #: fields that must hold integers (ids and processor counts)
@@ -334,6 +334,8 @@ def _clean(arr: np.ndarray, machine_size: int, report: CleaningReport) -> dict[s
         "group": arr[idx, _F_GROUP].astype(np.int64),
         "executable": arr[idx, _F_EXE].astype(np.int64),
         "queue": arr[idx, _F_QUEUE].astype(np.int64),
+        # the real system's schedule, never read by the simulator (Workload.recorded_wait)
+        "recorded_wait": np.where(arr[idx, _F_WAIT] >= 0, arr[idx, _F_WAIT], np.nan),
     }
     # rule 5: submit order (stable)
     if submit.size > 1 and not bool(np.all(submit[1:] >= submit[:-1])):
@@ -434,10 +436,11 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
 
     The header has ``MaxJobs``, ``MaxRecords``, ``MaxNodes`` and ``MaxProcs`` (both the
     machine size) and the workload's other ``meta`` entries. Each job gets 18 fields:
-    job number, submit, wait ``-1``, runtime, allocated processors, ``-1`` x 3, requested
-    time, ``-1``, status ``1`` (the runtime is a completed run), user, group, executable,
-    queue, ``-1`` x 3. Reading the file back gives the same columns. The file is written
-    to a temporary name and renamed, so a reader never sees a partial file; gzip output
+    job number, submit, wait (the workload's ``recorded_wait``, else ``-1``), runtime,
+    allocated processors, ``-1`` x 3, requested time, ``-1``, status ``1`` (the runtime is
+    a completed run), user, group, executable, queue, ``-1`` x 3. Reading the file back
+    gives the same columns. The file is written to a temporary name and renamed, so a
+    reader never sees a partial file; gzip output
     is deterministic (no timestamp).
 
     :param workload: the jobs to write
@@ -469,6 +472,8 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     table[:, _F_JOB] = workload.job_id
     table[:, _F_SUBMIT] = workload.submit
     table[:, _F_RUNTIME] = workload.runtime
+    if workload.recorded_wait is not None:
+        table[:, _F_WAIT] = np.where(np.isnan(workload.recorded_wait), -1.0, workload.recorded_wait)
     table[:, _F_ALLOC] = workload.procs
     table[:, _F_REQTIME] = workload.request
     table[:, 10] = 1.0
@@ -476,7 +481,8 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     table[:, _F_GROUP] = workload.group
     table[:, _F_EXE] = workload.executable
     table[:, _F_QUEUE] = workload.queue
-    fmt = [_FLOAT_FMT if i in (_F_SUBMIT, _F_RUNTIME, _F_REQTIME) else "%d" for i in range(18)]
+    floats = (_F_SUBMIT, _F_WAIT, _F_RUNTIME, _F_REQTIME)
+    fmt = [_FLOAT_FMT if i in floats else "%d" for i in range(18)]
 
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)

@@ -547,6 +547,8 @@ def _freeze(w: Workload) -> Workload:
     """Make the columns read-only: a cached workload is shared by every caller."""
     for col in COLUMNS:
         getattr(w, col).flags.writeable = False
+    if w.recorded_wait is not None:
+        w.recorded_wait.flags.writeable = False
     return w
 
 
