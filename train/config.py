@@ -223,8 +223,9 @@ class TrainConfig:
     features: str = _opt(
         "paper",
         "workload",
-        "observation columns: paper (the 12 of RLBackfilling) or extended (+ online time of "
-        "day, load, queue, user-history columns: hpcgym.envs.features)",
+        "observation columns: paper (the 12 of RLBackfilling), extended (+ online time of "
+        "day, load, queue, user-history columns: hpcgym.envs.features) or extended-log (the "
+        "same, user history seeded from the trace's recorded schedule before the window)",
         choices=library_names("hpcgym.envs.backfill_env", "FEATURE_SETS"),
     )
     time_scale: str = _opt(
