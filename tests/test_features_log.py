@@ -98,7 +98,8 @@ def test_seeded_history_equals_a_direct_computation() -> None:
 
 def test_history_uses_only_jobs_the_log_completed_before_the_window() -> None:
     """Changing the past jobs that the log shows unfinished at t0 or has no wait for
-    (their recorded wait and runtime) changes no observation; changing one that had finished does."""
+    (their recorded wait and runtime) changes no observation; changing one that had
+    finished does."""
     w = with_log(handmade(n=260, gap=900.0))
     t0 = float(w.submit[START])
     end = w.submit + w.recorded_wait + w.runtime
@@ -167,6 +168,10 @@ def test_without_a_recorded_schedule_is_an_error_naming_the_choices() -> None:
         log_env(handmade())
     with pytest.raises(ValueError, match="recorded schedule"):
         BackfillEnv(trace=None, features="extended-log")  # the generated default
+    unknown = with_log(handmade())
+    unknown.recorded_wait = np.full(len(unknown), np.nan)  # an SWF file whose waits are -1
+    with pytest.raises(ValueError, match="all -1"):
+        log_env(unknown)
 
 
 def test_recorded_wait_is_read_windowed_and_written(tmp_path: Path) -> None:

@@ -53,6 +53,20 @@ def test_info_text(swf, capsys):
     assert re.search(r"^  dropped  procs <= 0 +0$", out, re.M)
     assert re.search(r"^  patched  procs clipped to machine size +1$", out, re.M)
     assert "offered load" in out and "time span" in out
+    # every wait of SWF is -1: no recorded schedule in the kept jobs
+    assert "recorded waits: 0 of 3 jobs" in out
+
+
+def test_info_counts_recorded_waits(tmp_path, capsys):
+    p = tmp_path / "waits.swf"
+    lines = SWF.splitlines(keepends=True)
+    lines[2] = lines[2].replace("1 0 -1 100", "1 0 35 100", 1)  # job 1 waited 35 s
+    p.write_text("".join(lines))
+    assert main(["traces", "info", str(p), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["recorded_waits"] == 1
+    assert read_swf(p).recorded_wait.tolist()[0] == 35.0
+    assert main(["traces", "info", "synthetic"]) == 0
+    assert "recorded waits: none" in capsys.readouterr().out
 
 
 def test_info_json(swf, capsys):

@@ -186,6 +186,10 @@ def workload_info(w: Workload) -> dict[str, Any]:
         "request": _stats(w.request),
         "procs": _stats(w.procs.astype(np.float64)),
         "users": int(np.unique(users).size),
+        # the trace's own schedule (SWF field 3): jobs with a recorded wait, or None
+        "recorded_waits": None
+        if w.recorded_wait is None
+        else int(np.count_nonzero(np.isfinite(w.recorded_wait))),
     }
 
 
@@ -240,6 +244,11 @@ def cmd_info(args: argparse.Namespace) -> int:
             f"mean {_fmt(s['mean'])}  max {_fmt(s['max'])}"
         )
     print(f"users:          {info['users']:,}")
+    rec = info["recorded_waits"]
+    if rec is None:
+        print("recorded waits: none (no recorded schedule: features='extended-log' unavailable)")
+    else:
+        print(f"recorded waits: {rec:,} of {info['jobs']:,} jobs (the trace's own schedule)")
     return 0
 
 

@@ -164,12 +164,13 @@ class TraceContext:
         them (ends and the cumulative sum of ``actual / request``, for the population
         prior) and per known user (``log_ptr`` into ``log_user_end`` / ``log_user_ratio``)."""
         wait = workload.recorded_wait
-        if wait is None:
+        if wait is None or not np.isfinite(wait).any():
             raise ValueError(
                 f"features='extended-log' needs the trace's recorded schedule (SWF field 3, "
                 f"the wait time), and workload {workload.name!r} has none (generated "
-                f"workloads have none); use features='extended' (history from the episode "
-                f"only) or an SWF trace"
+                f"workloads have none, and SWF files whose waits are all -1); use "
+                f"features='extended' (history from the episode only) or an SWF trace "
+                f"with recorded waits"
             )
         known = np.isfinite(wait)
         self.log_unknown = int(np.count_nonzero(~known))
