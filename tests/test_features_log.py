@@ -218,3 +218,17 @@ def test_a_real_trace_has_its_schedule_and_pickles_mid_episode() -> None:
         np.testing.assert_array_equal(obs, obs2)
         if done:
             break
+
+
+def test_bench_counts_the_rows_where_the_two_histories_differ() -> None:
+    """``bench/log_history.py`` on a workload with a recorded schedule: some rows differ
+    (the log had history where the episode had none), and with the log's waits all so
+    long that no past job completes before a window, none does."""
+    import log_history as B
+
+    w = with_log(handmade(n=400, gap=900.0))
+    r = B.compare(w, "FCFS", "all", 3, 100, 0)
+    assert r["rows"] > 50 and 0 < r["differ"] < 1 and r["mean_gap"] > 0
+    late = with_log(w)
+    late.recorded_wait = np.full(len(w), 1e9)
+    assert B.compare(late, "FCFS", "all", 3, 100, 0)["differ"] == 0.0

@@ -1,0 +1,97 @@
+"""How often the accounting log's user history differs from the episode's own.
+
+``features="extended-log"`` seeds ``user_accuracy`` from the jobs that the trace's recorded
+schedule shows completed before a window (docs/env.md, *The accounting log*);
+``features="extended"`` starts each user's history empty. This plays both envs on the same
+windows and the same trajectory (the first valid action at every decision: the features do
+not change the simulation) and counts, over the shown candidate rows, how often the two
+``user_accuracy`` values differ and by how much::
+
+    HPCGYM_TRACE_DIR=../shared/traces python bench/log_history.py --trace SDSC-SP2
+    HPCGYM_TRACE_DIR=../shared/traces python bench/log_history.py --trace HPC2N
+
+Windows come from :func:`hpcgym.evaluation.windows.select_windows` (``--split``, default
+``train``; never the test split unless asked), drawn with ``--seed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
+from hpcgym.evaluation.windows import select_windows  # noqa: E402
+from hpcgym.workload import Workload  # noqa: E402
+
+
+def compare(
+    trace: str | Workload, policy: str, split: str, windows: int, length: int, seed: int
+) -> dict[str, float]:
+    """Candidate rows, the share whose ``user_accuracy`` differs, the share of decisions
+    with a difference and the mean absolute difference where it differs."""
+    kw = {
+        "trace": trace,
+        "policy": policy,
+        "mode": "guarded",
+        "window_length": length,
+        "split": "all",
+        "reference": None,
+    }
+    cold = BackfillEnv(features="extended", **kw)
+    warm = BackfillEnv(features="extended-log", **kw)
+    col = cold.feature_names.index("user_accuracy")
+    ws = select_windows(len(cold.workload), length, windows, split, seed)
+    rows = differ = decisions = with_diff = 0
+    gaps: list[float] = []
+    for start in ws.starts:
+        oa, ia = cold.reset(seed=0, options={"start": int(start)})
+        ob, _ = warm.reset(seed=0, options={"start": int(start)})
+        done = False
+        while not done:
+            n = int(ia["action_mask"][:-1].sum())
+            if n:
+                gap = np.abs(oa[:n, col].astype(np.float64) - ob[:n, col])
+                d = gap > 1e-6
+                rows += n
+                differ += int(d.sum())
+                decisions += 1
+                with_diff += bool(d.any())
+                gaps.extend(gap[d].tolist())
+            action = int(np.flatnonzero(ia["action_mask"])[0])
+            oa, _, done, _, ia = cold.step(action)
+            ob, _, _, _, _ = warm.step(action)
+    return {
+        "rows": float(rows),
+        "differ": differ / max(rows, 1),
+        "decisions": float(decisions),
+        "decisions_differ": with_diff / max(decisions, 1),
+        "mean_gap": float(np.mean(gaps)) if gaps else 0.0,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trace", default="SDSC-SP2", help="an SWF trace with recorded waits")
+    ap.add_argument("--policy", default="SJF", help="queue policy of the env (default SJF)")
+    ap.add_argument("--split", default="train", help="split of the windows (default train)")
+    ap.add_argument("--windows", type=int, default=10, help="windows (default 10)")
+    ap.add_argument("--length", type=int, default=1024, help="jobs per window (default 1024)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default 0)")
+    args = ap.parse_args(argv)
+    r = compare(args.trace, args.policy, args.split, args.windows, args.length, args.seed)
+    print(
+        f"{args.trace} ({args.policy}, {args.windows} x {args.length} {args.split} windows, "
+        f"seed {args.seed}): user_accuracy differs in {100 * r['differ']:.1f} % of "
+        f"{int(r['rows']):,} candidate rows, at {100 * r['decisions_differ']:.1f} % of "
+        f"{int(r['decisions']):,} decisions, by {r['mean_gap']:.2f} on average where it differs"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
