@@ -245,8 +245,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         )
     print(f"users:          {info['users']:,}")
     rec = info["recorded_waits"]
-    if rec is None:
-        print("recorded waits: none (no recorded schedule: features='extended-log' unavailable)")
+    if not rec:
+        count = "none" if rec is None else f"0 of {info['jobs']:,} jobs"
+        print(f"recorded waits: {count} (no recorded schedule: no features='extended-log')")
     else:
         print(f"recorded waits: {rec:,} of {info['jobs']:,} jobs (the trace's own schedule)")
     return 0
