@@ -12,6 +12,13 @@ not change the simulation) and counts, over the shown candidate rows, how often 
 
 Windows come from :func:`hpcgym.evaluation.windows.select_windows` (``--split``, default
 ``train``; never the test split unless asked), drawn with ``--seed``.
+
+``--copy-cards NAME [NAME ...] --out DIR`` instead writes, for each shipped agent trained
+with ``features="extended"``, a copy of its card and model as ``DIR/<NAME>-log.json`` that
+plays it with ``features="extended-log"`` (nothing else changed; the copy holds no test),
+for ``bench/period_profile.py --method DIR/<NAME>-log.json`` (docs/env.md)::
+
+    python bench/log_history.py --copy-cards sdsc-sp2-sjf-guarded-cmaes-w256-local --out /tmp/log
 """
 
 from __future__ import annotations
@@ -74,6 +81,37 @@ def compare(
     }
 
 
+def copy_cards(names: list[str], out: Path) -> list[Path]:
+    """Copies of shipped ``extended`` agents' cards (and models) that play them with
+    ``features="extended-log"``; returns the new cards' paths."""
+    import json
+    import shutil
+
+    from hpcgym_agents.loading import pretrained_dir
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in names:
+        src = pretrained_dir() / f"{name}.json"
+        if not src.is_file():
+            raise SystemExit(f"--copy-cards: no shipped agent {name!r} in {pretrained_dir()}")
+        card = json.loads(src.read_text())
+        if card.get("features") != "extended":
+            raise SystemExit(
+                f"--copy-cards: {name} uses features={card.get('features')!r}; only agents "
+                "trained with features='extended' have the columns of 'extended-log'"
+            )
+        new = f"{name}-log"
+        shutil.copyfile(src.parent / card["model"], out / f"{new}.zip")
+        card.update(name=new, model=f"{new}.zip", features="extended-log")
+        card.pop("test", None)
+        card["notes"] = f"{name} played with features='extended-log' (bench/log_history.py)"
+        path = out / f"{new}.json"
+        path.write_text(json.dumps(card, indent=1) + "\n")
+        written.append(path)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trace", default="SDSC-SP2", help="an SWF trace with recorded waits")
@@ -82,7 +120,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--windows", type=int, default=10, help="windows (default 10)")
     ap.add_argument("--length", type=int, default=1024, help="jobs per window (default 1024)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default 0)")
+    ap.add_argument("--copy-cards", nargs="+", metavar="NAME", help="shipped agents to copy")
+    ap.add_argument("--out", type=Path, help="with --copy-cards: the folder of the copies")
     args = ap.parse_args(argv)
+    if args.copy_cards:
+        if args.out is None:
+            ap.error("--copy-cards needs --out DIR")
+        for path in copy_cards(args.copy_cards, args.out):
+            print(path)
+        return 0
     r = compare(args.trace, args.policy, args.split, args.windows, args.length, args.seed)
     print(
         f"{args.trace} ({args.policy}, {args.windows} x {args.length} {args.split} windows, "

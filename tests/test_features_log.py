@@ -232,3 +232,23 @@ def test_bench_counts_the_rows_where_the_two_histories_differ() -> None:
     late = with_log(w)
     late.recorded_wait = np.full(len(w), 1e9)
     assert B.compare(late, "FCFS", "all", 3, 100, 0)["differ"] == 0.0
+
+
+def test_bench_copies_a_shipped_card_to_play_it_with_the_log(tmp_path: Path) -> None:
+    import json
+
+    import log_history as B
+
+    from hpcgym_agents import load_agent
+
+    name = "sdsc-sp2-sjf-guarded-cmaes-w256-local"
+    (path,) = B.copy_cards([name], tmp_path)
+    card = json.loads(path.read_text())
+    assert card["features"] == "extended-log" and "test" not in card
+    assert (tmp_path / card["model"]).is_file()
+    agent = load_agent(str(path))
+    assert agent is not None
+    with pytest.raises(SystemExit, match="only agents"):
+        B.copy_cards(["sdsc-sp2-fcfs-guarded"], tmp_path)  # a paper-features agent
+    with pytest.raises(SystemExit, match="no shipped agent"):
+        B.copy_cards(["no-such-agent"], tmp_path)
