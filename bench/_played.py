@@ -58,13 +58,20 @@ def named_methods(text: str, parser: Any) -> list[Any]:
     """The methods of a comma-separated ``--method`` value (:func:`named_method` each);
     an unknown one ends the script through ``parser.error`` with the valid choices.
 
-    :param text: ``NAME,NAME,...`` (blank items are skipped)
+    :param text: ``NAME,NAME,...`` (blank items are skipped); an item ``key=value``
+        belongs to the name before it (``ELOSS,warm=log,EASY++`` is two methods)
     :param parser: the script's ``argparse.ArgumentParser``
     """
     from hpcgym.evaluation.methods import MethodUnavailable
 
+    names: list[str] = []
+    for item in [m.strip() for m in text.split(",") if m.strip()]:
+        if "=" in item and names:
+            names[-1] += f",{item}"
+        else:
+            names.append(item)
     methods = []
-    for name in [m.strip() for m in text.split(",") if m.strip()]:
+    for name in names:
         try:
             methods.append(named_method(name)[0])
         except MethodUnavailable as exc:

@@ -19,6 +19,10 @@ plays it with ``features="extended-log"`` (nothing else changed; the copy holds 
 for ``bench/period_profile.py --method DIR/<NAME>-log.json`` (docs/env.md)::
 
     python bench/log_history.py --copy-cards sdsc-sp2-sjf-guarded-cmaes-w256-local --out /tmp/log
+
+``--warm`` also warm-starts the copies' online estimator and feature predictor from the
+accounting log (``warm=log``, :mod:`hpcgym.sim.warmstart`; copies named ``...-log-warm``),
+and ``--no-log --warm`` does only that (``...-warm``; any agent, whatever its features).
 """
 
 from __future__ import annotations
@@ -81,14 +85,30 @@ def compare(
     }
 
 
-def copy_cards(names: list[str], out: Path) -> list[Path]:
-    """Copies of shipped ``extended`` agents' cards (and models) that play them with
-    ``features="extended-log"``; returns the new cards' paths."""
+def _warm_spec(spec: str | None) -> str | None:
+    """``spec`` with ``warm=log`` added, for an online predictor; ``None`` / static kept."""
+    if not spec:
+        return spec
+    from hpcgym.sim.estimators import make_estimator
+
+    if spec in ("request", "actual") or not make_estimator(spec).online:
+        return spec
+    return f"{spec}{',' if ':' in spec else ':'}warm=log"
+
+
+def copy_cards(names: list[str], out: Path, log: bool = True, warm: bool = False) -> list[Path]:
+    """Copies of shipped agents' cards (and models) that play them with
+    ``features="extended-log"`` (``log``, agents trained with ``"extended"`` only) and/or
+    with their online estimator and feature predictor warm-started from the accounting
+    log (``warm``: ``warm=log``, :mod:`hpcgym.sim.warmstart`); returns the new cards'
+    paths. Nothing else changes, and a copy holds no test."""
     import json
     import shutil
 
     from hpcgym_agents.loading import pretrained_dir
 
+    if not (log or warm):
+        raise SystemExit("--copy-cards: nothing to change (--no-log without --warm)")
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name in names:
@@ -96,16 +116,27 @@ def copy_cards(names: list[str], out: Path) -> list[Path]:
         if not src.is_file():
             raise SystemExit(f"--copy-cards: no shipped agent {name!r} in {pretrained_dir()}")
         card = json.loads(src.read_text())
-        if card.get("features") != "extended":
-            raise SystemExit(
-                f"--copy-cards: {name} uses features={card.get('features')!r}; only agents "
-                "trained with features='extended' have the columns of 'extended-log'"
-            )
-        new = f"{name}-log"
+        changes = []
+        if log:
+            if card.get("features") != "extended":
+                raise SystemExit(
+                    f"--copy-cards: {name} uses features={card.get('features')!r}; only "
+                    "agents trained with features='extended' have the columns of "
+                    "'extended-log' (use --no-log --warm to warm its predictors only)"
+                )
+            card["features"] = "extended-log"
+            changes.append("features='extended-log'")
+        if warm:
+            for key in ("estimator", "feature_predictor"):
+                new_spec = _warm_spec(card.get(key))
+                if new_spec != card.get(key):
+                    card[key] = new_spec
+                    changes.append(f"{key}={new_spec!r}")
+        new = name + ("-log" if log else "") + ("-warm" if warm else "")
         shutil.copyfile(src.parent / card["model"], out / f"{new}.zip")
-        card.update(name=new, model=f"{new}.zip", features="extended-log")
+        card.update(name=new, model=f"{new}.zip")
         card.pop("test", None)
-        card["notes"] = f"{name} played with features='extended-log' (bench/log_history.py)"
+        card["notes"] = f"{name} played with {', '.join(changes)} (bench/log_history.py)"
         path = out / f"{new}.json"
         path.write_text(json.dumps(card, indent=1) + "\n")
         written.append(path)
@@ -122,11 +153,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0, help="seed of the window draw (default 0)")
     ap.add_argument("--copy-cards", nargs="+", metavar="NAME", help="shipped agents to copy")
     ap.add_argument("--out", type=Path, help="with --copy-cards: the folder of the copies")
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="with --copy-cards: also warm-start the agents' online estimator and feature "
+        "predictor from the accounting log (warm=log)",
+    )
+    ap.add_argument(
+        "--no-log",
+        dest="log",
+        action="store_false",
+        help="with --copy-cards --warm: keep the agents' features as trained",
+    )
     args = ap.parse_args(argv)
     if args.copy_cards:
         if args.out is None:
             ap.error("--copy-cards needs --out DIR")
-        for path in copy_cards(args.copy_cards, args.out):
+        for path in copy_cards(args.copy_cards, args.out, log=args.log, warm=args.warm):
             print(path)
         return 0
     r = compare(args.trace, args.policy, args.split, args.windows, args.length, args.seed)

@@ -252,3 +252,22 @@ def test_bench_copies_a_shipped_card_to_play_it_with_the_log(tmp_path: Path) -> 
         B.copy_cards(["sdsc-sp2-fcfs-guarded"], tmp_path)  # a paper-features agent
     with pytest.raises(SystemExit, match="no shipped agent"):
         B.copy_cards(["no-such-agent"], tmp_path)
+
+
+def test_bench_copies_cards_with_warm_predictors(tmp_path: Path) -> None:
+    import json
+
+    import log_history as B
+
+    name = "sdsc-sp2-fcfs-guarded-eloss-cmaes"  # estimator eloss, feature predictor log-ridge
+    src = json.loads((Path(__file__).parents[1] / f"agents/pretrained/{name}.json").read_text())
+    (path,) = B.copy_cards([name], tmp_path, log=False, warm=True)
+    card = json.loads(path.read_text())
+    assert card["name"] == f"{name}-warm" and card["features"] == src["features"]
+    assert card["estimator"] == f"{src['estimator']}:warm=log"
+    assert card["feature_predictor"].endswith(",warm=log") or card["feature_predictor"].endswith(
+        ":warm=log"
+    )
+    assert B._warm_spec("request") == "request" and B._warm_spec(None) is None
+    with pytest.raises(SystemExit, match="nothing to change"):
+        B.copy_cards([name], tmp_path, log=False, warm=False)

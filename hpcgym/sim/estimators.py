@@ -259,19 +259,28 @@ def make_estimator(name: str, **kw: Any) -> Estimator:
 
     :param name: one of :data:`ESTIMATORS` (case-insensitive; ``_`` = ``-``), optionally
         followed by ``:key=value,...``
-    :param kw: constructor options (override those of the spec string)
+    :param kw: constructor options (override those of the spec string); ``warm``
+        (``"log"`` or a number of jobs), an option of every online estimator, returns it
+        wrapped in :class:`~hpcgym.sim.warmstart.LogWarmStart`: warm-started at each bind
+        from the trace's recorded schedule before the window
     """
     key, opts = parse_spec(name)
     opts.update(kw)
+    warm = opts.pop("warm", None)
     valid = _options(key)
     bad = [k for k in opts if k not in valid]
     if bad:
         raise ValueError(
             f"unknown option(s) {', '.join(map(repr, bad))} for estimator {key!r}; "
-            f"valid options: {', '.join(valid) or 'none'}"
+            f"valid options: {', '.join([*valid, 'warm'])}"
         )
     entry = ESTIMATORS[key]
     for option, hint in (entry.required or {}).items():
         if option not in opts:
             raise ValueError(f"estimator {key!r} needs {hint} (option {option!r})")
-    return entry.resolve()(**entry.fixed, **opts)
+    est = entry.resolve()(**entry.fixed, **opts)
+    from hpcgym.sim.warmstart import LogWarmStart, parse_warm
+
+    if parse_warm(warm) is not None:
+        return LogWarmStart(est, warm)
+    return est

@@ -514,20 +514,15 @@ class PastReplay:
 
 
 def _trace_past(wl: Workload, jobs: int) -> Workload | None:
-    """Up to ``jobs`` jobs of the trace just before the window ``wl`` (or ``None``)."""
-    if jobs <= 0 or wl.offset <= 0:
-        return None
-    from hpcgym.workload.traces import load
+    """Up to ``jobs`` jobs of the trace just before the window ``wl`` (``None`` when
+    there are none or the trace cannot be found: the lookahead then uses only the
+    window's own past)."""
+    from hpcgym.workload.traces import trace_past
 
     try:
-        full = load(wl.source or wl.name, download=False)
-    except Exception:  # noqa: BLE001 - any failure: no past
+        return trace_past(wl, jobs)
+    except ValueError:
         return None
-    off = wl.offset
-    if len(full) < off + len(wl) or float(full.submit[off]) != float(wl.submit[0]):
-        return None
-    lo = max(0, off - jobs)
-    return full.window(lo, off - lo)
 
 
 def _compose(

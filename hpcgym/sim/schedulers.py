@@ -12,13 +12,15 @@ Spellings accepted by :func:`get_scheduler`:
 * ``POLICY+NAME``: a named scheduler with another queue policy, e.g. ``SJF+EASY``,
   ``WFP3+EASY-AR``, ``F1+EASY``, ``FCFS+NONE`` (no backfilling);
 * a key-value spec, e.g. ``policy=SJF,backfill=sjbf,estimate=actual,correction=doubling``
-  (keys: policy, backfill, estimate, correction, starvation, decider); with a
+  (keys: policy, backfill, estimate, correction, starvation, decider, warm); with a
   ``decider``, any other key is an option of the decider
   (``decider=lookahead-oracle,backfill=sjbf,k=8``);
 * a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD-ORACLE,k=8,
   horizon=256``, ``LOOKAHEAD,samples=8,seed=3``, ``EASY-HMM,tau=0.1`` or
   ``SJF+EASY,estimate=actual``: the keys above replace the scheduler's own, other keys
   are options of its decider. Values are read as int, float, ``true``/``false`` or text.
+  ``warm=log`` (or ``warm=N`` jobs) warm-starts an online estimator from the trace's
+  recorded schedule before the window (``ELOSS,warm=log``; :mod:`hpcgym.sim.warmstart`).
 
 ``LOOKAHEAD-ORACLE`` and ``LOOKAHEAD`` (:mod:`hpcgym.sim.lookahead`) are decider-backed
 one-step lookahead backfillers over EASY-SJBF rollouts; the ORACLE is clairvoyant (it
@@ -35,6 +37,7 @@ import numpy as np
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
 from hpcgym.sim.estimators import make_estimator
+from hpcgym.sim.warmstart import parse_warm
 from hpcgym.workload.core import Workload
 
 __all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "list_schedulers"]
@@ -57,6 +60,10 @@ class SchedulerSpec:
         that makes the backfill decisions at the engine's decision points instead of the
         compiled ``backfill``; ``None`` (default): the compiled backfiller
     :param decider_kwargs: keyword arguments of the decider
+    :param warm: warm-start the online estimator from the trace's accounting log before
+        the window: ``"log"`` (every job before it) or a number of jobs
+        (:mod:`hpcgym.sim.warmstart`); ``None`` (default): cold, as the estimator of a
+        window has always been
     """
 
     name: str
@@ -69,11 +76,15 @@ class SchedulerSpec:
     description: str = ""
     decider: str | None = None
     decider_kwargs: tuple[tuple[str, Any], ...] = field(default=())
+    warm: str | None = None
 
     def _estimator(self) -> Any:
-        if self.estimate.lower() in ("request", "actual") and not self.estimate_kwargs:
+        kw = dict(self.estimate_kwargs)
+        if self.warm is not None:
+            kw["warm"] = self.warm
+        elif self.estimate.lower() in ("request", "actual") and not kw:
             return self.estimate.lower()
-        return make_estimator(self.estimate, **dict(self.estimate_kwargs))
+        return make_estimator(self.estimate, **kw)
 
     def make_simulation(
         self,
@@ -142,6 +153,7 @@ class SchedulerSpec:
             "starvation": self.starvation,
             "decider": self.decider,
             "decider_kwargs": dict(self.decider_kwargs),
+            **({"warm": self.warm} if self.warm is not None else {}),
         }
 
 
@@ -259,7 +271,7 @@ def list_schedulers() -> list[str]:
     return list(NAMED)
 
 
-_SPEC_KEYS = ("policy", "backfill", "estimate", "correction", "starvation", "decider")
+_SPEC_KEYS = ("policy", "backfill", "estimate", "correction", "starvation", "decider", "warm")
 
 
 def _value(text: str) -> Any:
@@ -299,6 +311,9 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
         _check("correction", kw["correction"], CORRECTIONS)
     if "starvation" in kw and kw["starvation"] != "auto":
         kw["starvation"] = float(kw["starvation"])
+    if "warm" in kw:
+        jobs = parse_warm(kw["warm"])
+        kw["warm"] = None if jobs is None else ("log" if jobs < 0 else str(jobs))
     if "decider" in kw:
         from hpcgym.sim.deciders import DECIDERS
 
@@ -355,5 +370,6 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     raise ValueError(
         f"unknown scheduler {spec!r}; valid names: {', '.join(NAMED)}; or POLICY+NAME "
         f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
-        "correction, starvation, decider, and the decider's options), or NAME,key=value,..."
+        "correction, starvation, decider, warm, and the decider's options), or "
+        "NAME,key=value,..."
     )

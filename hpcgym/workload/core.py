@@ -84,6 +84,10 @@ class Workload:
         the site's accounting log, from which the env's ``features="extended-log"``
         learns which jobs had completed before a window starts
         (:mod:`hpcgym.envs.features`).
+    :param parent: the whole workload this one was cut from by :meth:`window` (kept so
+        that the jobs before a window can be found, :func:`hpcgym.workload.trace_past`);
+        ``None`` for a whole workload. Not pickled: an unpickled window finds its past
+        through :attr:`source`.
     """
 
     name: str
@@ -103,6 +107,7 @@ class Workload:
     #: index of this workload's first job in the workload it was cut from (0 if whole)
     offset: int = 0
     recorded_wait: np.ndarray | None = None
+    parent: Workload | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         n = len(self.submit)
@@ -118,6 +123,11 @@ class Workload:
             self.recorded_wait = rw
         if self.machine_size <= 0:
             raise ValueError(f"machine_size must be positive, got {self.machine_size}")
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["parent"] = None  # the whole trace: never shipped along with a window
+        return state
 
     # ------------------------------------------------------------------ basics
     def __len__(self) -> int:
@@ -155,6 +165,7 @@ class Workload:
             meta=self.meta,
             offset=self.offset + start,
             recorded_wait=None if self.recorded_wait is None else self.recorded_wait[sl],
+            parent=self.parent if self.parent is not None else self if not self.offset else None,
         )
 
     def with_machine_size(self, machine_size: int) -> Workload:
@@ -173,6 +184,7 @@ class Workload:
             meta=self.meta,
             offset=self.offset,
             recorded_wait=self.recorded_wait,
+            parent=self.parent,
         )
 
     # ------------------------------------------------------------ statistics

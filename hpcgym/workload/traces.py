@@ -57,6 +57,7 @@ __all__ = [
     "sha256_uncompressed",
     "load",
     "trace_spec",
+    "trace_past",
     "synthetic_params",
     "SYNTHETIC_PREFIX",
     "clear_cache",
@@ -581,6 +582,47 @@ def clear_cache() -> None:
     """Forget the workloads cached by :func:`load`."""
     _load_file.cache_clear()
     _load_synthetic.cache_clear()
+
+
+def trace_past(window: Workload, jobs: int | None = None) -> Workload | None:
+    """The jobs of the trace before ``window`` (a window cut from a loadable trace).
+
+    The trace is the window's :attr:`~hpcgym.workload.core.Workload.parent` (the workload
+    it was cut from), else it is loaded from its
+    :attr:`~hpcgym.workload.core.Workload.source` (cached, never downloaded); its job
+    ``window.offset`` must be the window's first job. Used by the online lookahead (past
+    arrivals) and by the estimators' warm start from the accounting log
+    (:mod:`hpcgym.sim.warmstart`).
+
+    :param window: a workload made by :meth:`~hpcgym.workload.core.Workload.window`
+    :param jobs: at most this many jobs just before the window (``None``: all of them)
+    :return: the past jobs, or ``None`` when there are none (a whole trace, a generated
+        workload, the trace's first window, or ``jobs == 0``)
+    :raises ValueError: when the trace cannot be loaded, or is not the one ``window``
+        was cut from
+    """
+    off = int(window.offset)
+    if off <= 0 or (jobs is not None and jobs <= 0):
+        return None
+    where = window.source or window.name
+    full = window.parent
+    if full is None:
+        try:
+            full = load(where, download=False)
+        except Exception as e:  # noqa: BLE001 - reported with what was tried
+            raise ValueError(
+                f"cannot load the trace of window {window.name!r} (offset {off}) from "
+                f"{where!r} to find the jobs before it: {e}"
+            ) from e
+    if len(full) < off + len(window) or (
+        len(window) and float(full.submit[off]) != float(window.submit[0])
+    ):
+        raise ValueError(
+            f"workload {window.name!r} is not a window of {where!r} at offset {off} "
+            f"(the trace has {len(full)} jobs, and its job {off} is not the window's first)"
+        )
+    lo = 0 if jobs is None else max(0, off - int(jobs))
+    return full.window(lo, off - lo)
 
 
 def trace_spec(
