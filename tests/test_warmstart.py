@@ -298,3 +298,22 @@ def test_env_with_warm_estimator_and_feature_predictor() -> None:
             break
     again = pickle.loads(pickle.dumps(env))
     assert isinstance(again.simulation.estimator, LogWarmStart)
+
+
+def test_replay_views_show_no_start_before_it_happens() -> None:
+    """The view at each replayed submission holds the recorded starts that have happened
+    by then and no later one (as the engine's view: ``nan`` until a job starts)."""
+    w = with_log(handmade(n=300, gap=900.0))
+    seen: list[bool] = []
+
+    class Peek(Recorder):
+        def predict(self, job: int, view: SystemView) -> float:
+            known = np.isfinite(view.start)
+            seen.append(bool(np.all(view.start[known] <= view.now)))
+            seen.append(set(view.running.tolist()) <= set(np.flatnonzero(known).tolist()))
+            return 1.0
+
+    est = Peek()
+    est.bind(w, np.random.default_rng(0))
+    replay_log(est, w, START, float(w.submit[START]))
+    assert len(seen) > 2 * 100 and all(seen)

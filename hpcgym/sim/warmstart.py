@@ -133,8 +133,7 @@ def replay_log(estimator: Estimator, workload: Workload, jobs: int, t0: float) -
     order = np.lexsort((who, kinds, times))
     procs = np.asarray(workload.procs, dtype=np.int64)
     m = int(workload.machine_size)
-    rec_start = np.full(len(workload), np.nan)
-    rec_start[idx] = start
+    rec_start = np.full(len(workload), np.nan)  # the starts that have happened by now
     running: dict[int, None] = {}  # insertion-ordered set of running jobs
     busy = 0
     fin: list[int] = []
@@ -170,6 +169,7 @@ def replay_log(estimator: Estimator, workload: Workload, jobs: int, t0: float) -
             if t > t0:
                 continue
             running[j] = None
+            rec_start[j] = t
             busy += int(procs[j])
             st.append(j)
             st_t.append(t)
