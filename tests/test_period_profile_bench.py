@@ -137,3 +137,16 @@ def test_named_method_resolves_schedulers_and_shipped_agents() -> None:
     assert method.kind != "scheduler" and method.label == "hpc2n-fcfs-guarded-cmaes"
     with pytest.raises(MethodUnavailable, match="EASY-SJBF"):  # the valid names listed
         named_method("no-such-scheduler")
+
+
+def test_method_list_keeps_key_value_items_with_their_name() -> None:
+    import argparse
+
+    import _played
+
+    methods = _played.named_methods(
+        "ELOSS,warm=log,SJF+EASY++,warm=500,EASY-SJBF", argparse.ArgumentParser()
+    )
+    assert [m.spec for m in methods] == ["ELOSS,warm=log", "SJF+EASY++,warm=500", "EASY-SJBF"]
+    with pytest.raises(SystemExit):
+        _played.named_methods("ELOSS,warm=soon", argparse.ArgumentParser())
