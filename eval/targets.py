@@ -48,6 +48,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eval import _common as C  # noqa: E402
+from hpcgym.evaluation.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     bootstrap_p_below_one,
     holm,
@@ -139,6 +140,9 @@ def like_for_like(card: Card) -> str | None:
     if _request(card):
         return None
     est = str(card.get("estimator"))
+    name, _, opts = est.partition(":")  # a warm start is added back by with_policy
+    kept = [o for o in opts.split(",") if o.strip() and o.split("=")[0].strip() != "warm"]
+    est = name + (":" + ",".join(kept) if kept else "")
     corr = str(card.get("correction", "incremental"))
     for spec in NAMED.values():
         if (
@@ -155,8 +159,14 @@ def like_for_like(card: Card) -> str | None:
 
 def with_policy(card: Card, reference: str) -> str:
     """``reference`` with the agent's queue policy: ``SJF+EASY-SJBF`` for an SJF agent,
-    ``EASY-SJBF`` for an FCFS one."""
-    return policy_name(reference, str(card.get("policy", "FCFS")))
+    ``EASY-SJBF`` for an FCFS one; for an agent whose predictors are warm-started from the
+    accounting log, a heuristic that learns online is its warm version (``ELOSS,warm=log``:
+    like for like, the test's own, :func:`hpcgym.evaluation.heldout.heldout_schedulers`)."""
+    name = policy_name(reference, str(card.get("policy", "FCFS")))
+    warm = card_warm(card)
+    if warm is not None and reference in WARM_HELDOUT:
+        name += f",warm={warm}"
+    return name
 
 
 def paired(card: Card, sec: Section, reference: str) -> dict[str, Any] | None:

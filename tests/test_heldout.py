@@ -381,3 +381,23 @@ def test_tied_windows_are_counted_and_explained() -> None:
     assert "every method gives" not in "\n".join(
         heldout_markdown(section({"EASY-SJBF": [1.0], "a": None}), "a")
     )
+
+
+def test_agents_with_warm_predictors_get_the_warm_heuristics_too():
+    from hpcgym.evaluation.heldout import card_warm, heldout_references
+
+    assert heldout_schedulers("SJF", "log")[-2:] == ["SJF+EASY++,warm=log", "SJF+ELOSS,warm=log"]
+    assert heldout_references("FCFS", "log") == [
+        "EASY-SJBF",
+        "EASY++",
+        "ELOSS",
+        "EASY++,warm=log",
+        "ELOSS,warm=log",
+    ]
+    assert heldout_references("FCFS") == ["EASY-SJBF", "EASY++", "ELOSS"]
+    assert card_warm({"estimator": "eloss:warm=log"}) == "log"
+    assert (
+        card_warm({"estimator": "eloss", "feature_predictor": "log-ridge:lam=10,warm=500"}) == "500"
+    )
+    assert card_warm({"estimator": "eloss", "feature_predictor": "log-ridge:lam=10"}) is None
+    assert card_warm({"estimator": "eloss:warm=0"}) is None

@@ -235,3 +235,27 @@ def test_markdown_and_the_results_page(tmp_path: Path) -> None:
     text = res.read_text()
     assert text.index("## Issue 14's targets at a glance") < text.index("Hand-written text.")
     assert results_main(["--targets", "--out", str(res)]) == 2  # nothing to count
+
+
+def test_warm_agents_are_measured_against_the_warm_heuristics() -> None:
+    """An agent whose estimates are warm-started from the accounting log counts for
+    target 3 only against ``ELOSS,warm=log`` (like for like), never the cold ELOSS."""
+    warm_only = {"ELOSS": _p(0.8, 0.9), "ELOSS,warm=log": _p(0.98, 1.03)}
+    both = {"ELOSS": _p(0.8, 0.9), "ELOSS,warm=log": _p(0.9, 0.97)}
+    cards = [
+        card("w1", "HPC2N", {"HPC2N": warm_only}, estimator="eloss:warm=log"),
+        card("w2", "HPC2N", {"HPC2N": both}, estimator="eloss:warm=log"),
+        card("c", "HPC2N", {"HPC2N": {"ELOSS": _p(0.8, 0.9)}}, estimator="eloss"),
+    ]
+    r = _row(target_rows(cards), 3, "HPC2N")
+    assert r.tested == ["w1", "w2", "c"] and r.met == ["w2", "c"]
+    assert r.ratios[0] == pytest.approx(0.98)
+    sjf = {
+        "EASY-SJBF": _p(0.9, 0.95),
+        "ELOSS": _p(0.8, 0.9),
+        "ELOSS,warm=log": _p(0.97, 1.02),
+    }
+    r4 = _row(
+        target_rows([card("s", "HPC2N", {"HPC2N": sjf}, "SJF", "eloss:warm=log")]), 4, "HPC2N"
+    )
+    assert r4.tested == ["s"] and r4.met == []  # also vs SJF+ELOSS,warm=log: not below 1

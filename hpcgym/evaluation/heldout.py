@@ -32,10 +32,14 @@ from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
+from hpcgym.sim.warmstart import parse_warm
 
 __all__ = [
     "HELDOUT_REFERENCES",
     "HELDOUT_SCHEDULERS",
+    "WARM_HELDOUT",
+    "card_warm",
+    "heldout_references",
     "heldout_markdown",
     "heldout_schedulers",
     "heldout_test",
@@ -50,14 +54,58 @@ HELDOUT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-SJBF", "EASY++", "ELOSS")
 HELDOUT_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
 
 
-def heldout_schedulers(policy: str) -> list[str]:
-    """:data:`HELDOUT_SCHEDULERS` with the queue policy ``policy`` (``SJF+EASY-SJBF``...)."""
+#: The named schedulers of :data:`HELDOUT_SCHEDULERS` whose estimator learns online: a
+#: test of an agent with warm-started predictors adds their warm versions.
+WARM_HELDOUT: tuple[str, ...] = ("EASY++", "ELOSS")
+
+
+def card_warm(card: ModelCard | dict[str, Any]) -> str | None:
+    """The warm start of the card's online estimator or feature predictor (``"log"``, a
+    number of jobs as text), or ``None`` for an agent whose predictors start cold.
+
+    :param card: a model card, or its JSON as a dict
+    """
+    data = card.data if isinstance(card, ModelCard) else card
+    for key in ("estimator", "feature_predictor"):
+        spec = str(data.get(key) or "")
+        _, _, opts = spec.partition(":")
+        for part in opts.split(","):
+            k, eq, v = part.partition("=")
+            if eq and k.strip().lower() == "warm":
+                jobs = parse_warm(v)
+                if jobs is not None:
+                    return "log" if jobs < 0 else str(jobs)
+    return None
+
+
+def _with_policy(names: Sequence[str], policy: str) -> list[str]:
     p = str(policy).upper()
-    return [s if p == "FCFS" else f"{p}+{s}" for s in HELDOUT_SCHEDULERS]
+    return [s if p == "FCFS" else f"{p}+{s}" for s in names]
+
+
+def heldout_schedulers(policy: str, warm: str | None = None) -> list[str]:
+    """:data:`HELDOUT_SCHEDULERS` with the queue policy ``policy`` (``SJF+EASY-SJBF``...),
+    then, for an agent whose predictors are warm-started (``warm``), the warm versions of
+    :data:`WARM_HELDOUT` (``ELOSS,warm=log``...): like for like, the heuristics get the
+    same history as the agent."""
+    names = [*HELDOUT_SCHEDULERS]
+    if warm is not None:
+        names += [f"{s},warm={warm}" for s in WARM_HELDOUT]
+    return _with_policy(names, policy)
+
+
+def heldout_references(policy: str, warm: str | None = None) -> list[str]:
+    """The references of the paired statistics: :data:`HELDOUT_REFERENCES` with the queue
+    policy, then, for an agent with warm predictors, the warm versions of those of
+    :data:`WARM_HELDOUT`."""
+    names = [*HELDOUT_REFERENCES]
+    if warm is not None:
+        names += [f"{s},warm={warm}" for s in WARM_HELDOUT if s in HELDOUT_REFERENCES]
+    return _with_policy(names, policy)
 
 
 def _command(card: ModelCard, trace: str, windows: int, length: int, seed: int, scales: str) -> str:
-    scheds = " ".join(heldout_schedulers(card.policy))
+    scheds = " ".join(heldout_schedulers(card.policy, card_warm(card)))
     ref = heldout_schedulers(card.policy)[1]
     return (
         f"python eval/compare.py --trace {trace} --agents {card.name} --schedulers {scheds} "
@@ -106,7 +154,7 @@ def heldout_test(
         seed,
         float(card.data.get("train_fraction", 0.7)) if trace is None else 0.7,
     )
-    scheds = heldout_schedulers(card.policy)
+    scheds = heldout_schedulers(card.policy, card_warm(card))
     methods = [scheduler_method(s) for s in scheds]
     methods.append(card_method(card, scales=scales))
     res = evaluate(
@@ -134,8 +182,7 @@ def _section(
     scheds: Sequence[str],
 ) -> dict[str, Any]:
     per = res.per_window("avg_bsld")
-    pairs = zip(scheds, HELDOUT_SCHEDULERS, strict=True)
-    refs = [s for s, base in pairs if base in HELDOUT_REFERENCES]
+    refs = [r for r in heldout_references(card.policy, card_warm(card)) if r in scheds]
     methods: dict[str, Any] = {}
     for m in res.methods:
         b = np.asarray(per[m.label], dtype=np.float64)
