@@ -241,7 +241,7 @@ TARGETS: tuple[Target, ...] = (
     Target(
         3,
         ("SDSC-SP2", "HPC2N"),
-        "interval vs ELOSS < 1 (ELOSS's own reservations)",
+        "interval vs ELOSS < 1 (ELOSS's own reservations; warm agents: vs ELOSS,warm=log)",
         "ELOSS",
         lambda c, s: _guarded(c, "FCFS") and not _request(c) and _own(c, s),
         lambda c, s: _below(c, s, "ELOSS"),

@@ -401,3 +401,47 @@ def test_agents_with_warm_predictors_get_the_warm_heuristics_too():
     )
     assert card_warm({"estimator": "eloss", "feature_predictor": "log-ridge:lam=10"}) is None
     assert card_warm({"estimator": "eloss:warm=0"}) is None
+
+
+def test_results_rows_of_a_warm_agent_show_the_warm_heuristics() -> None:
+    from hpcgym.evaluation.paper.markdown import agents_markdown
+
+    def p(r: float) -> dict:
+        return {
+            "geo_ratio": r,
+            "ci_low": r - 0.1,
+            "ci_high": r + 0.1,
+            "wins": 9,
+            "windows": 30,
+            "verdict": "on par",
+        }
+
+    paired = {
+        "SJF+EASY-SJBF": p(0.9),
+        "SJF+EASY++": p(0.8),
+        "SJF+ELOSS": p(0.7),
+        "SJF+EASY++,warm=log": p(0.95),
+        "SJF+ELOSS,warm=log": p(0.99),
+    }
+    methods = {
+        "w": {"mean_avg_bsld": 1.0, "median_avg_bsld": 1.0, "head_delayed": 3},
+        "SJF+ELOSS": {"mean_avg_bsld": 1.0, "median_avg_bsld": 1.0, "head_delayed": 5},
+        "SJF+ELOSS,warm=log": {"mean_avg_bsld": 1.0, "median_avg_bsld": 1.0, "head_delayed": 7},
+    }
+    sec = {"windows": 30, "command": "c", "paired": paired, "methods": methods}
+    card = {
+        "name": "w",
+        "mode": "guarded",
+        "policy": "SJF",
+        "estimator": "eloss:warm=log",
+        "test": {"HPC2N": sec},
+    }
+    row = next(x for x in agents_markdown([card]) if x.startswith("| w |"))
+    assert "0.900 [0.800, 1.000]" in row and "0.950 [0.850, 1.050] 9/30 **on par** (warm)" in row
+    assert "0.990 [0.890, 1.090] 9/30 **on par** (warm)" in row and "0.700" not in row
+    assert "| 3 / 7 |" in row
+    cold = {**sec, "paired": {k: v for k, v in paired.items() if "warm" not in k}}
+    row = next(
+        x for x in agents_markdown([{**card, "test": {"HPC2N": cold}}]) if x.startswith("| w |")
+    )
+    assert "0.700 [0.600, 0.800]" in row and "(warm)" not in row and "| 3 / 5 |" in row

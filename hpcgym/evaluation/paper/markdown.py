@@ -156,9 +156,11 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
         "on the same test windows, its 95% bootstrap interval, windows won, and the verdict "
         "of the interval (*better* only when the whole interval is below 1 over at least 30 "
         "windows). The heuristics run with the agent's base queue policy (`SJF+EASY-SJBF`... "
-        "for an SJF agent). `late heads`: jobs started after their request-based reservation "
-        "(the agent / ELOSS). Windows come from the test split with a window seed not used "
-        "in development; the test was looked at once per agent (`eval/heldout.py`). "
+        "for an SJF agent), warm-started from the accounting log (*(warm)*: `ELOSS,warm=log`) "
+        "for an agent whose own predictors are. `late heads`: jobs started after their "
+        "request-based reservation (the agent / ELOSS). Windows come from the test split "
+        "with a window seed not used in development; the test was looked at once per agent "
+        "(`eval/heldout.py`). "
         "Reproduce a row with the command under its table. `load`: the median offered load "
         "of the validation windows the checkpoint was chosen on → of the test windows "
         "(a validation ratio measured under a heavier load than the test's overstates the "
@@ -179,6 +181,19 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
+#: The references of the agents' table, one column each (with the agent's queue policy).
+_TABLE_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
+
+
+def _like_for_like(paired: dict[str, Any], base: str) -> str | None:
+    """The key of ``paired`` for the heuristic ``base`` (any queue prefix): its warm
+    version (``ELOSS,warm=log``) when the test has one -- the test of an agent with warm
+    predictors, against which it is measured like for like -- else the cold one."""
+    keys = [k for k in paired if (n := k.split(",")[0]) == base or n.endswith("+" + base)]
+    warm = [k for k in keys if ",warm=" in k]
+    return (warm or keys or [None])[0]
+
+
 def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
     """The rows of one mode's table of :func:`agents_markdown` and their commands."""
     out = [
@@ -190,11 +205,16 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
     for card in cards:
         for trace, sec in (card.get("test") or {}).items():
             paired = sec.get("paired") or {}
-            refs = list(paired)
-            cells = [_ratio_cell(paired.get(r)) for r in refs[:3]] + ["—"] * (3 - len(refs))
+            refs = [_like_for_like(paired, base) for base in _TABLE_REFERENCES]
+            cells = [
+                "—" if r is None else _ratio_cell(paired[r]) + (" (warm)" if ",warm=" in r else "")
+                for r in refs
+            ]
             meth = sec.get("methods") or {}
             agent = meth.get(str(card.get("name"))) or {}
-            eloss = next((v for k, v in meth.items() if k.endswith("ELOSS")), {})
+            eloss = meth.get(str(refs[2])) or next(
+                (v for k, v in meth.items() if k.endswith("ELOSS")), {}
+            )
             late = " / ".join(
                 "—" if m.get("head_delayed") is None else str(m["head_delayed"])
                 for m in (agent, eloss)
