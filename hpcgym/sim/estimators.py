@@ -90,6 +90,9 @@ class Estimator:
     #: if not None, estimate used for *running* jobs' ends (shadow time) instead of
     #: the prediction (Tang et al.'s *selective* adjusting uses the user request)
     running_estimate: str | None = None
+    #: why this online estimator cannot be warm-started from the accounting log
+    #: (:mod:`hpcgym.sim.warmstart`), or ``None`` when it can
+    no_warm_start: str | None = None
 
     def bind(self, workload: Workload, rng: np.random.Generator) -> None:
         """Start a new simulation of ``workload`` (reset any online state)."""

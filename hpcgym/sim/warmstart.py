@@ -202,7 +202,12 @@ class LogWarmStart(Estimator):
             raise ValueError(
                 f"estimator {estimator.name!r} is static (it learns nothing from finished "
                 f"jobs), so warm={warm!r} would change nothing; warm starts apply to the "
-                f"online estimators (eloss, ave2, tang-*, the ridge predictors, hmm)"
+                f"online estimators (eloss, ave2, tang-*, log-ridge)"
+            )
+        if estimator.no_warm_start:
+            raise ValueError(
+                f"estimator {estimator.name!r} cannot be warm-started (warm={warm!r}): "
+                f"{estimator.no_warm_start}; use it cold"
             )
         self.inner = estimator
         self.jobs = None if jobs == _ALL else jobs
@@ -275,7 +280,18 @@ class LogWarmStart(Estimator):
         return new
 
     def __getattr__(self, name: str) -> Any:
-        # attributes the wrapped estimator exposes after a run (predictions, trained...)
+        """The wrapped estimator's attributes (``trained``, ``edges``...); a per-job table
+        of the joined workload (an array or list with a row per past and window job, e.g.
+        E-Loss's ``predictions`` or the HMM's ``dists``) comes back with the window's rows
+        only, so that it is indexed as the engine indexes jobs."""
         if name == "inner":
             raise AttributeError(name)
-        return getattr(self.inner, name)
+        value = getattr(self.inner, name)
+        h = self.__dict__.get("_shift", 0)
+        if h:
+            rows = h + len(self.__dict__["workload"])
+            if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == rows:
+                return value[h:]
+            if isinstance(value, list) and len(value) == rows:
+                return value[h:]
+        return value

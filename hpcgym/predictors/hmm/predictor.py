@@ -83,6 +83,11 @@ class HMMPredictor(Estimator):
 
     name = "hmm"
     online = True
+    no_warm_start = (
+        "it trains on closed submission bins, a bin closes only when every job submitted in "
+        "it has finished, and the jobs of the log still running at the window's start are "
+        "never reported finished, so a warm HMM would stop training at the first of them"
+    )
 
     def __init__(
         self,
