@@ -56,6 +56,7 @@ from hpcgym.evaluation.statistics import (  # noqa: E402
 )
 from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 from hpcgym.sim.schedulers import NAMED, policy_name  # noqa: E402
+from hpcgym.sim.warmstart import split_warm  # noqa: E402
 
 __all__ = [
     "TARGETS",
@@ -139,10 +140,7 @@ def like_for_like(card: Card) -> str | None:
     like-for-like criterion cannot be met by default."""
     if _request(card):
         return None
-    est = str(card.get("estimator"))
-    name, _, opts = est.partition(":")  # a warm start is added back by with_policy
-    kept = [o for o in opts.split(",") if o.strip() and o.split("=")[0].strip() != "warm"]
-    est = name + (":" + ",".join(kept) if kept else "")
+    est = split_warm(str(card.get("estimator")))[0]  # a warm start: added by with_policy
     corr = str(card.get("correction", "incremental"))
     for spec in NAMED.values():
         if (

@@ -338,3 +338,13 @@ def test_the_hmm_refuses_a_warm_start() -> None:
         make_estimator("hmm:warm=log")
     with pytest.raises(ValueError, match="cannot be warm-started"):
         get_scheduler("EASY-HMM,warm=log").make_simulation(handmade(n=50))
+
+
+def test_split_warm_and_its_label() -> None:
+    from hpcgym.sim.warmstart import split_warm, warm_label
+
+    assert split_warm("log-ridge:lam=10,warm=log") == ("log-ridge:lam=10", "log")
+    assert split_warm("eloss:warm=500") == ("eloss", "500")
+    assert split_warm("eloss") == ("eloss", None)
+    assert split_warm("eloss:warm=0,over=linear") == ("eloss:over=linear", None)
+    assert warm_label("ALL") == "log" and warm_label(None) is None

@@ -32,7 +32,7 @@ from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
-from hpcgym.sim.warmstart import parse_warm
+from hpcgym.sim.warmstart import split_warm
 
 __all__ = [
     "HELDOUT_REFERENCES",
@@ -67,14 +67,9 @@ def card_warm(card: ModelCard | dict[str, Any]) -> str | None:
     """
     data = card.data if isinstance(card, ModelCard) else card
     for key in ("estimator", "feature_predictor"):
-        spec = str(data.get(key) or "")
-        _, _, opts = spec.partition(":")
-        for part in opts.split(","):
-            k, eq, v = part.partition("=")
-            if eq and k.strip().lower() == "warm":
-                jobs = parse_warm(v)
-                if jobs is not None:
-                    return "log" if jobs < 0 else str(jobs)
+        warm = split_warm(str(data.get(key) or ""))[1]
+        if warm is not None:
+            return warm
     return None
 
 

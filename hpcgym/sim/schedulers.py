@@ -37,7 +37,7 @@ import numpy as np
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
 from hpcgym.sim.estimators import make_estimator
-from hpcgym.sim.warmstart import parse_warm
+from hpcgym.sim.warmstart import warm_label
 from hpcgym.workload.core import Workload
 
 __all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "list_schedulers"]
@@ -312,8 +312,7 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
     if "starvation" in kw and kw["starvation"] != "auto":
         kw["starvation"] = float(kw["starvation"])
     if "warm" in kw:
-        jobs = parse_warm(kw["warm"])
-        kw["warm"] = None if jobs is None else ("log" if jobs < 0 else str(jobs))
+        kw["warm"] = warm_label(kw["warm"])
     if "decider" in kw:
         from hpcgym.sim.deciders import DECIDERS
 

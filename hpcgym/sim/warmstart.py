@@ -52,7 +52,7 @@ import numpy as np
 from hpcgym.sim.estimators import Estimator, SystemView
 from hpcgym.workload.core import COLUMNS, Workload
 
-__all__ = ["WARM_CHOICES", "LogWarmStart", "parse_warm", "replay_log"]
+__all__ = ["WARM_CHOICES", "LogWarmStart", "parse_warm", "replay_log", "split_warm", "warm_label"]
 
 #: what ``warm=`` accepts (for error messages)
 WARM_CHOICES = "'log' (every job of the trace before the window), a number of jobs N > 0 "
@@ -83,6 +83,28 @@ def parse_warm(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"warm={value!r} is not valid; valid choices: {WARM_CHOICES}")
     return None if value == 0 else int(value)
+
+
+def warm_label(value: Any) -> str | None:
+    """``warm=`` spelled as the records spell it: ``"log"``, the number of jobs as text,
+    or ``None`` for a cold start (:func:`parse_warm` checks the value)."""
+    jobs = parse_warm(value)
+    return None if jobs is None else ("log" if jobs < 0 else str(jobs))
+
+
+def split_warm(spec: str) -> tuple[str, str | None]:
+    """An estimator spec without its ``warm`` option, and that option (:func:`warm_label`):
+    ``split_warm("log-ridge:lam=10,warm=log") == ("log-ridge:lam=10", "log")``."""
+    name, _, opts = str(spec).partition(":")
+    kept: list[str] = []
+    warm = None
+    for part in (p.strip() for p in opts.split(",")):
+        key, eq, value = part.partition("=")
+        if eq and key.strip().lower() == "warm":
+            warm = warm_label(value)
+        elif part:
+            kept.append(part)
+    return name + (":" + ",".join(kept) if kept else ""), warm
 
 
 def _joined(past: Workload, window: Workload) -> Workload:
