@@ -34,7 +34,7 @@ def listed_commands(readme: str) -> dict[str, list[str]]:
 
 def _option(words: list[str], name: str) -> str:
     if name not in words:
-        raise AssertionError(f"the command has no {name}")
+        raise ValueError(f"the command has no {name}")
     return words[words.index(name) + 1]
 
 
@@ -51,14 +51,14 @@ def problems(folder: Path) -> list[str]:
         words = commands[name]
         try:
             if words[:2] != ["python", "train/search.py"]:
-                raise AssertionError("the command is not a train/search.py call")
+                raise ValueError("the command is not a train/search.py call")
             if _option(words, "--out") != f"inflight/{name}":
-                raise AssertionError(f"its --out is not inflight/{name}")
+                raise ValueError(f"its --out is not inflight/{name}")
             if "--resume" in words or "--time-limit" in words:
-                raise AssertionError("list the search's command without --resume/--time-limit")
+                raise ValueError("list the search's command without --resume/--time-limit")
             columns = _option(words, "--columns").split(",")
             generations = int(_option(words, "--generations"))
-        except AssertionError as e:
+        except ValueError as e:
             out.append(f"{name}: {e}")
             continue
         state_path = folder / name / STATE_FILE

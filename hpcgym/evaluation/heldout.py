@@ -32,6 +32,7 @@ from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
+from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
 
 __all__ = [
@@ -73,11 +74,6 @@ def card_warm(card: ModelCard | dict[str, Any]) -> str | None:
     return None
 
 
-def _with_policy(names: Sequence[str], policy: str) -> list[str]:
-    p = str(policy).upper()
-    return [s if p == "FCFS" else f"{p}+{s}" for s in names]
-
-
 def heldout_schedulers(policy: str, warm: str | None = None) -> list[str]:
     """:data:`HELDOUT_SCHEDULERS` with the queue policy ``policy`` (``SJF+EASY-SJBF``...),
     then, for an agent whose predictors are warm-started (``warm``), the warm versions of
@@ -86,7 +82,7 @@ def heldout_schedulers(policy: str, warm: str | None = None) -> list[str]:
     names = [*HELDOUT_SCHEDULERS]
     if warm is not None:
         names += [f"{s},warm={warm}" for s in WARM_HELDOUT]
-    return _with_policy(names, policy)
+    return [policy_name(s, str(policy)) for s in names]
 
 
 def heldout_references(policy: str, warm: str | None = None) -> list[str]:
@@ -96,7 +92,7 @@ def heldout_references(policy: str, warm: str | None = None) -> list[str]:
     names = [*HELDOUT_REFERENCES]
     if warm is not None:
         names += [f"{s},warm={warm}" for s in WARM_HELDOUT if s in HELDOUT_REFERENCES]
-    return _with_policy(names, policy)
+    return [policy_name(s, str(policy)) for s in names]
 
 
 def _command(card: ModelCard, trace: str, windows: int, length: int, seed: int, scales: str) -> str:

@@ -304,7 +304,7 @@ class LogWarmStart(Estimator):
     def __getattr__(self, name: str) -> Any:
         """The wrapped estimator's attributes (``trained``, ``edges``...); a per-job table
         of the joined workload (an array or list with a row per past and window job, e.g.
-        E-Loss's ``predictions`` or the HMM's ``dists``) comes back with the window's rows
+        E-Loss's ``predictions``) comes back with the window's rows
         only, so that it is indexed as the engine indexes jobs."""
         if name == "inner":
             raise AttributeError(name)

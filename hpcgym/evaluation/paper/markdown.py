@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from hpcgym.evaluation.heldout import HELDOUT_REFERENCES
 from hpcgym.evaluation.paper.noise import noise_markdown
 from hpcgym.evaluation.paper.tables import table_from_dict
 from hpcgym.evaluation.report import ratio_caption
@@ -181,10 +182,6 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
     return out
 
 
-#: The references of the agents' table, one column each (with the agent's queue policy).
-_TABLE_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
-
-
 def _like_for_like(paired: dict[str, Any], base: str) -> str | None:
     """The key of ``paired`` for the heuristic ``base`` (any queue prefix): its warm
     version (``ELOSS,warm=log``) when the test has one -- the test of an agent with warm
@@ -205,14 +202,14 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
     for card in cards:
         for trace, sec in (card.get("test") or {}).items():
             paired = sec.get("paired") or {}
-            refs = [_like_for_like(paired, base) for base in _TABLE_REFERENCES]
+            refs = [_like_for_like(paired, base) for base in HELDOUT_REFERENCES]
             cells = [
                 "—" if r is None else _ratio_cell(paired[r]) + (" (warm)" if ",warm=" in r else "")
                 for r in refs
             ]
             meth = sec.get("methods") or {}
             agent = meth.get(str(card.get("name"))) or {}
-            eloss = meth.get(str(refs[2])) or next(
+            eloss = meth.get(str(_like_for_like(paired, "ELOSS"))) or next(
                 (v for k, v in meth.items() if k.endswith("ELOSS")), {}
             )
             late = " / ".join(
