@@ -329,6 +329,20 @@ class ELossEstimator(Estimator):
 
     name = "eloss"
     online = True
+    warm_static = (
+        "workload",
+        "rng",
+        "_uid_arr",
+        "_uid",
+        "_req",
+        "_procs_arr",
+        "_procs",
+        "_runtime",
+        "_gamma",
+        "_clock",
+        "_iu",
+        "_ju",
+    )
 
     def __init__(
         self,

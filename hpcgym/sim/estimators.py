@@ -93,6 +93,13 @@ class Estimator:
     #: why this online estimator cannot be warm-started from the accounting log
     #: (:mod:`hpcgym.sim.warmstart`), or ``None`` when it can
     no_warm_start: str | None = None
+    #: the attributes :meth:`bind` sets and nothing writes afterwards (per-job tables,
+    #: the workload...), or ``None``. Declaring them lets a warm start from the log replay
+    #: the whole trace once per process and share them between the windows' copies
+    #: (:mod:`hpcgym.sim.warmcache`); it also states that binding to a longer workload
+    #: leaves the first rows of every per-job table as binding to its prefix would, and
+    #: that ``bind`` and the replay draw nothing from the generator
+    warm_static: tuple[str, ...] | None = None
 
     def bind(self, workload: Workload, rng: np.random.Generator) -> None:
         """Start a new simulation of ``workload`` (reset any online state)."""

@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.sim import warmcache
 from hpcgym.sim.estimators import Estimator, SystemView
 from hpcgym.workload.core import COLUMNS, Workload
 
@@ -239,11 +240,17 @@ class LogWarmStart(Estimator):
         self.replayed = 0
         self.log_unknown = 0
         self._shift = 0
+        # the configuration, for the replay shared by the windows (hpcgym.sim.warmcache)
+        self._key = warmcache.fingerprint(estimator) if self.jobs is None else None
+        self._proto = copy.deepcopy(estimator) if self._key is not None else None
 
     def bind(self, workload: Workload, rng: np.random.Generator) -> None:
         super().bind(workload, rng)
         from hpcgym.workload.traces import trace_past
 
+        if self._key is not None and len(workload) and warmcache.enabled():
+            if self._bind_shared(workload, rng):
+                return
         past = trace_past(workload, self.jobs) if len(workload) else None
         if past is None or len(past) == 0:
             self._shift = 0
@@ -267,6 +274,44 @@ class LogWarmStart(Estimator):
         self._start = np.full(len(joined), np.nan)
         self._src: SystemView | None = None  # the engine's view last translated
         self._view: SystemView | None = None
+
+    def _bind_shared(self, workload: Workload, rng: np.random.Generator) -> bool:
+        """Bind from the process's replay of the whole trace (:mod:`hpcgym.sim.warmcache`);
+        ``False`` (nothing done) when the window does not qualify."""
+        from hpcgym.workload.traces import window_trace
+
+        full = window_trace(workload)
+        off = int(workload.offset)
+        wait = None if full is None else full.recorded_wait
+        if (
+            full is None
+            or wait is None
+            or not np.isfinite(wait[:off]).any()
+            or not warmcache.is_plain_cut(full, workload)
+        ):
+            return False
+        assert self._key is not None and self._proto is not None
+        rows = off + len(workload)
+        joined = Workload(  # what _joined makes, its columns views of the trace's
+            name=workload.name,
+            machine_size=workload.machine_size,
+            **{c: getattr(full, c)[:rows] for c in COLUMNS},
+            report=workload.report,
+            source=workload.source,
+            meta=workload.meta,
+            recorded_wait=np.concatenate((wait[:off], np.full(len(workload), np.nan))),
+        )
+        replay = warmcache.replay_for(full, self._key, self._proto)
+        state, unknown = replay.window_state(off, joined)
+        state.rng = rng
+        self.inner.__dict__.clear()
+        self.inner.__dict__.update(state.__dict__)
+        self._shift = self.replayed = off
+        self.log_unknown = unknown
+        self._start = np.full(len(joined), np.nan)
+        self._src = None
+        self._view = None
+        return True
 
     def observe_finished(self, jobs: np.ndarray, end_times: np.ndarray) -> None:
         self.inner.observe_finished(np.asarray(jobs, dtype=np.int64) + self._shift, end_times)

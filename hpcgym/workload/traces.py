@@ -604,6 +604,23 @@ def trace_past(window: Workload, jobs: int | None = None) -> Workload | None:
     off = int(window.offset)
     if off <= 0 or (jobs is not None and jobs <= 0):
         return None
+    full = window_trace(window)
+    assert full is not None
+    lo = 0 if jobs is None else max(0, off - int(jobs))
+    return full.window(lo, off - lo)
+
+
+def window_trace(window: Workload) -> Workload | None:
+    """The whole trace ``window`` was cut from (its
+    :attr:`~hpcgym.workload.core.Workload.parent`, else loaded from its ``source``,
+    cached, never downloaded), or ``None`` for a workload that starts at job 0.
+
+    :raises ValueError: when the trace cannot be loaded, or is not the one ``window``
+        was cut from (:func:`trace_past`)
+    """
+    off = int(window.offset)
+    if off <= 0:
+        return None
     where = window.source or window.name
     full = window.parent
     if full is None:
@@ -621,8 +638,7 @@ def trace_past(window: Workload, jobs: int | None = None) -> Workload | None:
             f"workload {window.name!r} is not a window of {where!r} at offset {off} "
             f"(the trace has {len(full)} jobs, and its job {off} is not the window's first)"
         )
-    lo = 0 if jobs is None else max(0, off - int(jobs))
-    return full.window(lo, off - lo)
+    return full
 
 
 def trace_spec(

@@ -1,0 +1,327 @@
+"""One replay of the accounting log per trace for many warm-started windows.
+
+:class:`~hpcgym.sim.warmstart.LogWarmStart` with ``warm=log`` replays every job of the
+trace before the window at each bind: about 50 microseconds a job and an estimator, so
+0.9 s for a window in the middle of SDSC-SP2's train range and more on longer traces. A
+search that plays ten candidates on 256 windows a generation, or an evaluation that plays
+several methods on the same windows, replays the same log again and again. This module
+replays it once per process, trace and estimator configuration, and hands each bind the
+state it would have reached:
+
+* a :class:`LogReplay` holds the events of the whole trace's recorded schedule (the ones
+  :func:`~hpcgym.sim.warmstart.replay_log` builds, for every job) and a cursor that
+  walks them with the estimator bound to the whole trace, leaving a checkpoint every
+  ``checkpoint`` jobs;
+* the state for the window at job ``s`` (first submission ``t0``) is the nearest
+  checkpoint before ``t0``, advanced through the events before ``t0``, then the events at
+  ``t0`` of the jobs before ``s``, flushed -- the same calls in the same order as the
+  window's own replay (``replay_log``'s batching included), so the same state;
+* that state is cut to the jobs before the window's end (every per-job array of the
+  estimator sliced, its workload the window's joined past; its static lists stay whole
+  and shared) and kept (the most recent windows', up to ``HPCGYM_WARM_CACHE_MB``, 2 GB
+  by default, per replay); each bind gets a copy.
+
+Only estimators that declare :attr:`~hpcgym.sim.estimators.Estimator.warm_static` take
+part: the per-job tables their ``bind`` computes and never writes afterwards, which the
+copies share. Declaring it also states that binding to a longer workload (the trace)
+leaves the first rows of every per-job table as binding to its prefix would, and that
+``bind`` and the replay draw nothing from the generator. ``tests/test_warmcache.py``
+checks the states equal the window's own replay, estimator by estimator. Any other
+estimator, ``warm=N``, a window that is not a plain cut of its trace, or
+:func:`set_enabled` ``(False)`` (or ``HPCGYM_WARM_CACHE=0``) keeps the window's own replay.
+
+Memory: a checkpoint holds the estimator bound to the whole trace; a kept state and each
+window's copy hold the window's past (E-Loss stores 20 features a job: 168 bytes a job of
+the past with its outputs, about 3 MB a window on SDSC-SP2's train range, 11 MB on
+HPC2N's). A warm
+env holds such a copy per estimator, as it did before, so many warm envs on a long
+trace need gigabytes (128 HPC2N windows with two warm estimators: about 7 GB a process).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import pickle
+from collections import OrderedDict
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from hpcgym.sim.estimators import Estimator, SystemView
+from hpcgym.workload.core import Workload
+
+__all__ = ["LogReplay", "clear", "enabled", "replay_for", "set_enabled"]
+
+#: jobs between two checkpoints of a replay (at least; a sixteenth of the trace if longer)
+CHECKPOINT_JOBS = 2048
+#: megabytes of window states a replay keeps (least recently used dropped first;
+#: ``HPCGYM_WARM_CACHE_MB`` overrides it)
+KEEP_MB = float(os.environ.get("HPCGYM_WARM_CACHE_MB", "2048"))
+
+_ENABLED = os.environ.get("HPCGYM_WARM_CACHE", "1").strip().lower() not in ("0", "no", "false")
+_REPLAYS: OrderedDict[tuple[int, bytes], LogReplay] = OrderedDict()
+_MAX_REPLAYS = 8
+
+
+def enabled() -> bool:
+    """Whether warm starts share one replay per trace (default; ``HPCGYM_WARM_CACHE=0``
+    turns it off)."""
+    return _ENABLED
+
+
+def set_enabled(value: bool) -> None:
+    """Turn the shared replays on or off (off: each bind replays its own window's past)."""
+    global _ENABLED
+    _ENABLED = bool(value)
+    if not _ENABLED:
+        clear()
+
+
+def clear() -> None:
+    """Forget every replay and kept state of this process."""
+    _REPLAYS.clear()
+
+
+def fingerprint(estimator: Estimator) -> bytes | None:
+    """The configuration of an unbound estimator as bytes (``None``: it does not pickle, or
+    it does not declare :attr:`~hpcgym.sim.estimators.Estimator.warm_static`)."""
+    if getattr(type(estimator), "warm_static", None) is None:
+        return None
+    try:
+        return pickle.dumps((type(estimator), estimator.__dict__), protocol=4)
+    except Exception:  # noqa: BLE001 - an unpicklable configuration is simply not shared
+        return None
+
+
+def replay_for(full: Workload, key: bytes, estimator: Estimator) -> LogReplay:
+    """The process's replay of ``full``'s log for the configuration ``key`` (made from
+    the unbound ``estimator`` on first use)."""
+    k = (id(full), key)
+    rep = _REPLAYS.get(k)
+    if rep is None or rep.full is not full:
+        rep = LogReplay(full, estimator)
+        _REPLAYS[k] = rep
+        while len(_REPLAYS) > _MAX_REPLAYS:
+            _REPLAYS.popitem(last=False)
+    else:
+        _REPLAYS.move_to_end(k)
+    return rep
+
+
+def is_plain_cut(full: Workload, window: Workload) -> bool:
+    """Whether ``window``'s jobs are ``full``'s jobs from ``window.offset`` on, column for
+    column (so that the whole trace's per-job tables hold the window's rows)."""
+    s, n = int(window.offset), len(window)
+    if s < 0 or s + n > len(full):
+        return False
+    for c in ("submit", "runtime", "request", "procs", "user"):
+        a, b = getattr(window, c), getattr(full, c)
+        if a is None or b is None or not np.array_equal(a, b[s : s + n]):
+            return False
+    return True
+
+
+class _Cursor:
+    """A replay stopped before event ``pos``: the estimator bound to the whole trace and
+    the recorded system as :func:`~hpcgym.sim.warmstart.replay_log` keeps it (ends and
+    starts since the last submission not yet reported)."""
+
+    def __init__(self, estimator: Estimator, size: int) -> None:
+        self.est = estimator
+        self.pos = 0
+        self.running: dict[int, None] = {}
+        self.busy = 0
+        self.rec_start = np.full(size, np.nan)
+        self.fin: list[int] = []
+        self.fin_t: list[float] = []
+        self.st: list[int] = []
+        self.st_t: list[float] = []
+
+
+class LogReplay:
+    """The accounting log of one trace replayed into one estimator configuration.
+
+    :param full: the whole trace (with its recorded schedule, ``recorded_wait``)
+    :param estimator: an unbound estimator of the configuration (copied, never bound)
+    :param checkpoint: jobs between checkpoints (default :data:`CHECKPOINT_JOBS`, or a
+        sixteenth of the trace if that is more)
+    :param keep_mb: megabytes of window states kept (default :data:`KEEP_MB`)
+    """
+
+    def __init__(
+        self,
+        full: Workload,
+        estimator: Estimator,
+        checkpoint: int | None = None,
+        keep_mb: float | None = None,
+    ) -> None:
+        wait = full.recorded_wait
+        if wait is None:
+            raise ValueError(f"workload {full.name!r} has no recorded schedule (SWF field 3)")
+        self.full = full
+        self.keep_bytes = (KEEP_MB if keep_mb is None else float(keep_mb)) * 2**20
+        self.kept_bytes = 0
+        n = len(full)
+        self.size = n
+        finite = np.isfinite(wait)
+        #: jobs before each job with no recorded wait (``log_unknown`` of a window)
+        self.unknown_before = np.concatenate(([0], np.cumsum(~finite)))
+        idx = np.flatnonzero(finite)
+        submit = np.asarray(full.submit, dtype=np.float64)
+        start = submit[idx] + np.maximum(wait[idx], 0.0)
+        end = start + np.asarray(full.runtime, dtype=np.float64)[idx]
+        kinds = np.concatenate(
+            (np.ones(idx.shape[0]), np.full(idx.shape[0], 2.0), np.where(end > start, 0.0, 3.0))
+        )
+        times = np.concatenate((submit[idx], start, end))
+        who = np.concatenate((idx, idx, idx))
+        order = np.lexsort((who, kinds, times))
+        self.times = times[order]
+        self._times = self.times.tolist()
+        self._kinds = kinds[order].tolist()
+        self._who = who[order].tolist()
+        self.procs = np.asarray(full.procs, dtype=np.int64).tolist()
+        self.machine = int(full.machine_size)
+        est = copy.deepcopy(estimator)
+        est.bind(full, np.random.default_rng(0))
+        self.static = tuple(type(estimator).warm_static or ())
+        self.wants_starts = type(est).observe_started is not Estimator.observe_started
+        every = max(int(checkpoint or CHECKPOINT_JOBS), n // 16 if checkpoint is None else 1)
+        self.every = 3 * max(every, 1)  # events (three per job)
+        self.checkpoints: list[_Cursor] = [_Cursor(est, n)]
+        self.states: OrderedDict[int, tuple[Estimator, int, int]] = OrderedDict()
+        self.replayed_events = 0  # events walked (for tests and benchmarks)
+
+    # ------------------------------------------------------------------ copies
+    def _memo(self, est: Estimator) -> dict[int, Any]:
+        memo: dict[int, Any] = {}
+        for name in self.static:
+            value = est.__dict__.get(name)
+            if value is not None:
+                memo[id(value)] = value
+        return memo
+
+    def _copy_cursor(self, cur: _Cursor) -> _Cursor:
+        new = object.__new__(_Cursor)
+        new.__dict__.update(cur.__dict__)
+        new.est = copy.deepcopy(cur.est, self._memo(cur.est))
+        new.running = dict(cur.running)
+        new.rec_start = cur.rec_start.copy()
+        new.fin, new.fin_t = list(cur.fin), list(cur.fin_t)
+        new.st, new.st_t = list(cur.st), list(cur.st_t)
+        return new
+
+    # ------------------------------------------------------------------ replay
+    def _flush(self, cur: _Cursor) -> None:
+        est = cur.est
+        if cur.fin:
+            est.observe_finished(np.asarray(cur.fin, dtype=np.int64), np.asarray(cur.fin_t))
+            cur.fin.clear()
+            cur.fin_t.clear()
+        if cur.st and self.wants_starts:
+            est.observe_started(np.asarray(cur.st, dtype=np.int64), np.asarray(cur.st_t))
+        cur.st.clear()
+        cur.st_t.clear()
+
+    def _event(self, cur: _Cursor, t: float, kind: float, j: int) -> None:
+        if kind == 1.0:
+            self._flush(cur)
+            view = SystemView(
+                now=t,
+                running=np.fromiter(cur.running, dtype=np.int64, count=len(cur.running)),
+                start=cur.rec_start,
+                free=max(self.machine - cur.busy, 0),
+                machine_size=self.machine,
+            )
+            cur.est.predict(j, view)
+        elif kind == 2.0:
+            cur.running[j] = None
+            cur.rec_start[j] = t
+            cur.busy += self.procs[j]
+            cur.st.append(j)
+            cur.st_t.append(t)
+        else:
+            cur.running.pop(j, None)
+            cur.busy -= self.procs[j]
+            cur.fin.append(j)
+            cur.fin_t.append(t)
+
+    def _advance(self, cur: _Cursor, stop: int, record: bool) -> None:
+        """Walk ``cur`` through the events before ``stop``, leaving checkpoints."""
+        times, kinds, who = self._times, self._kinds, self._who
+        while cur.pos < stop:
+            if record and cur.pos % self.every == 0 and cur.pos > self.checkpoints[-1].pos:
+                self.checkpoints.append(self._copy_cursor(cur))
+            p = cur.pos
+            self._event(cur, times[p], kinds[p], who[p])
+            cur.pos = p + 1
+            self.replayed_events += 1
+
+    def _cursor_at(self, stop: int) -> _Cursor:
+        """A fresh cursor stopped before event ``stop``."""
+        best = max((c for c in self.checkpoints if c.pos <= stop), key=lambda c: c.pos)
+        cur = self._copy_cursor(best)
+        self._advance(cur, stop, record=best is self.checkpoints[-1])
+        return cur
+
+    def window_state(self, start: int, joined: Workload) -> tuple[Estimator, int]:
+        """The estimator's state after the log replay of the window at job ``start``
+        (a copy, bound to ``joined``, the jobs before the window followed by the window's)
+        and the number of jobs before it with no recorded wait."""
+        kept = self.states.get(start)
+        if kept is None:
+            kept = self._make_state(start, len(joined))
+            self._keep(start, kept)
+        else:
+            self.states.move_to_end(start)
+        est, unknown, _ = kept
+        new = copy.deepcopy(est, self._memo(est))
+        new.workload = joined
+        return new, unknown
+
+    def _keep(self, start: int, kept: tuple[Estimator, int, int]) -> None:
+        self.states[start] = kept
+        self.kept_bytes += kept[2]
+        while len(self.states) > 1 and self.kept_bytes > self.keep_bytes:
+            self.kept_bytes -= self.states.popitem(last=False)[1][2]
+
+    def _make_state(self, start: int, rows: int) -> tuple[Estimator, int, int]:
+        t0 = float(self.full.submit[start])
+        stop = int(np.searchsorted(self.times, t0, side="left"))
+        cur = self._cursor_at(stop)
+        # the events at t0 of the jobs before the window, in the log's order
+        p = stop
+        times, kinds, who = self._times, self._kinds, self._who
+        while p < len(times) and times[p] == t0:
+            if who[p] < start:
+                self._event(cur, times[p], kinds[p], who[p])
+            p += 1
+        self._flush(cur)
+        est = _cut(cur.est, self.size, rows, self.static)
+        size = sum(
+            v.nbytes
+            for k, v in est.__dict__.items()
+            if isinstance(v, np.ndarray) and k not in self.static
+        )
+        return est, int(self.unknown_before[start]), int(size)
+
+    def prepare(self, starts: Iterable[int], rows: Iterable[int]) -> None:
+        """Make the states of several windows in one walk (in the order of their starts)."""
+        for s, r in sorted(zip(starts, rows, strict=True)):
+            if s not in self.states:
+                self._keep(s, self._make_state(s, r))
+
+
+def _cut(est: Estimator, size: int, rows: int, static: tuple[str, ...]) -> Estimator:
+    """``est`` (bound to the whole trace of ``size`` jobs) with every per-job array cut to
+    its first ``rows`` (an array whose first axis has ``size`` rows: a view of it if it is
+    one of the ``static`` tables, else a copy). The ``static`` lists stay whole, shared by
+    every window's state (the window indexes only their first ``rows`` items)."""
+    out = object.__new__(type(est))
+    for name, value in est.__dict__.items():
+        if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == size:
+            value = value[:rows] if name in static else value[:rows].copy()
+        out.__dict__[name] = value
+    return out
