@@ -52,7 +52,7 @@ import numpy as np
 from hpcgym.sim.estimators import Estimator, SystemView
 from hpcgym.workload.core import Workload
 
-__all__ = ["LogReplay", "clear", "enabled", "replay_for", "set_enabled"]
+__all__ = ["LogCursor", "LogReplay", "clear", "enabled", "log_events", "replay_for", "set_enabled"]
 
 #: jobs between two checkpoints of a replay (at least; a sixteenth of the trace if longer)
 CHECKPOINT_JOBS = 2048
@@ -123,21 +123,101 @@ def is_plain_cut(full: Workload, window: Workload) -> bool:
     return True
 
 
-class _Cursor:
-    """A replay stopped before event ``pos``: the estimator bound to the whole trace and
-    the recorded system as :func:`~hpcgym.sim.warmstart.replay_log` keeps it (ends and
-    starts since the last submission not yet reported)."""
+def log_events(
+    workload: Workload, jobs: np.ndarray
+) -> tuple[np.ndarray, list[float], list[float], list[int]]:
+    """The recorded schedule of ``jobs`` (indices with a finite ``recorded_wait``) as
+    events in the order the replay reports them: each job's submission (kind 1), start
+    (2, at ``submit + wait``) and end (0, at ``start + runtime``; 3 for a job that ends
+    when it starts, after its start), by time, then kind, then job.
 
-    def __init__(self, estimator: Estimator, size: int) -> None:
+    :return: the times as an array (for searching) and times, kinds and jobs as lists
+    """
+    wait = workload.recorded_wait
+    assert wait is not None
+    submit = np.asarray(workload.submit, dtype=np.float64)
+    start = submit[jobs] + np.maximum(wait[jobs], 0.0)
+    end = start + np.asarray(workload.runtime, dtype=np.float64)[jobs]
+    kinds = np.concatenate(
+        (np.ones(jobs.shape[0]), np.full(jobs.shape[0], 2.0), np.where(end > start, 0.0, 3.0))
+    )
+    times = np.concatenate((submit[jobs], start, end))
+    who = np.concatenate((jobs, jobs, jobs))
+    order = np.lexsort((who, kinds, times))
+    t = times[order]
+    return t, t.tolist(), kinds[order].tolist(), who[order].tolist()
+
+
+class LogCursor:
+    """An estimator told about the recorded schedule event by event, as the engine tells
+    it about its own (:class:`~hpcgym.sim.engine.EstimatorFeed`): ends and starts since the
+    previous submission are reported before it, ends first, and :meth:`flush` reports
+    the rest. Holds the recorded system the submissions' views show.
+
+    :param estimator: the estimator, bound to ``workload``
+    :param workload: the jobs the events are about
+    """
+
+    def __init__(self, estimator: Estimator, workload: Workload) -> None:
         self.est = estimator
-        self.pos = 0
-        self.running: dict[int, None] = {}
+        self.pos = 0  # events walked (LogReplay's position in its events)
+        self.running: dict[int, None] = {}  # insertion-ordered set of running jobs
         self.busy = 0
-        self.rec_start = np.full(size, np.nan)
+        self.rec_start = np.full(len(workload), np.nan)  # the starts that have happened
         self.fin: list[int] = []
         self.fin_t: list[float] = []
         self.st: list[int] = []
         self.st_t: list[float] = []
+        self.procs = np.asarray(workload.procs, dtype=np.int64).tolist()
+        self.machine = int(workload.machine_size)
+        self.wants_starts = type(estimator).observe_started is not Estimator.observe_started
+
+    def copy(self, memo: dict[int, Any]) -> LogCursor:
+        """A copy with its own estimator (deep-copied with ``memo``) and system."""
+        new = object.__new__(LogCursor)
+        new.__dict__.update(self.__dict__)
+        new.est = copy.deepcopy(self.est, memo)
+        new.running = dict(self.running)
+        new.rec_start = self.rec_start.copy()
+        new.fin, new.fin_t = list(self.fin), list(self.fin_t)
+        new.st, new.st_t = list(self.st), list(self.st_t)
+        return new
+
+    def flush(self) -> None:
+        """Report the ends, then the starts, not reported yet."""
+        est = self.est
+        if self.fin:
+            est.observe_finished(np.asarray(self.fin, dtype=np.int64), np.asarray(self.fin_t))
+            self.fin.clear()
+            self.fin_t.clear()
+        if self.st and self.wants_starts:
+            est.observe_started(np.asarray(self.st, dtype=np.int64), np.asarray(self.st_t))
+        self.st.clear()
+        self.st_t.clear()
+
+    def event(self, t: float, kind: float, j: int) -> None:
+        """One event of :func:`log_events`."""
+        if kind == 1.0:
+            self.flush()
+            view = SystemView(
+                now=t,
+                running=np.fromiter(self.running, dtype=np.int64, count=len(self.running)),
+                start=self.rec_start,
+                free=max(self.machine - self.busy, 0),
+                machine_size=self.machine,
+            )
+            self.est.predict(j, view)
+        elif kind == 2.0:
+            self.running[j] = None
+            self.rec_start[j] = t
+            self.busy += self.procs[j]
+            self.st.append(j)
+            self.st_t.append(t)
+        else:
+            self.running.pop(j, None)
+            self.busy -= self.procs[j]
+            self.fin.append(j)
+            self.fin_t.append(t)
 
 
 class LogReplay:
@@ -168,33 +248,16 @@ class LogReplay:
         finite = np.isfinite(wait)
         #: jobs before each job with no recorded wait (``log_unknown`` of a window)
         self.unknown_before = np.concatenate(([0], np.cumsum(~finite)))
-        idx = np.flatnonzero(finite)
-        submit = np.asarray(full.submit, dtype=np.float64)
-        start = submit[idx] + np.maximum(wait[idx], 0.0)
-        end = start + np.asarray(full.runtime, dtype=np.float64)[idx]
-        kinds = np.concatenate(
-            (np.ones(idx.shape[0]), np.full(idx.shape[0], 2.0), np.where(end > start, 0.0, 3.0))
-        )
-        times = np.concatenate((submit[idx], start, end))
-        who = np.concatenate((idx, idx, idx))
-        order = np.lexsort((who, kinds, times))
-        self.times = times[order]
-        self._times = self.times.tolist()
-        self._kinds = kinds[order].tolist()
-        self._who = who[order].tolist()
-        self.procs = np.asarray(full.procs, dtype=np.int64).tolist()
-        self.machine = int(full.machine_size)
+        self.times, self._times, self._kinds, self._who = log_events(full, np.flatnonzero(finite))
         est = copy.deepcopy(estimator)
         est.bind(full, np.random.default_rng(0))
         self.static = tuple(type(estimator).warm_static or ())
-        self.wants_starts = type(est).observe_started is not Estimator.observe_started
         every = max(int(checkpoint or CHECKPOINT_JOBS), n // 16 if checkpoint is None else 1)
         self.every = 3 * max(every, 1)  # events (three per job)
-        self.checkpoints: list[_Cursor] = [_Cursor(est, n)]
+        self.checkpoints: list[LogCursor] = [LogCursor(est, full)]
         self.states: OrderedDict[int, tuple[Estimator, int, int]] = OrderedDict()
         self.replayed_events = 0  # events walked (for tests and benchmarks)
 
-    # ------------------------------------------------------------------ copies
     def _memo(self, est: Estimator) -> dict[int, Any]:
         memo: dict[int, Any] = {}
         for name in self.static:
@@ -203,66 +266,21 @@ class LogReplay:
                 memo[id(value)] = value
         return memo
 
-    def _copy_cursor(self, cur: _Cursor) -> _Cursor:
-        new = object.__new__(_Cursor)
-        new.__dict__.update(cur.__dict__)
-        new.est = copy.deepcopy(cur.est, self._memo(cur.est))
-        new.running = dict(cur.running)
-        new.rec_start = cur.rec_start.copy()
-        new.fin, new.fin_t = list(cur.fin), list(cur.fin_t)
-        new.st, new.st_t = list(cur.st), list(cur.st_t)
-        return new
-
-    # ------------------------------------------------------------------ replay
-    def _flush(self, cur: _Cursor) -> None:
-        est = cur.est
-        if cur.fin:
-            est.observe_finished(np.asarray(cur.fin, dtype=np.int64), np.asarray(cur.fin_t))
-            cur.fin.clear()
-            cur.fin_t.clear()
-        if cur.st and self.wants_starts:
-            est.observe_started(np.asarray(cur.st, dtype=np.int64), np.asarray(cur.st_t))
-        cur.st.clear()
-        cur.st_t.clear()
-
-    def _event(self, cur: _Cursor, t: float, kind: float, j: int) -> None:
-        if kind == 1.0:
-            self._flush(cur)
-            view = SystemView(
-                now=t,
-                running=np.fromiter(cur.running, dtype=np.int64, count=len(cur.running)),
-                start=cur.rec_start,
-                free=max(self.machine - cur.busy, 0),
-                machine_size=self.machine,
-            )
-            cur.est.predict(j, view)
-        elif kind == 2.0:
-            cur.running[j] = None
-            cur.rec_start[j] = t
-            cur.busy += self.procs[j]
-            cur.st.append(j)
-            cur.st_t.append(t)
-        else:
-            cur.running.pop(j, None)
-            cur.busy -= self.procs[j]
-            cur.fin.append(j)
-            cur.fin_t.append(t)
-
-    def _advance(self, cur: _Cursor, stop: int, record: bool) -> None:
+    def _advance(self, cur: LogCursor, stop: int, record: bool) -> None:
         """Walk ``cur`` through the events before ``stop``, leaving checkpoints."""
         times, kinds, who = self._times, self._kinds, self._who
         while cur.pos < stop:
             if record and cur.pos % self.every == 0 and cur.pos > self.checkpoints[-1].pos:
-                self.checkpoints.append(self._copy_cursor(cur))
+                self.checkpoints.append(cur.copy(self._memo(cur.est)))
             p = cur.pos
-            self._event(cur, times[p], kinds[p], who[p])
+            cur.event(times[p], kinds[p], who[p])
             cur.pos = p + 1
             self.replayed_events += 1
 
-    def _cursor_at(self, stop: int) -> _Cursor:
+    def _cursor_at(self, stop: int) -> LogCursor:
         """A fresh cursor stopped before event ``stop``."""
         best = max((c for c in self.checkpoints if c.pos <= stop), key=lambda c: c.pos)
-        cur = self._copy_cursor(best)
+        cur = best.copy(self._memo(best.est))
         self._advance(cur, stop, record=best is self.checkpoints[-1])
         return cur
 
@@ -296,9 +314,9 @@ class LogReplay:
         times, kinds, who = self._times, self._kinds, self._who
         while p < len(times) and times[p] == t0:
             if who[p] < start:
-                self._event(cur, times[p], kinds[p], who[p])
+                cur.event(times[p], kinds[p], who[p])
             p += 1
-        self._flush(cur)
+        cur.flush()
         est = _cut(cur.est, self.size, rows, self.static)
         size = sum(
             v.nbytes

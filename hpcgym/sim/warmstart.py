@@ -137,72 +137,14 @@ def replay_log(estimator: Estimator, workload: Workload, jobs: int, t0: float) -
     if wait is None:
         raise ValueError(f"workload {workload.name!r} has no recorded schedule (SWF field 3)")
     idx = np.flatnonzero(np.isfinite(wait[:jobs]))
-    unknown = jobs - int(idx.shape[0])
-    submit = np.asarray(workload.submit, dtype=np.float64)
-    start = submit[idx] + np.maximum(wait[idx], 0.0)
-    end = start + np.asarray(workload.runtime, dtype=np.float64)[idx]
-    # events (time, kind, job): at one instant ends (0) before submissions (1) before
-    # starts (2); a job that ends when it starts ends after its start (3)
-    ends = end <= t0
-    kinds = np.concatenate(
-        (
-            np.ones(idx.shape[0]),
-            np.full(idx.shape[0], 2.0),
-            np.where(end[ends] > start[ends], 0.0, 3.0),
-        )
-    )
-    times = np.concatenate((submit[idx], start, end[ends]))
-    who = np.concatenate((idx, idx, idx[ends]))
-    order = np.lexsort((who, kinds, times))
-    procs = np.asarray(workload.procs, dtype=np.int64)
-    m = int(workload.machine_size)
-    rec_start = np.full(len(workload), np.nan)  # the starts that have happened by now
-    running: dict[int, None] = {}  # insertion-ordered set of running jobs
-    busy = 0
-    fin: list[int] = []
-    fin_t: list[float] = []
-    st: list[int] = []
-    st_t: list[float] = []
-    wants_starts = type(estimator).observe_started is not Estimator.observe_started
-
-    def flush() -> None:
-        if fin:
-            estimator.observe_finished(np.asarray(fin, dtype=np.int64), np.asarray(fin_t))
-            fin.clear()
-            fin_t.clear()
-        if st and wants_starts:
-            estimator.observe_started(np.asarray(st, dtype=np.int64), np.asarray(st_t))
-        st.clear()
-        st_t.clear()
-
-    for t, kind, j in zip(
-        times[order].tolist(), kinds[order].tolist(), who[order].tolist(), strict=True
-    ):
-        if kind == 1.0:
-            flush()
-            view = SystemView(
-                now=t,
-                running=np.fromiter(running, dtype=np.int64, count=len(running)),
-                start=rec_start,
-                free=max(m - busy, 0),
-                machine_size=m,
-            )
-            estimator.predict(j, view)
-        elif kind == 2.0:
-            if t > t0:
-                continue
-            running[j] = None
-            rec_start[j] = t
-            busy += int(procs[j])
-            st.append(j)
-            st_t.append(t)
-        else:
-            running.pop(j, None)
-            busy -= int(procs[j])
-            fin.append(j)
-            fin_t.append(t)
-    flush()
-    return unknown
+    _, times, kinds, who = warmcache.log_events(workload, idx)
+    cur = warmcache.LogCursor(estimator, workload)
+    for t, kind, j in zip(times, kinds, who, strict=True):
+        if t > t0:  # the starts and ends after t0 are not known at t0
+            break
+        cur.event(t, kind, j)
+    cur.flush()
+    return jobs - int(idx.shape[0])
 
 
 class LogWarmStart(Estimator):
