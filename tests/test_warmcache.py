@@ -183,7 +183,7 @@ def test_prepare_makes_the_states_bind_would() -> None:
     w = trace()
     rep = warmcache.LogReplay(w, make_estimator("eloss"), checkpoint=100)
     rep.prepare([700, 300, 500], [780, 380, 580])
-    assert sorted(rep.states) == [300, 500, 700]
+    assert sorted(rep.states) == [(300, 380), (500, 580), (700, 780)]
     est, unknown = rep.window_state(500, w.window(0, 580))
     warmcache.set_enabled(False)
     own = bound("eloss:warm=log", w.window(500, 80))
@@ -277,8 +277,19 @@ def test_kept_states_stay_within_their_budget() -> None:
     rep = warmcache.LogReplay(w, make_estimator("eloss"), checkpoint=100, keep_mb=2.5 * one)
     for s in (300, 500, 700, 800):
         rep.window_state(s, w.window(0, s + 80))
-    assert list(rep.states) == [700, 800]  # 380 + 580 rows went first
+    assert list(rep.states) == [(700, 780), (800, 880)]  # 380 + 580 rows went first
     assert rep.kept_bytes == sum(k[2] for k in rep.states.values()) <= rep.keep_bytes
     walked = rep.replayed_events
     rep.window_state(300, w.window(0, 380))  # dropped: made again
     assert rep.replayed_events > walked
+
+
+def test_windows_at_one_start_with_other_lengths_get_their_own_states() -> None:
+    w = trace()
+    warmcache.set_enabled(False)
+    own = {n: bound("log-ridge:lam=10,warm=log", w.window(400, n)) for n in (60, 200)}
+    warmcache.set_enabled(True)
+    for n in (60, 200, 60):
+        shared = bound("log-ridge:lam=10,warm=log", w.window(400, n))
+        same_state(own[n], shared)
+        assert shared.inner.X.shape[0] == 400 + n

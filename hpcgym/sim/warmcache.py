@@ -255,7 +255,8 @@ class LogReplay:
         every = max(int(checkpoint or CHECKPOINT_JOBS), n // 16 if checkpoint is None else 1)
         self.every = 3 * max(every, 1)  # events (three per job)
         self.checkpoints: list[LogCursor] = [LogCursor(est, full)]
-        self.states: OrderedDict[int, tuple[Estimator, int, int]] = OrderedDict()
+        #: (start, rows) -> the window's state, its log_unknown and its size in bytes
+        self.states: OrderedDict[tuple[int, int], tuple[Estimator, int, int]] = OrderedDict()
         self.replayed_events = 0  # events walked (for tests and benchmarks)
 
     def _memo(self, est: Estimator) -> dict[int, Any]:
@@ -288,19 +289,20 @@ class LogReplay:
         """The estimator's state after the log replay of the window at job ``start``
         (a copy, bound to ``joined``, the jobs before the window followed by the window's)
         and the number of jobs before it with no recorded wait."""
-        kept = self.states.get(start)
+        key = (int(start), len(joined))  # windows of other lengths have other tables
+        kept = self.states.get(key)
         if kept is None:
-            kept = self._make_state(start, len(joined))
-            self._keep(start, kept)
+            kept = self._make_state(*key)
+            self._keep(key, kept)
         else:
-            self.states.move_to_end(start)
+            self.states.move_to_end(key)
         est, unknown, _ = kept
         new = copy.deepcopy(est, self._memo(est))
         new.workload = joined
         return new, unknown
 
-    def _keep(self, start: int, kept: tuple[Estimator, int, int]) -> None:
-        self.states[start] = kept
+    def _keep(self, key: tuple[int, int], kept: tuple[Estimator, int, int]) -> None:
+        self.states[key] = kept
         self.kept_bytes += kept[2]
         while len(self.states) > 1 and self.kept_bytes > self.keep_bytes:
             self.kept_bytes -= self.states.popitem(last=False)[1][2]
@@ -327,9 +329,9 @@ class LogReplay:
 
     def prepare(self, starts: Iterable[int], rows: Iterable[int]) -> None:
         """Make the states of several windows in one walk (in the order of their starts)."""
-        for s, r in sorted(zip(starts, rows, strict=True)):
-            if s not in self.states:
-                self._keep(s, self._make_state(s, r))
+        for key in sorted(zip(starts, rows, strict=True)):
+            if key not in self.states:
+                self._keep(key, self._make_state(*key))
 
 
 def _cut(est: Estimator, size: int, rows: int, static: tuple[str, ...]) -> Estimator:
