@@ -293,3 +293,10 @@ def test_windows_at_one_start_with_other_lengths_get_their_own_states() -> None:
         shared = bound("log-ridge:lam=10,warm=log", w.window(400, n))
         same_state(own[n], shared)
         assert shared.inner.X.shape[0] == 400 + n
+
+
+def test_a_window_on_another_machine_replays_on_its_own() -> None:
+    w = trace()
+    win = dataclasses.replace(w.window(500, 80), machine_size=w.machine_size * 2)
+    bound("eloss:warm=log", win)
+    assert not warmcache._REPLAYS

@@ -112,9 +112,10 @@ def replay_for(full: Workload, key: bytes, estimator: Estimator) -> LogReplay:
 
 def is_plain_cut(full: Workload, window: Workload) -> bool:
     """Whether ``window``'s jobs are ``full``'s jobs from ``window.offset`` on, column for
-    column (so that the whole trace's per-job tables hold the window's rows)."""
+    column, on the same machine (so that the whole trace's per-job tables and recorded
+    system are the window's)."""
     s, n = int(window.offset), len(window)
-    if s < 0 or s + n > len(full):
+    if s < 0 or s + n > len(full) or window.machine_size != full.machine_size:
         return False
     for c in ("submit", "runtime", "request", "procs", "user"):
         a, b = getattr(window, c), getattr(full, c)

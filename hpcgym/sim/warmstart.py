@@ -37,6 +37,10 @@ of any online estimator (``make_estimator("eloss:warm=log")``, the env's
 as a scheduler key (``ELOSS,warm=log``, ``SJF+EASY++,warm=log``). On a whole trace or a
 generated workload there is nothing before the window and it changes nothing.
 
+With ``warm=log``, E-Loss and ``log-ridge`` bind from a replay of the whole trace shared
+by the process (:mod:`hpcgym.sim.warmcache`), to the same state, many times faster when
+the same trace's windows are bound again and again (searches, evaluations).
+
 What it does not do: the window itself is still simulated from an empty machine (the
 jobs the log shows running at ``t0`` are not in it), and only the estimator is warmed
 (the engine's corrections keep no history).
