@@ -33,9 +33,9 @@ estimator, ``warm=N``, a window that is not a plain cut of its trace, or
 Memory: a checkpoint holds the estimator bound to the whole trace; a kept state and each
 window's copy hold the window's past (E-Loss stores 20 features a job: 168 bytes a job of
 the past with its outputs, about 3 MB a window on SDSC-SP2's train range, 11 MB on
-HPC2N's). A warm
-env holds such a copy per estimator, as it did before, so many warm envs on a long
-trace need gigabytes (128 HPC2N windows with two warm estimators: about 7 GB a process).
+HPC2N's). A warm env holds such a copy per estimator, as it did before, so many warm envs
+on a long trace need gigabytes (128 HPC2N windows with two warm estimators: about 7 GB a
+process).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim.estimators import Estimator, SystemView
-from hpcgym.workload.core import Workload
+from hpcgym.workload.core import COLUMNS, Workload
 
 __all__ = ["LogCursor", "LogReplay", "clear", "enabled", "log_events", "replay_for", "set_enabled"]
 
@@ -117,11 +117,7 @@ def is_plain_cut(full: Workload, window: Workload) -> bool:
     s, n = int(window.offset), len(window)
     if s < 0 or s + n > len(full) or window.machine_size != full.machine_size:
         return False
-    for c in ("submit", "runtime", "request", "procs", "user"):
-        a, b = getattr(window, c), getattr(full, c)
-        if a is None or b is None or not np.array_equal(a, b[s : s + n]):
-            return False
-    return True
+    return all(np.array_equal(getattr(window, c), getattr(full, c)[s : s + n]) for c in COLUMNS)
 
 
 def log_events(

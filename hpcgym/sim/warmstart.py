@@ -28,8 +28,9 @@ end. Jobs the log has no wait for (``nan``) are left out and counted
 (:attr:`LogWarmStart.log_unknown`).
 
 :class:`LogWarmStart` wraps any online estimator: at :meth:`~LogWarmStart.bind` it
-finds the jobs before the window (:func:`~hpcgym.workload.traces.trace_past`), binds
-the wrapped estimator to those jobs followed by the window's, replays the log, and then
+finds the jobs before the window in the trace it was cut from
+(:func:`~hpcgym.workload.traces.window_trace`), binds the wrapped estimator to those
+jobs followed by the window's, replays the log, and then
 passes the engine's calls on with the window's job indices shifted. Spelled
 ``warm=log`` (every job before the window) or ``warm=N`` (the last ``N``) as an option
 of any online estimator (``make_estimator("eloss:warm=log")``, the env's
@@ -112,16 +113,26 @@ def split_warm(spec: str) -> tuple[str, str | None]:
     return name + (":" + ",".join(kept) if kept else ""), warm
 
 
-def _joined(past: Workload, window: Workload) -> Workload:
-    """The past jobs followed by the window's, on the window's machine."""
+def _joined(full: Workload, lo: int, window: Workload, plain: bool) -> Workload:
+    """The trace's jobs ``lo`` to the window's first followed by the window's, on the
+    window's machine, with the recorded waits of the past only (the window's are not known
+    at its start). Its columns are views of the trace's when the window is a ``plain``
+    cut of it (:func:`~hpcgym.sim.warmcache.is_plain_cut`), else concatenations."""
+    off, n = int(window.offset), len(window)
+    if plain:
+        cols = {c: getattr(full, c)[lo : off + n] for c in COLUMNS}
+    else:
+        cols = {c: np.concatenate((getattr(full, c)[lo:off], getattr(window, c))) for c in COLUMNS}
+    assert full.recorded_wait is not None
     return Workload(
         name=window.name,
         machine_size=window.machine_size,
-        **{c: np.concatenate((getattr(past, c), getattr(window, c))) for c in COLUMNS},
+        **cols,
         report=window.report,
         source=window.source,
         meta=window.meta,
-        offset=past.offset,
+        offset=lo,
+        recorded_wait=np.concatenate((full.recorded_wait[lo:off], np.full(n, np.nan))),
     )
 
 
@@ -192,72 +203,41 @@ class LogWarmStart(Estimator):
 
     def bind(self, workload: Workload, rng: np.random.Generator) -> None:
         super().bind(workload, rng)
-        from hpcgym.workload.traces import trace_past
+        from hpcgym.workload.traces import window_trace
 
-        if self._key is not None and len(workload) and warmcache.enabled():
-            if self._bind_shared(workload, rng):
-                return
-        past = trace_past(workload, self.jobs) if len(workload) else None
-        if past is None or len(past) == 0:
+        full = window_trace(workload) if len(workload) else None
+        off = int(workload.offset)
+        lo = 0 if self.jobs is None else max(0, off - self.jobs)
+        if full is None or off <= lo:  # nothing before the window: the cold estimator
             self._shift = 0
             self.replayed = self.log_unknown = 0
             self.inner.bind(workload, rng)
             return
-        if past.recorded_wait is None or not np.isfinite(past.recorded_wait).any():
+        wait = full.recorded_wait
+        if wait is None or not np.isfinite(wait[lo:off]).any():
             raise ValueError(
                 f"warm start of {self.inner.name!r}: the trace {workload.source or workload.name!r}"
                 f" has no recorded schedule before the window (SWF field 3, the wait time, is "
                 f"-1 throughout; generated traces such as Lublin's have none); use the cold "
                 f"estimator, or a burn-in (bench/burn_in.py)"
             )
-        joined = _joined(past, workload)
-        joined.recorded_wait = np.concatenate((past.recorded_wait, np.full(len(workload), np.nan)))
-        h = len(past)
-        self._shift = h
-        self.inner.bind(joined, rng)
-        self.log_unknown = replay_log(self.inner, joined, h, float(workload.submit[0]))
-        self.replayed = h
+        plain = warmcache.is_plain_cut(full, workload)
+        joined = _joined(full, lo, workload, plain)
+        h = off - lo
+        if plain and self._proto is not None and self._key is not None and warmcache.enabled():
+            # the state from the process's replay of the whole trace (hpcgym.sim.warmcache)
+            replay = warmcache.replay_for(full, self._key, self._proto)
+            state, self.log_unknown = replay.window_state(off, joined)
+            state.rng = rng
+            self.inner.__dict__.clear()
+            self.inner.__dict__.update(state.__dict__)
+        else:
+            self.inner.bind(joined, rng)
+            self.log_unknown = replay_log(self.inner, joined, h, float(workload.submit[0]))
+        self._shift = self.replayed = h
         self._start = np.full(len(joined), np.nan)
         self._src: SystemView | None = None  # the engine's view last translated
         self._view: SystemView | None = None
-
-    def _bind_shared(self, workload: Workload, rng: np.random.Generator) -> bool:
-        """Bind from the process's replay of the whole trace (:mod:`hpcgym.sim.warmcache`);
-        ``False`` (nothing done) when the window does not qualify."""
-        from hpcgym.workload.traces import window_trace
-
-        full = window_trace(workload)
-        off = int(workload.offset)
-        wait = None if full is None else full.recorded_wait
-        if (
-            full is None
-            or wait is None
-            or not np.isfinite(wait[:off]).any()
-            or not warmcache.is_plain_cut(full, workload)
-        ):
-            return False
-        assert self._key is not None and self._proto is not None
-        rows = off + len(workload)
-        joined = Workload(  # what _joined makes, its columns views of the trace's
-            name=workload.name,
-            machine_size=workload.machine_size,
-            **{c: getattr(full, c)[:rows] for c in COLUMNS},
-            report=workload.report,
-            source=workload.source,
-            meta=workload.meta,
-            recorded_wait=np.concatenate((wait[:off], np.full(len(workload), np.nan))),
-        )
-        replay = warmcache.replay_for(full, self._key, self._proto)
-        state, unknown = replay.window_state(off, joined)
-        state.rng = rng
-        self.inner.__dict__.clear()
-        self.inner.__dict__.update(state.__dict__)
-        self._shift = self.replayed = off
-        self.log_unknown = unknown
-        self._start = np.full(len(joined), np.nan)
-        self._src = None
-        self._view = None
-        return True
 
     def observe_finished(self, jobs: np.ndarray, end_times: np.ndarray) -> None:
         self.inner.observe_finished(np.asarray(jobs, dtype=np.int64) + self._shift, end_times)
