@@ -51,7 +51,7 @@ def submission_features(wl: Workload) -> np.ndarray:
 
     :param wl: the workload
     """
-    est = make_estimator("eloss")
+    est = make_estimator("eloss", keep_features=True)
     Simulation(wl, backfill="sjbf", estimate=est, correction="incremental-offset").run()
     return np.asarray(est.X, dtype=np.float64)
 

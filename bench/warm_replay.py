@@ -5,11 +5,16 @@ window at every bind. A search binds every window once per candidate; an evaluat
 per method. This binds ``--candidates`` rounds of the same ``--windows`` train-split
 windows (drawn with ``--seed``, in the draw's order, as the envs of a search reset), with
 each window's own replay and with the replay shared by the process, and prints the
-seconds per bind of each and whether the replayed E-Loss outputs of every past job agree::
+seconds per bind of each, the memory of a bound window's estimator state (its own arrays, not
+the tables it shares with the trace's replay) and whether the replayed E-Loss outputs of
+every past job agree::
 
     HPCGYM_TRACE_DIR=../shared/traces python bench/warm_replay.py --trace SDSC-SP2
     HPCGYM_TRACE_DIR=../shared/traces python bench/warm_replay.py --trace HPC2N \
         --spec eloss:warm=log
+    # the same with every job's features kept (E-Loss's X, for analysis)
+    HPCGYM_TRACE_DIR=../shared/traces python bench/warm_replay.py --trace HPC2N \
+        --spec eloss:keep_features=true,warm=log
 
 Exit status 1 if any state differs.
 """
@@ -31,6 +36,12 @@ from hpcgym.sim.estimators import make_estimator  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
 
 
+def state_bytes(est: object) -> int:
+    """Bytes of the numpy arrays a bound estimator owns (views of another array, such as
+    the per-job tables shared with the replay, are not counted)."""
+    return sum(v.nbytes for v in vars(est).values() if isinstance(v, np.ndarray) and v.base is None)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--trace", default="SDSC-SP2")
@@ -46,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     outputs: dict[bool, list[np.ndarray]] = {}
     seconds: dict[bool, float] = {}
+    owned: list[int] = []
     for shared in (False, True):
         warmcache.clear()
         warmcache.set_enabled(shared)
@@ -56,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
                 est = make_estimator(ns.spec)
                 est.bind(full.window(int(s), ns.length), rng)
                 outs.append(np.asarray(est.inner.__dict__["predictions"][: int(s)]))
+                if shared:
+                    owned.append(state_bytes(est.inner))
         seconds[shared] = time.perf_counter() - t
         outputs[shared] = outs
     warmcache.set_enabled(True)
@@ -73,6 +87,10 @@ def main(argv: list[str] | None = None) -> int:
         sec = seconds[shared]
         print(f"  {label:<22} {sec:8.2f} s  ({sec / binds:.3f} s a bind)")
     print(f"  speed-up {seconds[False] / seconds[True]:.1f}x; replayed outputs identical: {same}")
+    print(
+        f"  a bound window's own arrays: {np.mean(owned) / 2**20:.2f} MB on average "
+        f"(largest {max(owned) / 2**20:.2f} MB)"
+    )
     return 0 if same else 1
 
 

@@ -376,7 +376,7 @@ def test_eloss_features_by_hand() -> None:
         procs=[2, 4, 1, 2, 5, 3],
         meta=meta,
     )
-    e = ELossEstimator()
+    e = ELossEstimator(keep_features=True)
     e.bind(w, RNG(0))
     assert e.time_reference.startswith("UTC")
     n = 6
@@ -422,7 +422,7 @@ def test_eloss_features_by_hand() -> None:
 
 def test_eloss_three_job_history_and_unknown_user() -> None:
     w = wl([0, 1, 2, 3, 50, 60], [10, 20, 30, 5, 5, 5], [100] * 6, user=[1, 1, 1, -1, 1, -1])
-    e = ELossEstimator()
+    e = ELossEstimator(keep_features=True)
     e.bind(w, RNG(0))
     for j in range(4):
         e.predict(j, view(j, 6))
@@ -468,7 +468,7 @@ def test_eloss_negative_output_abs_or_floor() -> None:
 
 def test_eloss_missing_history_as_request() -> None:
     w = wl([0, 1, 50], [10, 20, 30], [100, 200, 300], user=[1, 2, 1])
-    e = ELossEstimator(missing="request")
+    e = ELossEstimator(missing="request", keep_features=True)
     e.bind(w, RNG(0))
     e.predict(0, view(0, 3))
     e.predict(1, view(1, 3, [0], [0]))
@@ -479,7 +479,7 @@ def test_eloss_missing_history_as_request() -> None:
     assert [x0[k] for k in hist] == [100, 100, 100, 100, 100, 0]
     x2 = dict(zip(FEATURES, e.X[2], strict=True))  # one finished job (10 s)
     assert [x2[k] for k in hist] == [10, 300, 300, 10, 10, 10]
-    z = ELossEstimator()  # Table 2: 0 if N/A
+    z = ELossEstimator(keep_features=True)  # Table 2: 0 if N/A
     z.bind(w, RNG(0))
     z.predict(0, view(0, 3))
     np.testing.assert_array_equal(z.X[0][1:7], 0.0)
@@ -732,3 +732,23 @@ def test_sdsc_sp2_window_replay_matches_naive_tang() -> None:
     for name in ("ave2", "eloss", "tang-selective"):
         p = ideal_replay(make_estimator(name), w)
         assert np.all(p <= w.request) and np.all(p > 0)
+
+
+@pytest.mark.parametrize("name", ["eloss", "log-ridge:lam=10"])
+def test_keeping_the_features_changes_no_prediction(name: str) -> None:
+    from hpcgym.sim.engine import Simulation
+    from hpcgym.workload import load
+
+    w = load(None).window(2000, 400)
+    runs = {}
+    for keep in (False, True):
+        est = make_estimator(name, keep_features=keep)
+        res = Simulation(w, backfill="sjbf", estimate=est, correction="incremental-offset").run()
+        runs[keep] = (est, res)
+    (a, ra), (b, rb) = runs[False], runs[True]
+    assert a.X is None and b.X is not None and b.X.shape == (len(w), len(FEATURES))
+    np.testing.assert_array_equal(a.predictions, b.predictions)
+    np.testing.assert_array_equal(ra.start, rb.start)
+    # every job's row is its features at submission: its request, its processors
+    np.testing.assert_array_equal(b.X[:, FEATURES.index("request")], w.request)
+    np.testing.assert_array_equal(b.X[:, FEATURES.index("procs")], w.procs)

@@ -273,7 +273,7 @@ def test_sharing_can_be_turned_off_by_the_environment(monkeypatch: pytest.Monkey
 
 def test_kept_states_stay_within_their_budget() -> None:
     w = trace()
-    one = 880 * 8 * 21 / 2**20  # a state of 880 rows: X (20 features) and predictions
+    one = 880 * 8 / 2**20  # a state of 880 rows: its predictions (X is not kept)
     rep = warmcache.LogReplay(w, make_estimator("eloss"), checkpoint=100, keep_mb=2.5 * one)
     for s in (300, 500, 700, 800):
         rep.window_state(s, w.window(0, s + 80))
@@ -292,7 +292,23 @@ def test_windows_at_one_start_with_other_lengths_get_their_own_states() -> None:
     for n in (60, 200, 60):
         shared = bound("log-ridge:lam=10,warm=log", w.window(400, n))
         same_state(own[n], shared)
-        assert shared.inner.X.shape[0] == 400 + n
+        assert shared.inner.predictions.shape[0] == 400 + n
+
+
+@pytest.mark.parametrize("spec", ["eloss:warm=log", "eloss:keep_features=true,warm=log"])
+def test_a_trace_as_long_as_a_fixed_table_is_cut_by_its_per_job_arrays(spec: str) -> None:
+    # E-Loss's pair index tables have 190 entries: on a trace of 190 jobs they have the
+    # trace's length, and only the per-job arrays may be cut to a window's rows
+    w = trace(n=190)
+    warmcache.set_enabled(False)
+    own = bound(spec, w.window(100, 60))
+    warmcache.set_enabled(True)
+    shared = bound(spec, w.window(100, 60))
+    same_state(own, shared)
+    rep = next(iter(warmcache._REPLAYS.values()))
+    expected = {"predictions", "_uid_arr", "_procs_arr"} | ({"X"} if "keep" in spec else set())
+    assert rep.per_job == expected
+    assert shared.inner._iu.shape == (190,)
 
 
 def test_a_window_on_another_machine_replays_on_its_own() -> None:

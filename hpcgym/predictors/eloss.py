@@ -325,6 +325,10 @@ class ELossEstimator(Estimator):
         authors' simulator: the job's own request)
     :param gamma_offset: constant added to the Table 3 weight before the clamp at 0 (the
         authors' configuration file uses ``1 + log(q p)``, i.e. ``gamma_offset=1``)
+    :param keep_features: keep every job's Table 2 features in :attr:`X` (``(n_jobs, 20)``,
+        rows of jobs not yet submitted are 0) for analysis; off by default, since the
+        model never reads them again (they are 20 floats a job of the whole trace, most of
+        a warm-started estimator's state) and :attr:`X` is then ``None``
     """
 
     name = "eloss"
@@ -355,6 +359,7 @@ class ELossEstimator(Estimator):
         negative: str = "abs",
         missing: str = "zero",
         gamma_offset: float = 0.0,
+        keep_features: bool = False,
     ) -> None:
         for side, v in (("over", over), ("under", under)):
             if v not in BASIS_LOSSES:
@@ -378,6 +383,7 @@ class ELossEstimator(Estimator):
         self.local_time = bool(local_time)
         self.negative, self.missing = negative, missing
         self.gamma_offset = float(gamma_offset)
+        self.keep_features = bool(keep_features)
         if (over, under, weight) != ("squared", "linear", "large-area"):
             self.name = f"eloss:over={over},under={under},weight={weight}"
         n = N_FEATURES
@@ -413,8 +419,9 @@ class ELossEstimator(Estimator):
         self._sum_rt = [0.0] * nu
         self._sum_q = [0.0] * nu
         self._last_end = [float("nan")] * nu
-        # features stored at submission, used for training at completion
-        self.X = np.zeros((n, N_FEATURES))
+        # every job's features at its submission (keep_features), else one row reused
+        self.X: np.ndarray | None = np.zeros((n, N_FEATURES)) if self.keep_features else None
+        self._x = np.zeros(N_FEATURES)
         self._pending: dict[int, np.ndarray] = {}  # Phi(x) of submitted, unfinished jobs
         self.predictions = np.full(n, np.nan)  # raw model outputs w^T Phi(x) (unclipped)
         self.model = NAG(self.dim, self.eta, self.lam)
@@ -431,7 +438,8 @@ class ELossEstimator(Estimator):
 
     # --------------------------------------------------------------- features
     def features(self, job: int, view: SystemView) -> np.ndarray:
-        """The Table 2 feature vector of ``job`` submitted now (stored in ``X[job]``)."""
+        """The Table 2 feature vector of ``job`` submitted now: the row ``X[job]`` with
+        ``keep_features``, else a buffer that the next call overwrites."""
         u = self._uid[job]
         q = self._procs[job]
         now = view.now
@@ -459,7 +467,7 @@ class ELossEstimator(Estimator):
                     el = now - view.start[mine]
                     occ = float(self._procs_arr[mine].sum())
                     cur = [occ / k, float(k), float(el.max()), float(el.sum()), occ]
-        x = self.X[job]
+        x = self._x if self.X is None else self.X[job]
         x[:] = [self._req[job], *hist, q, *user_q, *cur, brk, *self._clock[job]]
         return x
 

@@ -92,6 +92,8 @@ class LogRidgeEstimator(ELossEstimator):
         ``"zero"`` (default) or ``"request"`` (as E-Loss)
     :param templates: add the :data:`N_TEMPLATE` inputs of the user's similar jobs (same
         request; same request and processors)
+    :param keep_features: keep every job's E-Loss features in ``X`` (as
+        :class:`~hpcgym.predictors.eloss.ELossEstimator`; off by default)
     """
 
     name = "log-ridge"
@@ -103,10 +105,11 @@ class LogRidgeEstimator(ELossEstimator):
         local_time: bool = True,
         missing: str = "zero",
         templates: bool = False,
+        keep_features: bool = False,
     ) -> None:
         if not (lam > 0 and math.isfinite(lam)):
             raise ValueError(f"lam must be a positive finite number, got {lam!r}")
-        super().__init__(local_time=local_time, missing=missing)
+        super().__init__(local_time=local_time, missing=missing, keep_features=keep_features)
         self.ridge = float(lam)
         self.templates = bool(templates)
         opts = ([f"lam={lam:g}"] if lam != 1.0 else []) + (["templates=true"] if templates else [])

@@ -249,6 +249,7 @@ class LogReplay:
         est = copy.deepcopy(estimator)
         est.bind(full, np.random.default_rng(0))
         self.static = tuple(type(estimator).warm_static or ())
+        self.per_job = per_job_arrays(estimator, full, est)
         every = max(int(checkpoint or CHECKPOINT_JOBS), n // 16 if checkpoint is None else 1)
         self.every = 3 * max(every, 1)  # events (three per job)
         self.checkpoints: list[LogCursor] = [LogCursor(est, full)]
@@ -316,7 +317,7 @@ class LogReplay:
                 cur.event(times[p], kinds[p], who[p])
             p += 1
         cur.flush()
-        est = _cut(cur.est, self.size, rows, self.static)
+        est = _cut(cur.est, self.per_job, rows, self.static)
         size = sum(
             v.nbytes
             for k, v in est.__dict__.items()
@@ -331,14 +332,42 @@ class LogReplay:
                 self._keep(key, self._make_state(*key))
 
 
-def _cut(est: Estimator, size: int, rows: int, static: tuple[str, ...]) -> Estimator:
-    """``est`` (bound to the whole trace of ``size`` jobs) with every per-job array cut to
-    its first ``rows`` (an array whose first axis has ``size`` rows: a view of it if it is
-    one of the ``static`` tables, else a copy). The ``static`` lists stay whole, shared by
-    every window's state (the window indexes only their first ``rows`` items)."""
+def per_job_arrays(estimator: Estimator, full: Workload, bound: Estimator) -> frozenset[str]:
+    """The attributes of ``bound`` (``estimator`` bound to ``full``) that are per-job
+    arrays: those whose first axis follows the workload's length. Found by binding a
+    copy to ``full``'s first job as well, so that a fixed-size table that happens to
+    have as many rows as the trace has jobs is never taken for one.
+
+    :param estimator: the unbound estimator
+    :param full: the whole trace
+    :param bound: ``estimator`` bound to ``full``
+    """
+    n = len(full)
+    probe = copy.deepcopy(estimator)
+    probe.bind(full.window(0, 1), np.random.default_rng(0))
+    out = set()
+    for name, value in bound.__dict__.items():
+        other = probe.__dict__.get(name)
+        if (
+            isinstance(value, np.ndarray)
+            and value.ndim
+            and value.shape[0] == n
+            and isinstance(other, np.ndarray)
+            and other.ndim
+            and (n == 1 or other.shape[0] == 1)
+        ):
+            out.add(name)
+    return frozenset(out)
+
+
+def _cut(est: Estimator, per_job: frozenset[str], rows: int, static: tuple[str, ...]) -> Estimator:
+    """``est`` (bound to the whole trace) with every per-job array (``per_job``:
+    :func:`per_job_arrays`) cut to its first ``rows``: a view of it if it is one of the
+    ``static`` tables, else a copy. The ``static`` lists stay whole, shared by every
+    window's state (the window indexes only their first ``rows`` items)."""
     out = object.__new__(type(est))
     for name, value in est.__dict__.items():
-        if isinstance(value, np.ndarray) and value.ndim and value.shape[0] == size:
+        if name in per_job:
             value = value[:rows] if name in static else value[:rows].copy()
         out.__dict__[name] = value
     return out
