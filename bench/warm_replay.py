@@ -10,6 +10,8 @@ the tables it shares with the trace's replay) and whether the replayed E-Loss ou
 every past job agree::
 
     HPCGYM_TRACE_DIR=../shared/traces python bench/warm_replay.py --trace SDSC-SP2
+    HPCGYM_TRACE_DIR=../shared/traces python bench/warm_replay.py --trace SDSC-SP2 \
+        --candidates 1 --order starts
     HPCGYM_TRACE_DIR=../shared/traces python bench/warm_replay.py --trace HPC2N \
         --spec eloss:warm=log
     # the same with every job's features kept (E-Loss's X, for analysis)
@@ -51,9 +53,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--length", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--split", default="train")
+    ap.add_argument(
+        "--order",
+        choices=("draw", "starts"),
+        default="draw",
+        help="bind the windows in the draw's order (default) or in the order of their "
+        "starts, as play_windows resets its envs",
+    )
     ns = ap.parse_args(argv)
     full = load(ns.trace)
     starts = select_windows(len(full), ns.length, ns.windows, split=ns.split, seed=ns.seed).starts
+    if ns.order == "starts":
+        starts = np.sort(starts)
     rng = np.random.default_rng(0)
     outputs: dict[bool, list[np.ndarray]] = {}
     seconds: dict[bool, float] = {}
@@ -81,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     mean_start = float(np.mean(starts))
     print(
         f"{ns.trace} ({len(full)} jobs), {ns.spec}: {len(starts)} {ns.split} windows of "
-        f"{ns.length} jobs (mean start {mean_start:,.0f}), {ns.candidates} rounds, {binds} binds"
+        f"{ns.length} jobs (mean start {mean_start:,.0f}), {ns.candidates} rounds, {binds} binds "
+        f"in the order of the {'draw' if ns.order == 'draw' else 'starts'}"
     )
     for shared, label in ((False, "own replay per window"), (True, "replay shared")):
         sec = seconds[shared]

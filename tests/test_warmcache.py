@@ -179,6 +179,50 @@ def test_checkpoints_bound_the_walk() -> None:
     assert rep.replayed_events - first <= rep.every
 
 
+@pytest.mark.parametrize("spec", SPECS)
+def test_windows_in_the_order_of_their_starts_cost_one_walk(spec: str) -> None:
+    w = trace()
+    starts = [60, 130, 131, 260, 420, 421, 655, 790]
+    warmcache.set_enabled(False)
+    own = {s: bound(spec, w.window(s, 80)) for s in starts}
+    warmcache.set_enabled(True)
+    for s in starts:
+        same_state(own[s], bound(spec, w.window(s, 80)))
+    (rep,) = warmcache._REPLAYS.values()
+    # the walk went once to the last window's first submission, never back
+    last = int(np.searchsorted(rep.times, w.submit[starts[-1]], side="left"))
+    assert rep.replayed_events == last
+    # a window before the last walk's end starts from a checkpoint, one after it from the
+    # walk; both have the state of their own replay
+    for s in (300, 800):
+        warmcache.set_enabled(False)
+        mine = bound(spec, w.window(s, 80))
+        warmcache.set_enabled(True)
+        same_state(mine, bound(spec, w.window(s, 80)))
+
+
+def test_play_windows_resets_in_the_order_of_the_starts() -> None:
+    w = trace()
+    starts = [655, 130, 420, 60]
+    kw: dict[str, Any] = dict(
+        trace=w,
+        split="all",
+        reference=None,
+        window_length=80,
+        features="extended",
+        feature_predictor="log-ridge:lam=10,warm=log",
+    )
+    rows = play_windows([BackfillEnv(**kw) for _ in starts], _Last(), starts, job_start=True)
+    (rep,) = warmcache._REPLAYS.values()
+    assert rep.replayed_events == int(np.searchsorted(rep.times, w.submit[655], side="left"))
+    warmcache.clear()
+    alone = [play_windows([BackfillEnv(**kw)], _Last(), [s], job_start=True)[0] for s in starts]
+    assert [r["start"] for r in rows] == starts
+    for a, b in zip(rows, alone, strict=True):
+        assert a["avg_bsld"] == b["avg_bsld"]
+        assert np.array_equal(a["job_start"], b["job_start"])
+
+
 def test_prepare_makes_the_states_bind_would() -> None:
     w = trace()
     rep = warmcache.LogReplay(w, make_estimator("eloss"), checkpoint=100)

@@ -167,10 +167,12 @@ def play_windows(
     if len(envs) != len(starts):
         raise ValueError(f"{len(envs)} envs for {len(starts)} window starts")
     n = len(envs)
-    obs: list[np.ndarray] = []
-    for e, s in zip(envs, starts, strict=True):
-        o, _ = e.reset(seed=seed, options={"start": int(s)})
-        obs.append(o)
+    obs: list[np.ndarray] = [np.empty(0)] * n
+    # reset in the order of the starts: warm-started estimators then bind their windows'
+    # states in one walk of the trace's log (hpcgym.sim.warmcache); each env's reset
+    # depends only on its own seed and start
+    for i in sorted(range(n), key=lambda i: int(starts[i])):
+        obs[i], _ = envs[i].reset(seed=seed, options={"start": int(starts[i])})
     returns = [0.0] * n
     rows: list[dict[str, Any] | None] = [None] * n
     active = list(range(n))

@@ -30,12 +30,15 @@ checks the states equal the window's own replay, estimator by estimator. Any oth
 estimator, ``warm=N``, a window that is not a plain cut of its trace, or
 :func:`set_enabled` ``(False)`` (or ``HPCGYM_WARM_CACHE=0``) keeps the window's own replay.
 
+A state is made from the last walk's cursor when it stopped between the nearest
+checkpoint and the window, so windows bound in the order of their starts (as
+:func:`~hpcgym.evaluation.play.play_windows` resets its envs) cost one walk of the log
+between the first and the last.
+
 Memory: a checkpoint holds the estimator bound to the whole trace; a kept state and each
-window's copy hold the window's past (E-Loss stores 20 features a job: 168 bytes a job of
-the past with its outputs, about 3 MB a window on SDSC-SP2's train range, 11 MB on
-HPC2N's). A warm env holds such a copy per estimator, as it did before, so many warm envs
-on a long trace need gigabytes (128 HPC2N windows with two warm estimators: about 7 GB a
-process).
+window's copy hold the window's past (E-Loss and ``log-ridge``: 8 bytes a job for their
+outputs, 0.5 MB a window on average over HPC2N's train range; 168 bytes a job with
+``keep_features=true``, which also stores every job's features).
 """
 
 from __future__ import annotations
@@ -256,6 +259,7 @@ class LogReplay:
         #: (start, rows) -> the window's state, its log_unknown and its size in bytes
         self.states: OrderedDict[tuple[int, int], tuple[Estimator, int, int]] = OrderedDict()
         self.replayed_events = 0  # events walked (for tests and benchmarks)
+        self._walk: LogCursor | None = None  # the last walk's cursor (never flushed early)
 
     def _memo(self, est: Estimator) -> dict[int, Any]:
         memo: dict[int, Any] = {}
@@ -265,11 +269,12 @@ class LogReplay:
                 memo[id(value)] = value
         return memo
 
-    def _advance(self, cur: LogCursor, stop: int, record: bool) -> None:
-        """Walk ``cur`` through the events before ``stop``, leaving checkpoints."""
+    def _advance(self, cur: LogCursor, stop: int) -> None:
+        """Walk ``cur`` through the events before ``stop``, leaving a checkpoint every
+        :attr:`every` events past the last one."""
         times, kinds, who = self._times, self._kinds, self._who
         while cur.pos < stop:
-            if record and cur.pos % self.every == 0 and cur.pos > self.checkpoints[-1].pos:
+            if cur.pos % self.every == 0 and cur.pos > self.checkpoints[-1].pos:
                 self.checkpoints.append(cur.copy(self._memo(cur.est)))
             p = cur.pos
             cur.event(times[p], kinds[p], who[p])
@@ -277,11 +282,17 @@ class LogReplay:
             self.replayed_events += 1
 
     def _cursor_at(self, stop: int) -> LogCursor:
-        """A fresh cursor stopped before event ``stop``."""
+        """A fresh cursor stopped before event ``stop``: a copy of the last walk's cursor
+        advanced to ``stop`` when that walk stopped at or before ``stop`` and after the
+        nearest checkpoint (so windows asked for in the order of their starts cost one
+        walk of the log), else of that checkpoint's."""
         best = max((c for c in self.checkpoints if c.pos <= stop), key=lambda c: c.pos)
-        cur = best.copy(self._memo(best.est))
-        self._advance(cur, stop, record=best is self.checkpoints[-1])
-        return cur
+        walk = self._walk
+        if walk is None or not best.pos <= walk.pos <= stop:
+            walk = best.copy(self._memo(best.est))
+        self._advance(walk, stop)
+        self._walk = walk
+        return walk.copy(self._memo(walk.est))
 
     def window_state(self, start: int, joined: Workload) -> tuple[Estimator, int]:
         """The estimator's state after the log replay of the window at job ``start``
@@ -326,7 +337,8 @@ class LogReplay:
         return est, int(self.unknown_before[start]), int(size)
 
     def prepare(self, starts: Iterable[int], rows: Iterable[int]) -> None:
-        """Make the states of several windows in one walk (in the order of their starts)."""
+        """Make the states of several windows in one walk (in the order of their starts;
+        those kept already cost nothing)."""
         for key in sorted(zip(starts, rows, strict=True)):
             if key not in self.states:
                 self._keep(key, self._make_state(*key))
