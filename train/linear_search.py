@@ -420,17 +420,9 @@ class SearchProblem:
         rows, features = self.envs[0].observation_space.shape
         return KernelScore(self.columns, y, self.hidden, rows, features, self.cfg.stop_score)
 
-    def play(
-        self,
-        policy: LinearScore | KernelScore,
-        starts: Sequence[int],
-        part: Sequence[int] | None = None,
-    ) -> np.ndarray:
-        """``policy``'s AVEbsld on each window (``part``: only on the windows of these
-        indices into ``starts``, each in its own env, in that order)."""
-        idx = range(len(starts)) if part is None else part
-        envs = [self.envs[i] for i in idx]
-        rows = play_windows(envs, policy, [starts[i] for i in idx], seed=0)
+    def play(self, policy: LinearScore | KernelScore, starts: Sequence[int]) -> np.ndarray:
+        """``policy``'s AVEbsld on each window."""
+        rows = play_windows(self.envs, policy, starts, seed=0)
         return np.array([float(r["avg_bsld"]) for r in rows])
 
     def log_ratios(self, policy: LinearScore | KernelScore, starts: Sequence[int]) -> np.ndarray:
@@ -451,21 +443,16 @@ def _init_worker(
     )
 
 
-def _play_in_worker(
-    task: tuple[LinearScore | KernelScore, list[int], list[int]],
-) -> list[float]:
-    policy, starts, part = task
+def _play_in_worker(task: tuple[LinearScore | KernelScore, list[int]]) -> list[float]:
+    policy, starts = task
     assert _WORKER is not None
-    return _WORKER.play(policy, starts, part).tolist()
+    return _WORKER.play(policy, starts).tolist()
 
 
 class Evaluations:
     """Mean log ratios of candidates on one set of windows, in this process or in
     ``jobs`` worker processes (each with its own envs; the same values either way, as
-    every window is played deterministically). With workers, each policy's windows are
-    split into ``jobs`` parts, so that every worker is busy when the policies are fewer
-    than the workers or not a multiple of them (a generation's last call plays CMA-ES's
-    new mean alone), and the reference runs in this process while they play.
+    every window is played deterministically).
 
     :param problem: the objective
     :param jobs: worker processes (1: none)
@@ -474,7 +461,6 @@ class Evaluations:
     def __init__(self, problem: SearchProblem, jobs: int = 1) -> None:
         self.problem = problem
         self.pool: Any = None
-        self.jobs = max(int(jobs), 1)
         if jobs > 1:
             import multiprocessing as mp
             from concurrent.futures import ProcessPoolExecutor
@@ -493,34 +479,21 @@ class Evaluations:
                 ),
             )
 
-    def _submit(self, policies: Sequence[LinearScore | KernelScore], starts: list[int]) -> Any:
-        """The workers' futures of every policy's parts (``None`` without workers)."""
-        if self.pool is None:
-            return None
-        parts = [p.tolist() for p in np.array_split(np.arange(len(starts)), self.jobs) if p.size]
-        play = _play_in_worker
-        return [[self.pool.submit(play, (p, starts, q)) for q in parts] for p in policies]
-
-    def _collect(
-        self, futures: Any, policies: Sequence[LinearScore | KernelScore], starts: list[int]
-    ) -> list[np.ndarray]:
-        if futures is None:
-            return [self.problem.play(p, starts) for p in policies]
-        return [np.concatenate([f.result() for f in fs]) for fs in futures]
-
     def played(
         self, policies: Sequence[LinearScore | KernelScore], starts: list[int]
     ) -> list[np.ndarray]:
         """Each policy's AVEbsld on each window."""
-        return self._collect(self._submit(policies, starts), policies, starts)
+        if self.pool is None:
+            return [self.problem.play(p, starts) for p in policies]
+        tasks = [(p, starts) for p in policies]
+        return [np.array(v) for v in self.pool.map(_play_in_worker, tasks)]
 
     def mean_log_ratios(
         self, policies: Sequence[LinearScore | KernelScore], starts: list[int]
     ) -> list[float]:
         """``mean(ln(AVEbsld / AVEbsld_reference))`` over the windows, per policy."""
-        futures = self._submit(policies, starts)
-        ref = np.log(self.problem.reference_values(starts))  # while the workers play
-        return [float((np.log(v) - ref).mean()) for v in self._collect(futures, policies, starts)]
+        ref = np.log(self.problem.reference_values(starts))
+        return [float((np.log(v) - ref).mean()) for v in self.played(policies, starts)]
 
     def close(self) -> None:
         """Stop the worker processes."""
