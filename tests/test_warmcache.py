@@ -201,17 +201,23 @@ def test_windows_in_the_order_of_their_starts_cost_one_walk(spec: str) -> None:
         same_state(mine, bound(spec, w.window(s, 80)))
 
 
-def test_play_windows_resets_in_the_order_of_the_starts() -> None:
-    w = trace()
-    starts = [655, 130, 420, 60]
+def _env_kw(w: Workload, length: int, **extra: Any) -> dict[str, Any]:
+    """The env options of these tests: windows of ``length`` jobs anywhere in ``w``, a
+    warm ``log-ridge`` column, no reference."""
     kw: dict[str, Any] = dict(
         trace=w,
         split="all",
         reference=None,
-        window_length=80,
-        features="extended",
+        window_length=length,
         feature_predictor="log-ridge:lam=10,warm=log",
     )
+    return kw | extra
+
+
+def test_play_windows_resets_in_the_order_of_the_starts() -> None:
+    w = trace()
+    starts = [655, 130, 420, 60]
+    kw = _env_kw(w, 80, features="extended")
     rows = play_windows([BackfillEnv(**kw) for _ in starts], _Last(), starts, job_start=True)
     (rep,) = warmcache._REPLAYS.values()
     assert rep.replayed_events == int(np.searchsorted(rep.times, w.submit[655], side="left"))
@@ -264,14 +270,11 @@ def test_a_window_that_is_not_a_cut_of_its_trace_replays_on_its_own() -> None:
 
 def test_the_env_plays_the_same_schedule_with_the_shared_replay() -> None:
     w = trace()
-    kw: dict[str, Any] = dict(
-        trace=w,
-        split="all",
-        reference=None,
-        window_length=120,
+    kw = _env_kw(
+        w,
+        120,
         policy="SJF",
         features="extended-log",
-        feature_predictor="log-ridge:lam=10,warm=log",
         estimator="eloss:warm=log",
         correction="incremental-offset",
     )
