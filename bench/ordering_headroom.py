@@ -60,6 +60,12 @@ ELOSS is in *when to stop*, not in which job to start.
 agents against SJF+EASY-SJBF): the guard and every heuristic then order the *queue* by
 shortest request first (``SJF+EASY-SJBF``, ``SJF+ELOSS``, ``SJF+LOOKAHEAD-ORACLE``), and
 the ratios are against ``SJF+EASY-SJBF`` (or ``SJF+ELOSS`` with ``--guard ELOSS``).
+
+``--guard ELOSS --warm log`` asks it against the warm ELOSS (``ELOSS,warm=log``: E-Loss
+taught the trace's accounting log before each window, :mod:`hpcgym.sim.warmstart`), the
+reference of target 3's agents with warm predictors: the guard's estimates and the
+reference row are then the warm E-Loss's, and a warm predictor to order by is spelled
+``--predictors log-ridge:lam=10,warm=log``.
 """
 
 from __future__ import annotations
@@ -74,6 +80,7 @@ from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.sim import get_scheduler
 from hpcgym.sim.engine import EstimatorFeed, Simulation
 from hpcgym.sim.estimators import make_estimator
+from hpcgym.sim.warmstart import warm_label
 from hpcgym.workload import WindowSampler, load
 from hpcgym.workload.core import Workload
 
@@ -83,6 +90,9 @@ Key = Callable[[np.ndarray, np.ndarray, Workload], np.ndarray]
 #: Whose reservations decide the candidates: EASY-SJBF (request-based) or ELOSS (E-Loss
 #: predictions with incremental-offset corrections), with the FCFS or the SJF queue.
 GUARDS = ("EASY-SJBF", "ELOSS", "SJF+EASY-SJBF", "SJF+ELOSS")
+#: The guards whose estimates come from an online predictor, which ``,warm=log`` (or
+#: ``,warm=N``) warm-starts from the trace's accounting log (:mod:`hpcgym.sim.warmstart`).
+GUARDS_WARM = ("ELOSS", "SJF+ELOSS")
 
 
 def queue_name(policy: str, name: str) -> str:
@@ -97,10 +107,15 @@ def guard_simulation(window: Workload, guard: str = "EASY-SJBF") -> Simulation:
     :param window: the jobs
     :param guard: ``EASY-SJBF`` (request-based reservations) or ``ELOSS`` (E-Loss's
         predictions with incremental-offset corrections), optionally with the SJF queue
-        (``SJF+EASY-SJBF``, ``SJF+ELOSS``)
+        (``SJF+EASY-SJBF``, ``SJF+ELOSS``); an ELOSS guard may carry a warm start
+        (``ELOSS,warm=log``)
     """
-    if guard not in GUARDS:
-        raise ValueError(f"unknown guard {guard!r}; valid: {', '.join(GUARDS)}")
+    base, _, keys = guard.partition(",")
+    if base not in GUARDS or (keys and base not in GUARDS_WARM):
+        raise ValueError(
+            f"unknown guard {guard!r}; valid: {', '.join(GUARDS)} (and "
+            f"{', '.join(g + ',warm=...' for g in GUARDS_WARM)}: its predictor warm-started)"
+        )
     return get_scheduler(guard).make_simulation(window, backfill="external")
 
 
@@ -283,6 +298,15 @@ def main() -> None:
         help="whose reservations decide the candidates (and the ratios' reference)",
     )
     p.add_argument(
+        "--warm",
+        default=None,
+        metavar="WARM",
+        help="with --guard ELOSS: warm-start E-Loss from the trace's accounting log "
+        "(log, or a number of jobs) in the guard and in the ELOSS row, the reference "
+        "(ELOSS,warm=log); warm online predictors to order by are spelled "
+        "NAME:warm=log in --predictors",
+    )
+    p.add_argument(
         "--policy",
         default="FCFS",
         choices=["FCFS", "SJF"],
@@ -323,9 +347,17 @@ def main() -> None:
             make_estimator(name)
         except ValueError as exc:
             p.error(f"--predictors: {exc}")
+    warm = ""
+    if args.warm is not None:
+        if args.guard not in GUARDS_WARM:
+            p.error(f"--warm needs a guard with an online predictor: {', '.join(GUARDS_WARM)}")
+        try:
+            warm = f",warm={warm_label(args.warm)}"
+        except ValueError as exc:
+            p.error(f"--warm: {exc}")
     wl = load(args.trace)
     starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
-    g = queue_name(args.policy, args.guard)
+    g = queue_name(args.policy, args.guard) + warm
 
     def heuristic(name: str) -> Callable[[Workload], float]:
         spec = get_scheduler(queue_name(args.policy, name))
@@ -335,7 +367,10 @@ def main() -> None:
         return lambda w: ordered_backfill(w, predictor, key, g)
 
     methods: dict[str, Callable[[Workload], float]] = {
-        queue_name(args.policy, h): heuristic(h) for h in ("EASY", "EASY-SJBF", "ELOSS")
+        queue_name(args.policy, h) + (warm if h == "ELOSS" else ""): heuristic(
+            h + (warm if h == "ELOSS" else "")
+        )
+        for h in ("EASY", "EASY-SJBF", "ELOSS")
     }
     if args.guard != "EASY-SJBF":
         methods["order-guard"] = order("guard", by_runtime)

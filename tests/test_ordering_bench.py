@@ -99,3 +99,23 @@ def test_tie_breaks() -> None:
     assert np.argmin(B.TieBreak("lifo", rng)(jobs, pred, w)) == 0
     with pytest.raises(ValueError, match="valid: fcfs, lifo, random"):
         B.TieBreak("sjf", rng)
+
+
+@pytest.mark.parametrize("guard", B.GUARDS_WARM)
+def test_a_warm_guards_own_order_is_the_warm_guard(guard: str) -> None:
+    # a window of a logged trace: the warm E-Loss behind the reservations is taught the
+    # jobs before it, so its own order is the warm scheduler and not the cold one
+    from test_features import handmade
+    from test_features_log import with_log
+
+    w = with_log(handmade(n=700, seed=4), seed=4).window(400, 300)
+    warm = f"{guard},warm=log"
+    own = B.ordered_backfill(w, "guard", B.by_runtime, warm)
+    assert own == pytest.approx(get_scheduler(warm).simulate(w).metrics["avg_bsld"])
+    assert own != pytest.approx(get_scheduler(guard).simulate(w).metrics["avg_bsld"])
+
+
+def test_only_an_eloss_guard_takes_a_warm_start() -> None:
+    w = load(None).window(0, 50)
+    with pytest.raises(ValueError, match="ELOSS,warm=..."):
+        B.guard_simulation(w, "EASY-SJBF,warm=log")
