@@ -366,11 +366,9 @@ def main() -> None:
     def order(predictor: str, key: Key) -> Callable[[Workload], float]:
         return lambda w: ordered_backfill(w, predictor, key, g)
 
+    rows = ("EASY", "EASY-SJBF", "ELOSS" + warm)  # the ELOSS row is the guard's own scheduler
     methods: dict[str, Callable[[Workload], float]] = {
-        queue_name(args.policy, h) + (warm if h == "ELOSS" else ""): heuristic(
-            h + (warm if h == "ELOSS" else "")
-        )
-        for h in ("EASY", "EASY-SJBF", "ELOSS")
+        queue_name(args.policy, h): heuristic(h) for h in rows
     }
     if args.guard != "EASY-SJBF":
         methods["order-guard"] = order("guard", by_runtime)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import ordering_headroom as B
 import pytest
+from test_features import handmade
+from test_features_log import with_log
 
 from hpcgym.sim import get_scheduler
 from hpcgym.workload import load
@@ -105,9 +107,6 @@ def test_tie_breaks() -> None:
 def test_a_warm_guards_own_order_is_the_warm_guard(guard: str) -> None:
     # a window of a logged trace: the warm E-Loss behind the reservations is taught the
     # jobs before it, so its own order is the warm scheduler and not the cold one
-    from test_features import handmade
-    from test_features_log import with_log
-
     w = with_log(handmade(n=700, seed=4), seed=4).window(400, 300)
     warm = f"{guard},warm=log"
     own = B.ordered_backfill(w, "guard", B.by_runtime, warm)
