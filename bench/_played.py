@@ -21,6 +21,7 @@ __all__ = [
     "named_method",
     "named_methods",
     "played_log_ratios",
+    "split_grids",
     "stored_test_row",
 ]
 
@@ -77,6 +78,24 @@ def named_methods(text: str, parser: Any) -> list[Any]:
         except MethodUnavailable as exc:
             parser.error(f"--method {name}: {exc}")
     return methods
+
+
+def split_grids(validation: int, end: int, length: int, step: int) -> np.ndarray:
+    """Window starts every ``step`` jobs across the train split ``[0, validation)`` and, on
+    a grid of its own, across the validation split ``[validation, end)``: no window mixes
+    the two splits, none reaches the test split from ``end``.
+
+    :param validation: first job of the validation split
+    :param end: first job of the test split
+    :param length: jobs per window
+    :param step: jobs between starts
+    """
+    return np.concatenate(
+        [
+            np.arange(0, validation - length + 1, step),
+            np.arange(validation, end - length + 1, step),
+        ]
+    ).astype(np.int64)
 
 
 def played_log_ratios(

@@ -217,19 +217,14 @@ def main(argv: list[str] | None = None) -> None:
 
     if args.resamples < MIN_RESAMPLES or args.permutations < 1:
         ap.error(f"--resamples must be at least {MIN_RESAMPLES}, --permutations at least 1")
-    from _played import named_methods, played_log_ratios
+    from _played import named_methods, played_log_ratios, split_grids
 
     from hpcgym.workload import load, split_range, trace_spec
 
     wl = load(trace_spec(args.trace))
     validation, end = split_range(len(wl), "validation")
     # two grids, so that no window mixes train and validation jobs
-    starts = np.concatenate(
-        [
-            np.arange(0, validation - args.length + 1, step),
-            np.arange(validation, end - args.length + 1, step),
-        ]
-    )
+    starts = split_grids(validation, end, args.length, step)
     if len(starts) < 2:
         ap.error(f"{args.trace}'s range before its test split is too short for the windows")
     methods = named_methods(args.method, ap)
