@@ -44,6 +44,8 @@ class Check:
     :param ratio: the recorded test ratio against the section's first reference
     :param replayed_ratio: the replay's ratio against the same reference
     :param seconds: wall time of the replay
+    :param hint: for a test that departs, what the BLAS kernels of the recording and the
+        replay say about it (:func:`hpcgym.evaluation.numerics.pinning_hint`); else empty
     """
 
     agent: str
@@ -54,6 +56,7 @@ class Check:
     ratio: float
     replayed_ratio: float
     seconds: float
+    hint: str = ""
 
 
 def recorded_tests(agents_dir: Path) -> list[tuple[Path, str]]:
@@ -79,6 +82,7 @@ def check(path: Path, trace: str, *, jobs: int | None, progress: bool) -> Check:
     from eval import _common as C
     from hpcgym.evaluation import load_model_card
     from hpcgym.evaluation.heldout import replay_heldout, section_differences
+    from hpcgym.evaluation.numerics import pinning_hint
 
     card = load_model_card(path)
     rec = json.loads(path.read_text(encoding="utf-8"))["test"][trace]
@@ -96,6 +100,7 @@ def check(path: Path, trace: str, *, jobs: int | None, progress: bool) -> Check:
         ratio=float(rec["paired"][ref]["geo_ratio"]),
         replayed_ratio=float(replay["paired"][ref]["geo_ratio"]),
         seconds=seconds,
+        hint=pinning_hint(rec.get("numerics")) if diffs else "",
     )
 
 
@@ -157,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         for line in c.first:
             print(f"  {line}", flush=True)
+        if c.hint:
+            print(f"  ({c.hint})", flush=True)
     print()
     print(table(checks))
     if args.out:

@@ -169,6 +169,7 @@ def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> 
     """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
     from hpcgym.evaluation.cards import canonical_trace
     from hpcgym.evaluation.heldout import replay_heldout, section_differences
+    from hpcgym.evaluation.numerics import pinning_hint
 
     if args.retest or args.seed is not None:
         raise UsageError("--check replays the card's own seed; it takes no --seed or --retest")
@@ -204,6 +205,7 @@ def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> 
                 print(f"  {line}")
             if len(diffs) > 40:
                 print(f"  ... and {len(diffs) - 40} more")
+            print(f"  ({pinning_hint(rec.get('numerics'))})")
         else:
             print(f"reproduced: {what}")
             if args.fill_late_heads:

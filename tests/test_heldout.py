@@ -56,6 +56,7 @@ def test_heldout_section(tiny_card):
     assert sec["split"] == "test" and sec["seed"] == 5 and len(sec["starts"]) == 3
     assert list(sec["methods"]) == ["EASY", "EASY-SJBF", "EASY++", "ELOSS", "tiny"]
     assert list(sec["paired"]) == ["EASY-SJBF", "EASY++", "ELOSS"]
+    assert sec["numerics"]["numpy"] == np.__version__  # the BLAS kernel beside the values
     # three windows are too few for a verdict, whatever the ratio
     assert {p["verdict"] for p in sec["paired"].values()} == {"on par"}
     # the scheduler rows are the engine's own numbers on the same windows
@@ -214,6 +215,7 @@ def test_bench_check_results_replays_a_sample_of_the_cards(tiny_card, tmp_path, 
     assert check_results.main([*base, "--all"]) == 1
     text = capsys.readouterr().out
     assert "b on synthetic: 1 value differs" in text and "methods.EASY.mean_avg_bsld:" in text
+    assert "a departure is not the kernel's" in text  # recorded and replayed on one kernel
     with pytest.raises(SystemExit):
         check_results.main([*base, "--sample", "3"])
     assert "--sample must be between 1 and 2" in capsys.readouterr().err
@@ -224,6 +226,8 @@ def test_section_differences() -> None:
 
     rec = {"seed": 1, "evaluated": "x", "command": "a", "m": {"v": [1.0, 2.0], "n": 3}}
     assert section_differences(rec, {**rec, "evaluated": "y", "command": "b", "new": 1}) == []
+    numerics = {"numerics": {"blas_core": "SkylakeX"}}
+    assert section_differences({**rec, **numerics}, {**rec, "numerics": {}}) == []
     close = {**rec, "m": {"v": [1.0, 2.0 * (1 + 1e-12)], "n": 3}}
     assert section_differences(rec, close) == []
     assert section_differences(rec, close, rtol=1e-14) == ["m.v[1]: 2.0 -> 2.000000000002"]

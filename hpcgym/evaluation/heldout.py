@@ -26,6 +26,7 @@ import numpy as np
 from hpcgym.evaluation.cards import ModelCard
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
+from hpcgym.evaluation.numerics import numeric_environment
 from hpcgym.evaluation.play import HEAD_DELAY_METRICS
 from hpcgym.evaluation.report import late_heads_cell
 from hpcgym.evaluation.results import EvalResult
@@ -200,6 +201,7 @@ def _section(
         "starts": list(res.windows.starts),
         "evaluated": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "command": _command(card, trace, windows, length, seed, scales),
+        "numerics": numeric_environment(),
         "methods": methods,
         "agent": {
             "label": card.name,
@@ -323,7 +325,7 @@ def replay_heldout(
 
 
 #: Keys of a ``test`` section that a replay is not expected to repeat.
-_NOT_REPLAYED = frozenset({"evaluated", "command"})
+_NOT_REPLAYED = frozenset({"evaluated", "command", "numerics"})
 
 
 def section_differences(
@@ -334,7 +336,9 @@ def section_differences(
     differing value, ``path: recorded -> replayed``; empty when the test reproduces.
 
     Every value the recorded section holds is compared (floats to the relative tolerance
-    ``rtol``, everything else exactly) except the time of evaluation and the command text;
+    ``rtol``, everything else exactly) except the time of evaluation, the command text and
+    the numerical environment (:mod:`.numerics`: a replay on another CPU's BLAS kernel
+    may depart in the last digits, which :func:`.numerics.pinning_hint` explains);
     values a replay adds that older sections do not hold (per-window values, offered load)
     are not differences, and neither are late heads a replay measures where the recorded
     section has none (``null``: tests recorded before the engine kept, for queue policies
