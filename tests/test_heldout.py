@@ -85,6 +85,9 @@ def test_heldout_section(tiny_card):
     md = "\n".join(heldout_markdown(sec, "tiny"))
     assert "**tiny** (this agent)" in md and "| EASY-SJBF |" in md
     assert f"offered load {sec['offered_load']['q1']:.2f} / " in md
+    core = sec["numerics"]["blas_core"]
+    assert (f", BLAS kernel {core})" in md) == (core is not None)
+    assert ", BLAS kernel" not in "\n".join(heldout_markdown({**sec, "numerics": {}}, "tiny"))
 
 
 def test_sjf_agents_get_sjf_schedulers():

@@ -233,7 +233,13 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
         + f": {section['windows']} windows of {section['length']} jobs of the test split, "
         f"window seed {section['seed']}"
         + (f", {load}" if (load := load_quartiles_text(section.get("offered_load"))) else "")
-        + f" (evaluated {section.get('evaluated', '?')}). "
+        + f" (evaluated {section.get('evaluated', '?')}"
+        + (
+            f", BLAS kernel {core}"
+            if (core := (section.get("numerics") or {}).get("blas_core"))
+            else ""
+        )
+        + "). "
         f"Reproduce: `{section['command']}`",
         "",
         "| method | mean AVEbsld | median | late heads (mean delay) |",
