@@ -112,6 +112,37 @@ def test_eval_heldout_writes_the_card_once(tiny_card, tmp_path, capsys):
     assert main([*args, "--no-progress", "--retest"]) == 0
 
 
+def test_the_printed_command_reproduces_the_recorded_rows(tiny_card, tmp_path, capsys):
+    """The command a test section prints next to its table (and docs/results.md next to
+    its row) plays the same windows and gives every method's recorded numbers."""
+    import shlex
+
+    from eval.compare import main as compare
+    from eval.heldout import main
+
+    card = tmp_path / "tiny.json"
+    card.write_text(tiny_card.read_text())
+    (tmp_path / "tiny.zip").write_bytes(tiny_card.with_suffix(".zip").read_bytes())
+    assert main([str(card), "--seed", "7", "--windows", "3", "--length", "96", "--jobs", "1",
+                 "--no-progress"]) == 0  # fmt: skip
+    sec = json.loads(card.read_text())["test"]["synthetic"]
+    words = shlex.split(sec["command"])
+    assert words[:2] == ["python", "eval/compare.py"]
+    capsys.readouterr()
+    extra = ["--agents-dir", str(tmp_path), "--json", "--no-plots", "--no-progress"]
+    compare([*words[2:], *extra, "--out", str(tmp_path / "out"), "--jobs", "1"])
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["windows"]["starts"] == sec["starts"]
+    rows = {r["method"]: r for r in printed["summary"]}
+    assert set(rows) == set(sec["methods"])
+    for label, m in sec["methods"].items():
+        assert rows[label]["mean_avg_bsld"] == pytest.approx(m["mean_avg_bsld"], rel=1e-12)
+        assert rows[label]["median_avg_bsld"] == pytest.approx(m["median_avg_bsld"], rel=1e-12)
+    ref = words[words.index("--reference") + 1]
+    assert rows["tiny"]["geo_ratio"] == pytest.approx(sec["paired"][ref]["geo_ratio"], rel=1e-12)
+    assert rows["tiny"]["ci_high"] == pytest.approx(sec["paired"][ref]["ci_high"], rel=1e-12)
+
+
 def test_eval_heldout_check_replays_the_recorded_test(tiny_card, tmp_path, capsys):
     """``--check`` replays a card's test with its own seed, writes nothing, exits 0 when
     every value reproduces and 1 (listing where) when one does not."""
