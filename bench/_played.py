@@ -17,6 +17,7 @@ import numpy as np
 
 __all__ = [
     "card_path",
+    "log_ratio_cell",
     "merge_stored_tests",
     "named_method",
     "named_methods",
@@ -78,6 +79,20 @@ def named_methods(text: str, parser: Any) -> list[Any]:
         except MethodUnavailable as exc:
             parser.error(f"--method {name}: {exc}")
     return methods
+
+
+def log_ratio_cell(logs: np.ndarray, resamples: int, seed: int) -> dict[str, Any]:
+    """The paired geometric-mean ratio of per-window log ratios and its 95 % percentile
+    bootstrap interval (``hpcgym.evaluation.statistics``): ``{"geo_ratio", "ci_low",
+    "ci_high", "windows"}``, the interval None for fewer than two windows."""
+    from hpcgym.evaluation.statistics import bootstrap_interval
+
+    v = np.asarray(logs, dtype=np.float64)
+    ratio = float(np.exp(v.mean()))
+    if len(v) < 2:
+        return {"geo_ratio": ratio, "ci_low": None, "ci_high": None, "windows": len(v)}
+    low, high = bootstrap_interval(np.exp(v), np.ones_like(v), resamples=resamples, seed=seed)
+    return {"geo_ratio": ratio, "ci_low": low, "ci_high": high, "windows": len(v)}
 
 
 def split_grids(validation: int, end: int, length: int, step: int) -> np.ndarray:

@@ -169,14 +169,9 @@ def _consecutive(sizes: list[int]) -> list[tuple[int, ...]]:
 
 
 def _cell(logs: np.ndarray, index: tuple[int, ...], resamples: int, seed: int) -> dict:
-    from hpcgym.evaluation.statistics import bootstrap_interval
+    from _played import log_ratio_cell
 
-    sub = logs[list(index)]
-    ratio = float(np.exp(sub.mean()))
-    if len(sub) < 2:
-        return {"geo_ratio": ratio, "ci_low": None, "ci_high": None, "windows": len(sub)}
-    low, high = bootstrap_interval(np.exp(sub), np.ones_like(sub), resamples=resamples, seed=seed)
-    return {"geo_ratio": ratio, "ci_low": low, "ci_high": high, "windows": len(sub)}
+    return log_ratio_cell(logs[list(index)], resamples, seed)
 
 
 def _fmt(cell: dict) -> str:

@@ -93,12 +93,12 @@ def chosen(logs: np.ndarray, choice: np.ndarray) -> np.ndarray:
 
 
 def _cell(logs: np.ndarray, resamples: int, seed: int) -> dict:
-    from hpcgym.evaluation.statistics import bootstrap_interval
+    from _played import log_ratio_cell
 
-    ratio = float(np.exp(logs.mean()))
-    low, high = bootstrap_interval(np.exp(logs), np.ones_like(logs), resamples=resamples, seed=seed)
-    wins = int(np.sum(logs < 0))
-    return {"geo_ratio": ratio, "ci_low": low, "ci_high": high, "wins": wins}
+    cell = log_ratio_cell(logs, resamples, seed)
+    return {k: cell[k] for k in ("geo_ratio", "ci_low", "ci_high")} | {
+        "wins": int(np.sum(logs < 0))
+    }
 
 
 def main(argv: list[str] | None = None) -> None:
