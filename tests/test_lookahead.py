@@ -13,6 +13,7 @@ from hpcgym.sim import Event, Simulation, get_scheduler
 from hpcgym.sim import _core as K
 from hpcgym.sim.deciders import EasyDecider
 from hpcgym.sim.lookahead import (
+    Ave2ResidualSampler,
     Lookahead,
     LookaheadOracle,
     RuntimeSampler,
@@ -240,6 +241,12 @@ def test_oracle_options_and_spec():
             get_scheduler(bad)
     with pytest.raises(ValueError):
         get_scheduler("LOOKAHEAD,horizon=100")  # online: time horizons only
+    # a wrong choice names every valid one, the clairvoyant diagnostics included
+    every = "'sampled', 'request', 'actual', 'noisy', 'actual-running', 'actual-waiting'"
+    with pytest.raises(ValueError, match=every):
+        get_scheduler("LOOKAHEAD,runtimes=oracle").make_decider()
+    with pytest.raises(ValueError, match=r"'replay', 'none' or 'actual'"):
+        get_scheduler("LOOKAHEAD,future=real").make_decider()
 
 
 # --------------------------------------------------------------------- online
@@ -267,10 +274,13 @@ def _decisions_before(w: Workload, T: float, **kw) -> list:
     return [(t, v) for t, v in d.log if t < T]
 
 
-def test_lookahead_never_looks_at_the_future():
+@pytest.mark.parametrize("sampler", [None, "ave2-residual"])
+def test_lookahead_never_looks_at_the_future(sampler):
     """Change every job submitted after time T (run times, sizes): the online
     lookahead's decisions before T -- and the costs it computed for every option --
-    cannot change. A variant that peeks at the real arrivals does change."""
+    cannot change, whichever built-in run-time sampler it uses. A variant that peeks at
+    the real arrivals does change."""
+    kw = {} if sampler is None else {"sampler": sampler}
     w = load("synthetic", n_jobs=260, seed=4, load=0.85)
     T = float(w.submit[130])
     late = np.flatnonzero(w.submit > T)
@@ -288,12 +298,13 @@ def test_lookahead_never_looks_at_the_future():
         queue=w.queue,
         **cols,
     )
-    a, b = _decisions_before(w, T), _decisions_before(w2, T)
+    a, b = _decisions_before(w, T, **kw), _decisions_before(w2, T, **kw)
     assert len(a) > 20 and len(a) == len(b)
     for (ta, va), (tb, vb) in zip(a, b, strict=True):
         assert ta == tb and np.array_equal(va, vb)
     # sensitivity of this test: the diagnostic clairvoyant variant sees the change
-    a, b = _decisions_before(w, T, future="actual"), _decisions_before(w2, T, future="actual")
+    a = _decisions_before(w, T, future="actual", **kw)
+    b = _decisions_before(w2, T, future="actual", **kw)
     assert any(not np.array_equal(va, vb) for (_, va), (_, vb) in zip(a, b, strict=False))
 
 
@@ -386,3 +397,162 @@ def test_clone_and_restore_have_their_own_view_and_no_foreign_observers() -> Non
     assert sim.view.now > v0
     sim.restore(snap)
     assert sim.view.now == v0 and sim.view.head == sim.head
+
+
+def test_noisy_runtimes_are_a_calibrated_blur_of_the_real_ones():
+    """``runtimes=noisy`` (a clairvoyant diagnostic): each job has one fixed prediction
+    ``actual * exp(noise * e)`` and its draws scatter log-normally around it with the
+    same log-SD; draws respect the time already run and the request; the per-job
+    errors do not change from one decision to the next; tiny noise is the truth."""
+    w = synthetic(400, seed=9)
+    sim = Simulation(w, backfill="easy")
+    jobs = np.arange(len(w))
+    rt = np.maximum(np.asarray(w.runtime, dtype=float), 1.0)
+    keep = np.asarray(w.request) >= 4 * rt  # room above the truth: the cap rarely binds
+    d = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=0.5,samples=400,seed=3").make_decider()
+    d._bind(sim)
+    x = d._blurred(sim, jobs, np.zeros(len(jobs)))
+    assert x.shape == (400, len(w)) and np.all(x <= np.asarray(w.request)) and np.all(x > 0)
+    log_err = np.log(x[:, keep]) - np.log(rt[keep])
+    centre = log_err.mean(axis=0)  # each job's fixed prediction error, about 0.5 * e
+    assert 0.35 < centre.std() < 0.65  # across jobs: the predictions' error
+    assert 0.45 < (log_err - centre).std() < 0.55  # around each prediction: the spread
+    assert np.corrcoef(centre, d._err[keep])[0, 1] > 0.95
+    y = d._blurred(sim, jobs, np.zeros(len(jobs)))  # a later decision: same predictions
+    assert np.corrcoef(centre, (np.log(y[:, keep]) - np.log(rt[keep])).mean(axis=0))[0, 1] > 0.9
+    el = 0.8 * rt  # running jobs: draws above the time already run
+    z = d._blurred(sim, jobs, el)
+    assert np.all(z > el) and np.all(z <= np.asarray(w.request))
+    tiny = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=1e-9,samples=2").make_decider()
+    tiny._bind(sim)
+    t = tiny._blurred(sim, jobs, np.zeros(len(jobs)))
+    cap = np.minimum(rt, np.asarray(w.request))
+    np.testing.assert_allclose(t, np.broadcast_to(cap, t.shape), rtol=1e-6)
+    again = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=0.5,samples=400,seed=3").make_decider()
+    again._bind(sim)
+    assert np.array_equal(again._blurred(sim, jobs, np.zeros(len(jobs))), x)  # seeded
+
+
+def test_noisy_runtimes_options_and_a_full_window():
+    for bad in (
+        "runtimes=noisy",
+        "runtimes=noisy,noise=0",
+        "runtimes=noisy,noise=-1",
+        "noise=0.5",
+        "runtimes=actual,noise=0.5",
+    ):
+        with pytest.raises(ValueError, match="noise"):
+            get_scheduler(f"LOOKAHEAD,{bad}").make_decider()
+    w = synthetic(250, seed=13)
+    spec = "LOOKAHEAD,runtimes=noisy,noise=0.7,samples=2,k=4,horizon=4h,seed=2"
+    a, b = get_scheduler(spec).simulate(w), get_scheduler(spec).simulate(w)
+    assert np.array_equal(a.start, b.start)  # deterministic with a seed
+    assert a.counters["violations"] == 0 and a.counters["lookahead_decisions"] > 0
+
+
+def test_ave2_residual_sampler_predicts_and_draws_from_recent_errors():
+    """AVE2 (mean of the user's last two finished run times, capped at the request; the
+    request without history) times an error drawn from the errors such predictions made
+    on finished jobs -- one pool for history-based predictions, one for request-based."""
+    cols = {
+        "job_id": np.arange(6) + 1,
+        "submit": np.array([0.0, 10.0, 20.0, 30.0, 40.0, 50.0]),
+        "procs": np.ones(6, dtype=np.int64),
+        "request": np.array([1000.0, 1000.0, 1000.0, 400.0, 1000.0, 1000.0]),
+        "user": np.array([1, 1, 1, 1, 2, 3]),
+        "runtime": np.array([100.0, 300.0, 800.0, 50.0, 500.0, 10.0]),
+    }
+    none = np.zeros(6, dtype=np.int64)
+    past = Workload(name="past", machine_size=8, group=none, executable=none, queue=none, **cols)
+    w = synthetic(50, seed=3)  # its first job is submitted after the past's jobs ended
+    shifted = Workload(
+        name="w",
+        machine_size=w.machine_size,
+        submit=w.submit + 5000.0,
+        **{
+            c: getattr(w, c)
+            for c in (
+                "job_id",
+                "procs",
+                "request",
+                "user",
+                "runtime",
+                "group",
+                "executable",
+                "queue",
+            )
+        },
+    )
+    s = Ave2ResidualSampler()
+    assert isinstance(s, RuntimeSampler)
+    s.bind(Simulation(shifted, backfill="easy"), past)
+    pred, known = s.predict(np.array([1, 1, 2, 9]), np.array([1000.0, 400.0, 1000.0, 700.0]))
+    # in the order the past's jobs ended (jobs 6, 4, 1, 2, 5, 3), user 1's last two are
+    # 300 and 800 -> 550 (capped at 400 for the second job); user 9 has no history
+    np.testing.assert_allclose(pred, [550.0, 400.0, 500.0, 700.0])
+    assert known.tolist() == [True, True, True, False]
+    # history-based errors: job 1 (pred 50 -> 100), job 2 (75 -> 300), job 3 (200 ->
+    # 800); request-based: jobs 6, 4 and 5 (their ratio to the request)
+    np.testing.assert_allclose(np.sort(s._errors(True)), np.log([2.0, 4.0, 4.0]))
+    np.testing.assert_allclose(np.sort(s._errors(False)), np.log([0.01, 0.125, 0.5]))
+    rng = np.random.default_rng(0)
+    x = s.sample(np.array([1, 9]), np.array([5000.0, 700.0]), np.zeros(2), 400, rng)
+    assert set(np.round(x[:, 0], 6)) == {1100.0, 2200.0}
+    assert set(np.round(x[:, 1], 6)) == {7.0, 87.5, 350.0}
+    # running jobs: only errors that put them above the time already run, else the request
+    y = s.sample(np.array([1, 1]), np.array([5000.0, 5000.0]), np.array([1500.0, 2500.0]), 50, rng)
+    assert np.all(y[:, 0] == 2200.0) and np.all(y[:, 1] == 5000.0)
+    # the window's finished jobs join as the simulation runs
+    sim = Simulation(shifted, backfill="easy")
+    s.bind(sim, past)
+    n0 = len(s._errors(True)) + len(s._errors(False))
+    sim.run()
+    s.observe(sim)
+    assert len(s._errors(True)) + len(s._errors(False)) == n0 + len(shifted)
+
+
+def test_lookahead_sampler_option():
+    d = get_scheduler("LOOKAHEAD,sampler=ave2-residual,recent=3").make_decider()
+    assert isinstance(d.sampler, Ave2ResidualSampler) and d.sampler.recent == 3
+    assert get_scheduler("LOOKAHEAD").make_decider().sampler.recent == 4  # user-history
+    with pytest.raises(ValueError, match="valid: user-history, ave2-residual"):
+        get_scheduler("LOOKAHEAD,sampler=nope").make_decider()
+    with pytest.raises(ValueError, match="kind and match"):
+        get_scheduler("LOOKAHEAD,sampler=ave2-residual,match=user-request").make_decider()
+    w = synthetic(250, seed=13)
+    spec = "LOOKAHEAD,sampler=ave2-residual,samples=2,k=4,horizon=4h,seed=2"
+    a, b = get_scheduler(spec).simulate(w), get_scheduler(spec).simulate(w)
+    assert np.array_equal(a.start, b.start) and a.counters["violations"] == 0
+
+
+@pytest.mark.parametrize(
+    ("runtimes", "real_running", "real_waiting"),
+    [
+        ("actual", True, True),
+        ("actual-running", True, False),
+        ("actual-waiting", False, True),
+        ("sampled", False, False),
+    ],
+)
+def test_one_group_of_real_run_times(runtimes, real_running, real_waiting):
+    """The diagnostics that locate the planner's gap: the imagined futures carry the
+    real run times of the running jobs, of the waiting jobs, of both or of neither."""
+    w = load("synthetic", n_jobs=300, seed=4, load=0.9)
+    sim = get_scheduler("EASY-SJBF").make_simulation(w, backfill="external")
+    d = get_scheduler(f"LOOKAHEAD,runtimes={runtimes},samples=3,k=4").make_decider()
+    found = False
+    for _ in range(400):  # a decision point with running and waiting jobs
+        assert sim.advance() == Event.DECISION
+        wait, run = sim.waiting(), sim.running()
+        if len(wait) >= 3 and len(run) >= 3:
+            found = True
+            break
+        j = d(sim)
+        sim.stop() if j is None else sim.backfill(j)
+    assert found
+    if sim is not d._sim:
+        d._bind(sim)
+    real = sim.JF[K.F_RUNTIME]
+    for JF, *_ in d._futures(sim):
+        assert np.array_equal(JF[K.F_RUNTIME, run], real[run]) == real_running
+        assert np.array_equal(JF[K.F_RUNTIME, wait], real[wait]) == real_waiting

@@ -42,18 +42,26 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections import deque
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from hpcgym.sim import _core as K
+from hpcgym.sim.samplers import (  # re-exported: the samplers lived here before
+    Ave2ResidualSampler,
+    RuntimeSampler,
+    UserHistorySampler,
+    _int_option,
+    make_sampler,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from hpcgym.sim.engine import Simulation
     from hpcgym.workload.core import Workload
 
 __all__ = [
+    "Ave2ResidualSampler",
     "Lookahead",
     "LookaheadOracle",
     "PastReplay",
@@ -62,6 +70,9 @@ __all__ = [
     "parse_horizon",
 ]
 
+_NORMAL = NormalDist()
+#: ``Lookahead(runtimes=...)``: the two online kinds, then the clairvoyant diagnostics
+_RUNTIMES = ("sampled", "request", "actual", "noisy", "actual-running", "actual-waiting")
 _UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -96,16 +107,6 @@ def parse_horizon(value: str | int | float | None) -> tuple[str, float]:
             raise ValueError(f"horizon {value!r}: a job count must be an integer; add s/m/h/d")
         return "jobs", float(int(num))
     return "seconds", num * _UNITS[unit]
-
-
-def _int_option(name: str, value: Any, lo: int) -> int:
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer, got {value!r}") from None
-    if v != float(value) or v < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}, got {value!r}")
-    return v
 
 
 def bsld(wait: np.ndarray, runtime: np.ndarray) -> np.ndarray:
@@ -289,166 +290,6 @@ class LookaheadOracle(_Counted):
 
 
 # ======================================================================= online
-@runtime_checkable
-class RuntimeSampler(Protocol):
-    """Draws run times of jobs whose run time is unknown, from what is known now.
-
-    The online :class:`Lookahead` calls :meth:`bind` once per simulation, then
-    :meth:`observe` at each decision (the simulation's finished jobs are the only
-    run times it may learn from), then :meth:`sample`. An estimator-driven sampler
-    (e.g. one drawing from a predictor's distribution) implements the same three
-    methods; ``hpcgym.sim`` itself never imports ``hpcgym.predictors``.
-    """
-
-    def bind(self, sim: Simulation, past: Workload | None) -> None:
-        """Start a new simulation; ``past``: jobs of the trace before the window."""
-        ...
-
-    def observe(self, sim: Simulation) -> None:
-        """Learn from the jobs of ``sim`` finished since the previous call."""
-        ...
-
-    def sample(
-        self,
-        user: np.ndarray,
-        request: np.ndarray,
-        elapsed: np.ndarray,
-        n: int,
-        rng: np.random.Generator,
-    ) -> np.ndarray:
-        """``(n, len(user))`` run times, each in ``(elapsed, request]``."""
-        ...
-
-
-class UserHistorySampler:
-    """Run times drawn from the same user's recently finished jobs.
-
-    The empirical distribution of a job is the actual run times (``kind="runtime"``,
-    default; capped at the job's request) or the actual/requested ratios (``"ratio"``;
-    times the job's request) of the last ``recent`` finished jobs of the same user
-    (``match="user"``) -- or first of the same user with the same request
-    (``match="user-request"``: a repeated submission of the same job), then of the same
-    user -- using a level once it has at least ``min_user`` values; the last ``pool``
-    finished jobs of all users are the fallback. A job that has already run ``elapsed``
-    seconds is conditioned on it: only values above ``elapsed`` (ratios above
-    ``elapsed / request``) are drawn, falling back level by level; if none is left,
-    the job runs to its request. With ``recent=2`` and ``kind="runtime"`` this is a
-    sampled version of Tsafrir et al.'s AVE2 predictor.
-
-    Finished jobs are those of the simulation (exact completion times) and, from the
-    ``past`` of the trace, jobs with ``submit + runtime <=`` the window's first
-    submission (an approximation: their wait before the window is unknown).
-
-    :param recent: values kept per user (and per user and request)
-    :param min_user: fewest values a level needs to be used
-    :param pool: values kept over all users
-    :param kind: ``"runtime"`` (default) or ``"ratio"``
-    :param match: ``"user"`` (default) or ``"user-request"``
-    """
-
-    def __init__(
-        self,
-        recent: int = 4,
-        min_user: int = 2,
-        pool: int = 1024,
-        kind: str = "runtime",
-        match: str = "user",
-    ) -> None:
-        if kind not in ("ratio", "runtime"):
-            raise ValueError(f"kind must be 'ratio' or 'runtime', got {kind!r}")
-        if match not in ("user", "user-request"):
-            raise ValueError(f"match must be 'user' or 'user-request', got {match!r}")
-        self.kind = kind
-        self.match = match
-        self.recent = _int_option("recent", recent, 1)
-        self.min_user = _int_option("min_user", min_user, 1)
-        self.pool = _int_option("pool", pool, 1)
-
-    def bind(self, sim: Simulation, past: Workload | None) -> None:
-        self._hist: dict[tuple[int, ...], deque[float]] = {}
-        self._all: deque[float] = deque(maxlen=self.pool)
-        self._cache: dict[tuple[int, ...], np.ndarray] = {}
-        self._all_arr: np.ndarray | None = None
-        self._seen = 0
-        wl = sim.workload
-        self._wl = wl
-        if past is not None and len(past):
-            end = past.submit + past.runtime
-            done = np.flatnonzero(end <= float(wl.submit[0]))
-            done = done[np.argsort(end[done], kind="stable")]
-            self._add(past.user[done], past.request[done], past.runtime[done])
-
-    def _keys(self, u: int, req: float) -> list[tuple[int, ...]]:
-        if self.match == "user-request":
-            return [(u, int(round(req))), (u,)]
-        return [(u,)]
-
-    def _add(self, users: np.ndarray, requests: np.ndarray, runtimes: np.ndarray) -> None:
-        vals = runtimes if self.kind == "runtime" else runtimes / requests
-        for u, req, v in zip(users.tolist(), requests.tolist(), vals.tolist(), strict=True):
-            for key in self._keys(u, req):
-                d = self._hist.get(key)
-                if d is None:
-                    d = self._hist[key] = deque(maxlen=self.recent)
-                d.append(v)
-                self._cache.pop(key, None)
-            self._all.append(v)
-        if len(users):
-            self._all_arr = None
-
-    def observe(self, sim: Simulation) -> None:
-        nfin = int(sim.C[K.C_NFIN])
-        if nfin > self._seen:
-            jobs = sim.JI[K.I_FIN, self._seen : nfin]
-            wl = self._wl
-            self._add(wl.user[jobs], wl.request[jobs], wl.runtime[jobs])
-            self._seen = nfin
-
-    def _values(self, key: tuple[int, ...]) -> np.ndarray | None:
-        a = self._cache.get(key)
-        if a is None:
-            d = self._hist.get(key)
-            if d is None or len(d) < self.min_user:
-                return None
-            a = self._cache[key] = np.fromiter(d, dtype=np.float64, count=len(d))
-        return a
-
-    def sample(
-        self,
-        user: np.ndarray,
-        request: np.ndarray,
-        elapsed: np.ndarray,
-        n: int,
-        rng: np.random.Generator,
-    ) -> np.ndarray:
-        if self._all_arr is None:
-            self._all_arr = np.fromiter(self._all, dtype=np.float64, count=len(self._all))
-        out = np.empty((n, len(user)))
-        scale = self.kind == "ratio"
-        for i, (u, req, el) in enumerate(
-            zip(user.tolist(), request.tolist(), elapsed.tolist(), strict=True)
-        ):
-            thr = el / req if scale else el
-            pool = None
-            for key in self._keys(u, req):
-                a = self._values(key)
-                if a is not None and thr > 0.0:
-                    a = a[a > thr]
-                if a is not None and len(a):
-                    pool = a
-                    break
-            if pool is None:
-                a = self._all_arr
-                pool = a[a > thr] if thr > 0.0 else a
-            if len(pool) == 0:
-                out[:, i] = req
-            else:
-                out[:, i] = pool[rng.integers(len(pool), size=n)] * (req if scale else 1.0)
-        np.minimum(out, request, out=out)
-        np.maximum(out, np.nextafter(elapsed, np.inf), out=out)
-        return out
-
-
 class PastReplay:
     """Future arrivals: a block of the known past, replayed after now.
 
@@ -602,15 +443,26 @@ class Lookahead(_Counted):
         arrivals of the window)
     :param runtimes: ``"sampled"`` (default) or ``"request"`` (every unknown run time is
         its request: the naive planner); ``"actual"`` is a clairvoyant diagnostic (the
-        real run times of the jobs submitted so far)
+        real run times of the jobs submitted so far), and ``"noisy"`` the same blurred:
+        each job gets a fixed prediction ``actual * exp(noise * e)``, ``e ~ N(0, 1)``,
+        and its run times are drawn log-normal around that prediction with log-SD
+        ``noise`` (conditioned on the time already run, capped at the request): a
+        predictive distribution whose log error has the standard deviation ``noise``;
+        ``"actual-running"`` and ``"actual-waiting"`` give the real run times of only the
+        running or only the waiting jobs, the other group's drawn by ``sampler``
+        (future arrivals as with ``"actual"``)
+    :param noise: log-SD of ``runtimes="noisy"`` (required there, > 0; 0 otherwise)
     :param days: :class:`PastReplay` periods to draw the replayed block from
-    :param sampler: a :class:`RuntimeSampler` (default :class:`UserHistorySampler`
-        with ``kind``, ``match`` and ``recent``)
+    :param sampler: a :class:`RuntimeSampler`, or the name of a built-in one
+        (:data:`hpcgym.sim.samplers.SAMPLERS`): ``"user-history"`` (default,
+        :class:`UserHistorySampler` with ``kind``, ``match`` and ``recent``) or
+        ``"ave2-residual"`` (:class:`Ave2ResidualSampler` with ``recent``)
     :param z: standard errors an option must beat the SJBF choice by (default 1; 0:
         plain argmin)
     :param kind: default sampler: ``"runtime"`` (default) or ``"ratio"``
     :param match: default sampler: ``"user"`` (default) or ``"user-request"``
-    :param recent: default sampler: values kept per user (default 4)
+    :param recent: values kept per user (default: the sampler's, 4 for
+        ``user-history`` and 2 for ``ave2-residual``)
     """
 
     name = "lookahead"
@@ -626,11 +478,12 @@ class Lookahead(_Counted):
         future: str = "replay",
         runtimes: str = "sampled",
         days: int | str = 7,
-        sampler: RuntimeSampler | None = None,
+        sampler: RuntimeSampler | str | None = None,
         z: float | str = 1.0,
         kind: str = "runtime",
         match: str = "user",
-        recent: int | str = 4,
+        recent: int | str | None = None,
+        noise: float | str = 0.0,
     ) -> None:
         self.k = _int_option("k", k, 1)
         self.z = float(z)
@@ -645,15 +498,35 @@ class Lookahead(_Counted):
         self.past = past if not isinstance(past, (int, str)) else _int_option("past", past, 0)
         self.future = str(future).lower()
         if self.future not in ("replay", "none", "actual"):
-            raise ValueError(f"future must be 'replay' or 'none', got {future!r}")
+            raise ValueError(
+                f"future must be 'replay', 'none' or 'actual' (clairvoyant), got {future!r}"
+            )
         self.runtimes = str(runtimes).lower()
-        if self.runtimes not in ("sampled", "request", "actual"):
-            raise ValueError(f"runtimes must be 'sampled' or 'request', got {runtimes!r}")
-        self.sampler: RuntimeSampler = (
-            sampler
-            if sampler is not None
-            else UserHistorySampler(kind=kind, match=match, recent=recent)
-        )
+        if self.runtimes not in _RUNTIMES:
+            raise ValueError(
+                f"runtimes must be one of {', '.join(map(repr, _RUNTIMES))} (all but the "
+                f"first two clairvoyant diagnostics), got {runtimes!r}"
+            )
+        self.noise = float(noise)
+        if self.runtimes == "noisy" and not (math.isfinite(self.noise) and self.noise > 0.0):
+            raise ValueError(
+                f"runtimes=noisy needs a log-SD noise > 0, got noise={noise!r} "
+                "(runtimes=actual is the noiseless case)"
+            )
+        if self.runtimes != "noisy" and self.noise != 0.0:
+            raise ValueError(f"noise={noise!r} applies to runtimes=noisy only")
+        if sampler is None or isinstance(sampler, str):
+            name = "user-history" if sampler is None else sampler.lower()
+            opts: dict[str, object] = {} if recent is None else {"recent": recent}
+            if name == "user-history":
+                opts.update(kind=kind, match=match)
+            elif (kind, match) != ("runtime", "user"):
+                raise ValueError(f"kind and match apply to sampler=user-history, not {name!r}")
+            self.sampler: RuntimeSampler = make_sampler(name, **opts)
+        elif recent is not None or (kind, match) != ("runtime", "user"):
+            raise ValueError("kind, match and recent configure a named sampler only")
+        else:
+            self.sampler = sampler
         self.arrivals = PastReplay(days=_int_option("days", days, 1))
         self._sim: Simulation | None = None
         self._reset_counters()
@@ -664,9 +537,31 @@ class Lookahead(_Counted):
         self.sampler.bind(sim, past)
         self.arrivals.bind(sim, past)
         self.rng = np.random.default_rng(self.seed)
+        if self.runtimes == "noisy":  # its own stream: the futures stay those of 'actual'
+            seq = None if self.seed is None else [self.seed, 0x6E6F697379]
+            self._noise_rng = np.random.default_rng(seq)
+            self._err = self._noise_rng.standard_normal(len(wl))
         self._user = np.asarray(wl.user)
         self._sim = sim
         self._reset_counters()
+
+    def _blurred(self, sim: Simulation, jobs: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+        """``(samples, len(jobs))`` run times of ``runtimes="noisy"``: log-normal around
+        each job's fixed noisy prediction, above ``elapsed``, at most the request."""
+        s, rng = self.noise, self._noise_rng
+        JF = sim.JF
+        mu = np.log(np.maximum(JF[K.F_RUNTIME, jobs], 1.0)) + s * self._err[jobs]
+        z = rng.standard_normal((self.samples, len(jobs)))
+        for i in np.flatnonzero(elapsed > 0.0).tolist():  # truncated below at elapsed
+            z0 = (math.log(elapsed[i]) - mu[i]) / s
+            lo = _NORMAL.cdf(z0)
+            u = lo + (1.0 - lo) * rng.random(self.samples)
+            u = np.clip(u, 1e-300, 1.0 - 1e-12)
+            z[:, i] = np.maximum([_NORMAL.inv_cdf(float(v)) for v in u], z0)
+        out = np.exp(mu + s * z)
+        np.minimum(out, JF[K.F_REQUEST, jobs], out=out)
+        np.maximum(out, np.nextafter(elapsed, np.inf), out=out)
+        return out
 
     def _futures(self, sim: Simulation) -> list[tuple[np.ndarray, ...]]:
         """``samples`` imagined states (engine arrays) at this decision point."""
@@ -695,6 +590,10 @@ class Lookahead(_Counted):
             rt_w = np.broadcast_to(JF[K.F_RUNTIME, wait], (n, len(wait)))
             rt_r = np.broadcast_to(JF[K.F_RUNTIME, run], (n, len(run)))
             rt_f = [f.get("runtime", f["request"]) for f in futs]
+        elif self.runtimes == "noisy":  # diagnostic, clairvoyant: blurred real run times
+            rt_w = self._blurred(sim, wait, np.zeros(len(wait)))
+            rt_r = self._blurred(sim, run, now - JF[K.F_START, run])
+            rt_f = [f.get("runtime", f["request"]) for f in futs]
         elif self.runtimes == "request":
             rt_w = np.broadcast_to(req_w, (n, len(wait)))
             rt_r = np.broadcast_to(req_r, (n, len(run)))
@@ -704,10 +603,19 @@ class Lookahead(_Counted):
             rt_w = self.sampler.sample(self._user[wait], req_w, np.zeros(len(wait)), n, rng)
             elapsed = now - JF[K.F_START, run]
             rt_r = self.sampler.sample(self._user[run], req_r, elapsed, n, rng)
-            rt_f = [
-                self.sampler.sample(f["user"], f["request"], np.zeros(len(f["user"])), 1, rng)[0]
-                for f in futs
-            ]
+            if self.runtimes == "sampled":
+                rt_f = [
+                    self.sampler.sample(f["user"], f["request"], np.zeros(len(f["user"])), 1, rng)[
+                        0
+                    ]
+                    for f in futs
+                ]
+            else:  # diagnostics: one group's real run times, arrivals as with 'actual'
+                rt_f = [f.get("runtime", f["request"]) for f in futs]
+                if self.runtimes == "actual-running":
+                    rt_r = np.broadcast_to(JF[K.F_RUNTIME, run], (n, len(run)))
+                else:
+                    rt_w = np.broadcast_to(JF[K.F_RUNTIME, wait], (n, len(wait)))
         return [_compose(sim, wait, rt_w[s], run, rt_r[s], futs[s], rt_f[s]) for s in range(n)]
 
     def __call__(self, sim: Simulation) -> int | None:

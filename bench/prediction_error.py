@@ -1,0 +1,156 @@
+"""How far are the online predictors' run times from the truth, in the units of
+``LOOKAHEAD,runtimes=noisy,noise=s``?
+
+``runtimes=noisy`` (docs/online_ceiling.md, *How well must a planner know the run
+times?*) gives the online one-step lookahead a predictive distribution of every
+submitted job's run time whose centre is wrong by ``exp(s * e)``, ``e ~ N(0, 1)``: a
+point prediction with a log error of standard deviation ``s``. This script puts the
+package's online predictors on the same scale. On each window (the windows
+``eval/compare.py`` draws with the same trace, split, seed, count and length) it runs
+the guard's scheduler, lets each predictor predict every job at its submission from
+what is known then (:func:`ordering_headroom.predictions`), and pools the log errors
+``ln(prediction) - ln(run time)`` (both at least 1 s, the run time capped at the
+request as the engine does) of all the windows' jobs::
+
+    HPCGYM_TRACE_DIR=../shared/traces python bench/prediction_error.py --trace HPC2N \\
+        --split train --predictors request ave2 eloss log-ridge:lam=10
+
+Printed per predictor: the mean and standard deviation of the log error, its median
+absolute value, the share of jobs predicted within a factor of two, and the share of
+the jobs that end within ``--short`` seconds which it predicts to end within them (the
+one bit docs/online_ceiling.md finds most of HPC2N's room in), with that flag's
+precision. A ``noisy-<s>`` row per ``--noise`` level gives the same statistics for the
+diagnostic's own fixed predictions (drawn here with the same law), so that each
+predictor can be read off against the lookahead's results at those levels.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ordering_headroom import GUARDS, predictions  # noqa: E402
+
+from hpcgym.sim import get_scheduler  # noqa: E402
+from hpcgym.sim.estimators import make_estimator  # noqa: E402
+from hpcgym.workload import WindowSampler, load  # noqa: E402
+from hpcgym.workload.core import Workload  # noqa: E402
+
+
+@dataclass(frozen=True)
+class ErrorStats:
+    """Pooled log errors of one predictor (``ln(prediction / run time)``)."""
+
+    jobs: int
+    mean: float
+    sd: float
+    median_abs: float
+    within_2x: float
+    short_recall: float
+    short_precision: float
+
+
+def log_errors(pred: np.ndarray, runtime: np.ndarray) -> np.ndarray:
+    """``ln(prediction) - ln(run time)``, both floored at 1 s."""
+    return np.log(np.maximum(pred, 1.0)) - np.log(np.maximum(runtime, 1.0))
+
+
+def error_stats(pred: np.ndarray, runtime: np.ndarray, short: float) -> ErrorStats:
+    """The statistics printed per predictor (see the module docstring).
+
+    :param pred: predicted run times, one per job
+    :param runtime: the jobs' run times (capped at their requests)
+    :param short: seconds under which a job counts as short
+    """
+    pred, runtime = np.asarray(pred, dtype=float), np.asarray(runtime, dtype=float)
+    if pred.shape != runtime.shape or not len(pred):
+        raise ValueError("pred and runtime must be non-empty and of one length")
+    e = log_errors(pred, runtime)
+    is_short, said_short = runtime <= short, pred <= short
+    return ErrorStats(
+        jobs=len(e),
+        mean=float(e.mean()),
+        sd=float(e.std()),
+        median_abs=float(np.median(np.abs(e))),
+        within_2x=float(np.mean(np.abs(e) <= np.log(2.0))),
+        short_recall=float(said_short[is_short].mean()) if is_short.any() else float("nan"),
+        short_precision=float(is_short[said_short].mean()) if said_short.any() else float("nan"),
+    )
+
+
+def window_predictions(window: Workload, predictor: str, guard: str) -> np.ndarray:
+    """Every job's prediction by ``predictor`` at its submission, in a run of the
+    scheduler ``guard`` on ``window`` (its own schedule decides what is known when)."""
+    if guard not in GUARDS:
+        raise ValueError(f"unknown guard {guard!r}; valid: {', '.join(GUARDS)}")
+    sim = get_scheduler(guard).make_simulation(window)
+    pred = predictions(sim, predictor)
+    sim.run()
+    return pred.copy()
+
+
+def noisy_predictions(runtime: np.ndarray, s: float, rng: np.random.Generator) -> np.ndarray:
+    """The fixed predictions of ``runtimes=noisy,noise=s``: ``run time * exp(s * e)``."""
+    return np.maximum(runtime, 1.0) * np.exp(s * rng.standard_normal(len(runtime)))
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--trace", default="synthetic")
+    p.add_argument("--split", default="train", choices=["train", "validation"])
+    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--windows", type=int, default=30)
+    p.add_argument("--length", type=int, default=1024)
+    p.add_argument("--guard", default="ELOSS", choices=GUARDS)
+    p.add_argument(
+        "--predictors",
+        nargs="+",
+        default=["request", "ave2", "eloss", "log-ridge:lam=10"],
+        help="online predictors (hpcgym.predictors.estimator_names())",
+    )
+    p.add_argument("--noise", type=float, nargs="*", default=[0.25, 0.5, 1.0])
+    p.add_argument("--short", type=float, default=60.0, help="seconds (default 60)")
+    args = p.parse_args(argv)
+    for name in args.predictors:  # an unknown name fails now, with the valid ones
+        try:
+            make_estimator(name)
+        except ValueError as exc:
+            p.error(f"--predictors: {exc}")
+    if any(not (s > 0.0) for s in args.noise):
+        p.error("--noise: each level must be > 0")
+    wl = load(args.trace)
+    starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
+    windows = [wl.window(int(s), args.length) for s in starts]
+    runtime = np.concatenate([np.minimum(w.runtime, w.request).astype(float) for w in windows])
+    rows: dict[str, ErrorStats] = {}
+    for name in args.predictors:
+        pred = np.concatenate([window_predictions(w, name, args.guard) for w in windows])
+        rows[name] = error_stats(pred, runtime, args.short)
+    rng = np.random.default_rng(args.seed)
+    for s in args.noise:
+        rows[f"noisy-{s:g}"] = error_stats(noisy_predictions(runtime, s, rng), runtime, args.short)
+    print(
+        f"{args.trace}: {args.windows} {args.split} windows of {args.length} jobs (seed "
+        f"{args.seed}), {len(runtime)} jobs; predictions at submission in runs of "
+        f"{args.guard}; log error = ln(prediction / run time)"
+    )
+    print(
+        f"| predictor | mean log error | SD | median abs | within 2x | "
+        f"short (<= {args.short:g} s) found | flag precision |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r.mean:+.2f} | {r.sd:.2f} | {r.median_abs:.2f} | "
+            f"{r.within_2x:.2f} | {r.short_recall:.2f} | {r.short_precision:.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
