@@ -254,25 +254,29 @@ class Ave2ResidualSampler(_FromFinishedJobs):
         self._err = {True: deque(maxlen=self.pool), False: deque(maxlen=self.pool)}
         self._err_arr: dict[bool, np.ndarray | None] = {True: None, False: None}
 
+    def _point(self, user: int, request: float) -> tuple[float, bool]:
+        """One job's prediction (at least 1 s) and whether the user's history gave it."""
+        d = self._hist.get(user)
+        if d:
+            return max(min(sum(d) / len(d), request), 1.0), True
+        return max(request, 1.0), False
+
     def predict(self, user: np.ndarray, request: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The point predictions of jobs of ``user`` with ``request``, and whether each
         came from the user's history (else it is the request)."""
-        out = np.array(request, dtype=np.float64)
-        known = np.zeros(len(out), dtype=bool)
-        for i, u in enumerate(np.asarray(user).tolist()):
-            d = self._hist.get(u)
-            if d:
-                out[i] = min(sum(d) / len(d), out[i])
-                known[i] = True
-        return np.maximum(out, 1.0), known
+        pairs = [
+            self._point(u, r)
+            for u, r in zip(np.asarray(user).tolist(), np.asarray(request).tolist(), strict=True)
+        ]
+        pred = np.array([p for p, _ in pairs], dtype=np.float64)
+        return pred, np.array([k for _, k in pairs], dtype=bool)
 
     def _add(self, users: np.ndarray, requests: np.ndarray, runtimes: np.ndarray) -> None:
         for u, req, rt in zip(users.tolist(), requests.tolist(), runtimes.tolist(), strict=True):
-            d = self._hist.get(u)
-            known = bool(d)
-            pred = max(min(sum(d) / len(d), req), 1.0) if d else max(req, 1.0)
+            pred, known = self._point(u, req)
             self._err[known].append(float(np.log(max(min(rt, req), 1.0) / pred)))
             self._err_arr[known] = None
+            d = self._hist.get(u)
             if d is None:
                 d = self._hist[u] = deque(maxlen=self.recent)
             d.append(float(rt))
