@@ -433,6 +433,84 @@ def test_noisy_runtimes_are_a_calibrated_blur_of_the_real_ones():
     assert np.array_equal(again._blurred(sim, jobs, np.zeros(len(jobs))), x)  # seeded
 
 
+def test_noisy_runtimes_with_errors_shared_by_a_users_jobs():
+    """``shared=r``: each job's fixed error is ``sqrt(1 - r) e_job + sqrt(r) e_user``, of
+    the same log-SD; ``shared=0`` is the independent blur to the bit, ``shared=1`` one
+    error per user."""
+    w = synthetic(3000, seed=4)
+    sim = Simulation(w, backfill="easy")
+    user = np.asarray(w.user)
+    errs = {}
+    for r in (0.0, 0.6, 1.0):
+        spec = "LOOKAHEAD,runtimes=noisy,noise=1,seed=5" + (f",shared={r:g}" if r else "")
+        d = get_scheduler(spec).make_decider()
+        d._bind(sim)
+        errs[r] = d._err
+    base = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=1,seed=5,shared=0").make_decider()
+    base._bind(sim)
+    assert np.array_equal(base._err, errs[0.0])
+    for u in np.unique(user)[:20]:  # one error per user at shared=1
+        assert np.ptp(errs[1.0][user == u]) == 0.0
+    assert 0.9 < errs[0.6].std() < 1.1
+    # the share of the variance between users, near 0.6 (many users of many jobs)
+    _, g = np.unique(user, return_inverse=True)
+    means = np.bincount(g, weights=errs[0.6]) / np.bincount(g)
+    within = np.mean((errs[0.6] - means[g]) ** 2)
+    assert 0.3 < within / errs[0.6].var() < 0.55
+    for bad in ("runtimes=noisy,noise=1,shared=1.5", "runtimes=noisy,noise=1,shared=-0.1"):
+        with pytest.raises(ValueError, match="shared must be"):
+            get_scheduler(f"LOOKAHEAD,{bad}").make_decider()
+    with pytest.raises(ValueError, match="runtimes=noisy only"):
+        get_scheduler("LOOKAHEAD,runtimes=actual,shared=0.5").make_decider()
+
+
+def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which():
+    """``runtimes=user-pool``: a job's draws come from the real run times of the other
+    jobs of its user in the window (first those with its request under
+    ``match=user-request``), then of all other jobs; above the time already run; capped
+    at its request; the request when nothing is left."""
+    from hpcgym.sim.lookahead import _WindowPools
+
+    n = 7
+    none = np.zeros(n, dtype=np.int64)
+    w = Workload(
+        name="w",
+        machine_size=8,
+        job_id=np.arange(n) + 1,
+        submit=np.arange(n) * 10.0,
+        procs=np.ones(n, dtype=np.int64),
+        request=np.array([1000.0, 1000.0, 1000.0, 500.0, 1000.0, 2000.0, 300.0]),
+        user=np.array([1, 1, 1, 1, 2, 3, 3]),
+        runtime=np.array([10.0, 20.0, 30.0, 400.0, 50.0, 600.0, 70.0]),
+        group=none,
+        executable=none,
+        queue=none,
+    )
+    rng = np.random.default_rng(0)
+    by_user = _WindowPools(w, "user")
+    draws = by_user.draw(np.array([0, 3, 4]), np.zeros(3), 400, rng)
+    assert set(draws[:, 0]) == {20.0, 30.0, 400.0}  # never its own run time
+    assert set(draws[:, 1]) == {10.0, 20.0, 30.0}
+    assert set(draws[:, 2]) == {10.0, 20.0, 30.0, 400.0, 600.0, 70.0}  # alone: everyone's
+    # conditioned on the time already run; a job that outran every value runs to its request
+    cond = by_user.draw(np.array([0, 3]), np.array([25.0, 450.0]), 200, rng)
+    assert set(cond[:, 0]) == {30.0, 400.0}
+    assert set(cond[:, 1]) == {500.0}
+    by_request = _WindowPools(w, "user-request")
+    d = by_request.draw(np.array([0, 3]), np.zeros(2), 200, rng)
+    assert set(d[:, 0]) == {20.0, 30.0}  # same user and request first
+    assert set(d[:, 1]) == {10.0, 20.0, 30.0}  # its request is the user's only one: the user's
+    assert set(by_user.draw(np.array([6]), np.zeros(1), 100, rng)[:, 0]) == {300.0}  # capped
+    # a full window: deterministic with a seed, guarded, and not the real run times
+    syn = synthetic(250, seed=13)
+    spec = "LOOKAHEAD,runtimes=user-pool,samples=2,k=4,horizon=4h,seed=2"
+    a, b = get_scheduler(spec).simulate(syn), get_scheduler(spec).simulate(syn)
+    assert np.array_equal(a.start, b.start)
+    assert a.counters["violations"] == 0 and a.counters["lookahead_decisions"] > 0
+    with pytest.raises(ValueError, match="user-pool"):
+        get_scheduler("LOOKAHEAD,runtimes=user-pools").make_decider()
+
+
 def test_noisy_runtimes_options_and_a_full_window():
     for bad in (
         "runtimes=noisy",

@@ -35,6 +35,47 @@ def test_noisy_predictions_have_the_named_log_sd() -> None:
         assert r.sd == pytest.approx(s, rel=0.03) and abs(r.mean) < 0.03
 
 
+def test_user_share_of_the_error_variance() -> None:
+    groups = np.array([0, 0, 1, 1, 2])  # group 2 has one job: left out
+    assert B.user_share(np.array([1.0, 1.0, -1.0, -1.0, 9.0]), groups) == pytest.approx(1.0)
+    assert B.user_share(np.array([1.0, -1.0, 1.0, -1.0, 9.0]), groups) == pytest.approx(0.0)
+    assert np.isnan(B.user_share(np.array([1.0, 2.0]), np.array([0, 1])))
+    rng = np.random.default_rng(2)
+    g = np.repeat(np.arange(400), 25)
+    rt = np.full(len(g), 500.0)
+    for r in (0.0, 0.5, 0.9):
+        e = B.log_errors(B.noisy_predictions(rt, 1.0, rng, r, g), rt)
+        assert B.user_share(e, g) == pytest.approx(r, abs=0.06)
+        assert e.std() == pytest.approx(1.0, rel=0.08)
+    with pytest.raises(ValueError, match="groups"):
+        B.noisy_predictions(rt, 1.0, rng, 0.5)
+
+
+def test_log_correlations_overall_and_within_a_user() -> None:
+    rt = np.array([10.0, 100.0, 1000.0, 10.0, 100.0, 1000.0])
+    g = np.array([0, 0, 0, 1, 1, 1])
+    assert B.log_corr(rt * 3.0, rt) == pytest.approx(1.0)  # a bias tells as much
+    assert B.log_corr(rt[::-1].copy(), rt) == pytest.approx(-1.0)
+    # one prediction per user tells nothing within a user, however accurate overall
+    per_user = np.array([100.0, 100.0, 100.0, 50.0, 50.0, 50.0])
+    assert np.isnan(B.within_user_corr(per_user, rt, g))
+    between = np.array([100.0, 100.0, 100.0, 1000.0, 1000.0, 1000.0])
+    rt2 = np.array([90.0, 100.0, 110.0, 900.0, 1000.0, 1100.0])
+    assert B.log_corr(between, rt2) > 0.99 and np.isnan(B.within_user_corr(between, rt2, g))
+    assert B.within_user_corr(rt2 * 2.0, rt2, g) == pytest.approx(1.0)
+    shuffled = np.array([110.0, 90.0, 100.0, 1100.0, 900.0, 1000.0])
+    assert B.within_user_corr(shuffled, rt2, g) == pytest.approx(-0.5, abs=0.01)
+    # the blur: both correlations follow sd(ln rt) / sqrt(sd(ln rt)^2 + s^2)
+    rng = np.random.default_rng(4)
+    big = np.exp(rng.normal(6.0, 2.0, 20000))
+    groups = np.repeat(np.arange(1000), 20)
+    pred = B.noisy_predictions(big, 1.0, rng)
+    assert B.log_corr(pred, big) == pytest.approx(2.0 / np.sqrt(5.0), abs=0.02)
+    assert B.within_user_corr(pred, big, groups) == pytest.approx(2.0 / np.sqrt(5.0), abs=0.02)
+    r = B.error_stats(pred, big, 60.0, groups)
+    assert r.corr == B.log_corr(pred, big) and r.user_corr == B.within_user_corr(pred, big, groups)
+
+
 def test_window_predictions_are_online_and_the_request_predictor_is_the_request() -> None:
     w = load("synthetic", n_jobs=200, seed=3).window(0, 200)
     req = B.window_predictions(w, "request", "ELOSS")
@@ -48,11 +89,17 @@ def test_window_predictions_are_online_and_the_request_predictor_is_the_request(
 def test_main_end_to_end(capsys) -> None:
     B.main(
         ["--windows", "2", "--length", "150", "--predictors", "request", "ave2", "--noise", "0.5"]
+        + ["--shared", "0", "0.7"]
     )
     out = capsys.readouterr().out
     assert "2 train windows of 150 jobs" in out and "300 jobs" in out
     rows = [ln for ln in out.splitlines() if ln.startswith("| ")]
-    assert [r.split("|")[1].strip() for r in rows[1:]] == ["request", "ave2", "noisy-0.5"]
+    names = [r.split("|")[1].strip() for r in rows[1:]]
+    assert names == ["request", "ave2", "noisy-0.5", "noisy-0.5,shared=0.7"]
+    assert "user share" in rows[0] and "within-user corr" in rows[0]
+    assert all(len(r.split("|")) == len(rows[0].split("|")) for r in rows)
+    with pytest.raises(SystemExit):
+        B.main(["--shared", "1.5"])
     with pytest.raises(SystemExit):
         B.main(["--predictors", "nope"])
     with pytest.raises(SystemExit):

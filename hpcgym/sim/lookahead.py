@@ -72,7 +72,15 @@ __all__ = [
 
 _NORMAL = NormalDist()
 #: ``Lookahead(runtimes=...)``: the two online kinds, then the clairvoyant diagnostics
-_RUNTIMES = ("sampled", "request", "actual", "noisy", "actual-running", "actual-waiting")
+_RUNTIMES = (
+    "sampled",
+    "request",
+    "actual",
+    "noisy",
+    "actual-running",
+    "actual-waiting",
+    "user-pool",
+)
 _UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -409,6 +417,54 @@ def _compose(
     return JF, JI, S, C, np.zeros((2, 1))
 
 
+class _WindowPools:
+    """The clairvoyant draws of ``Lookahead(runtimes="user-pool")``: a job's run times
+    from the real run times (capped at the requests) of the other jobs of its group in
+    the window -- the same user (``match="user"``), or first the same user and request
+    (``"user-request"``) -- then of all other jobs of the window; above ``elapsed``;
+    the request when none is left; at most the job's request."""
+
+    def __init__(self, wl: Workload, match: str) -> None:
+        self.runtime = np.minimum(np.asarray(wl.runtime, float), np.asarray(wl.request, float))
+        self.request = np.asarray(wl.request, float)
+        user = np.asarray(wl.user)
+        keys = [user] if match == "user" else [np.stack([user, self.request], 1), user]
+        # per level: each job's group, each group's members (sorted) and run times
+        self.levels: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]] = []
+        for key in keys:
+            _, g = np.unique(key, axis=0, return_inverse=True)
+            g = g.ravel()
+            order = np.argsort(g, kind="stable")
+            cuts = np.flatnonzero(np.diff(g[order])) + 1
+            members = np.split(order, cuts)
+            self.levels.append((g, members, [self.runtime[m] for m in members]))
+        self.everyone = [np.arange(len(user))], [self.runtime]
+
+    def draw(
+        self, jobs: np.ndarray, elapsed: np.ndarray, n: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """``(n, len(jobs))`` run times of the jobs ``jobs`` that have run ``elapsed``."""
+        out = np.empty((n, len(jobs)))
+        levels = [*self.levels, (np.zeros(len(self.runtime), np.intp), *self.everyone)]
+        for i, (j, el) in enumerate(zip(jobs.tolist(), elapsed.tolist(), strict=True)):
+            vals = None
+            for g, members, rts in levels:
+                m, a = members[g[j]], rts[g[j]]
+                keep = m != j
+                if el > 0.0:
+                    keep &= a > el
+                if keep.any():
+                    vals = a[keep]
+                    break
+            if vals is None:
+                out[:, i] = self.request[j]
+            else:
+                out[:, i] = vals[rng.integers(len(vals), size=n)]
+        np.minimum(out, self.request[jobs], out=out)
+        np.maximum(out, np.nextafter(elapsed, np.inf), out=out)
+        return out
+
+
 class Lookahead(_Counted):
     """Online one-step lookahead over EASY-SJBF rollouts of Monte Carlo futures.
 
@@ -450,8 +506,17 @@ class Lookahead(_Counted):
         predictive distribution whose log error has the standard deviation ``noise``;
         ``"actual-running"`` and ``"actual-waiting"`` give the real run times of only the
         running or only the waiting jobs, the other group's drawn by ``sampler``
-        (future arrivals as with ``"actual"``)
+        (future arrivals as with ``"actual"``); ``"user-pool"`` knows each user's
+        run times but not which job is which: a job's run times are drawn from the real
+        run times of the *other* jobs of its user in the window, past and future (with
+        ``match="user-request"`` first of those with its request), or of all other
+        jobs of the window when its user has none (conditioned on the time already
+        run, capped at its request; future arrivals as with ``"actual"``)
     :param noise: log-SD of ``runtimes="noisy"`` (required there, > 0; 0 otherwise)
+    :param shared: with ``runtimes="noisy"``, the share of the predictions' error variance
+        that a user's jobs have in common (default 0: independent errors; 1: one error per
+        user): each job's error is ``sqrt(1 - shared) e_job + sqrt(shared) e_user``, still
+        of log-SD ``noise``; the draws around each prediction are unchanged
     :param days: :class:`PastReplay` periods to draw the replayed block from
     :param sampler: a :class:`RuntimeSampler`, or the name of a built-in one
         (:data:`hpcgym.sim.samplers.SAMPLERS`): ``"user-history"`` (default,
@@ -484,6 +549,7 @@ class Lookahead(_Counted):
         match: str = "user",
         recent: int | str | None = None,
         noise: float | str = 0.0,
+        shared: float | str = 0.0,
     ) -> None:
         self.k = _int_option("k", k, 1)
         self.z = float(z)
@@ -515,6 +581,12 @@ class Lookahead(_Counted):
             )
         if self.runtimes != "noisy" and self.noise != 0.0:
             raise ValueError(f"noise={noise!r} applies to runtimes=noisy only")
+        self.match = match
+        self.shared = float(shared)
+        if not (0.0 <= self.shared <= 1.0):
+            raise ValueError(f"shared must be a share of the variance in [0, 1], got {shared!r}")
+        if self.runtimes != "noisy" and self.shared != 0.0:
+            raise ValueError(f"shared={shared!r} applies to runtimes=noisy only")
         if sampler is None or isinstance(sampler, str):
             name = "user-history" if sampler is None else sampler.lower()
             opts: dict[str, object] = {} if recent is None else {"recent": recent}
@@ -541,6 +613,15 @@ class Lookahead(_Counted):
             seq = None if self.seed is None else [self.seed, 0x6E6F697379]
             self._noise_rng = np.random.default_rng(seq)
             self._err = self._noise_rng.standard_normal(len(wl))
+            if self.shared > 0.0:  # one more draw per user, after the jobs' (same stream)
+                _, user_of = np.unique(np.asarray(wl.user), return_inverse=True)
+                per_user = self._noise_rng.standard_normal(int(user_of.max()) + 1)
+                r = self.shared
+                self._err = math.sqrt(1.0 - r) * self._err + math.sqrt(r) * per_user[user_of]
+        if self.runtimes == "user-pool":  # its own stream, like 'noisy'
+            seq = None if self.seed is None else [self.seed, 0x706F6F6C]
+            self._noise_rng = np.random.default_rng(seq)
+            self._pools = _WindowPools(wl, self.match)
         self._user = np.asarray(wl.user)
         self._sim = sim
         self._reset_counters()
@@ -593,6 +674,11 @@ class Lookahead(_Counted):
         elif self.runtimes == "noisy":  # diagnostic, clairvoyant: blurred real run times
             rt_w = self._blurred(sim, wait, np.zeros(len(wait)))
             rt_r = self._blurred(sim, run, now - JF[K.F_START, run])
+            rt_f = [f.get("runtime", f["request"]) for f in futs]
+        elif self.runtimes == "user-pool":  # diagnostic, clairvoyant: the users' run times
+            draw = self._pools.draw
+            rt_w = draw(wait, np.zeros(len(wait)), n, self._noise_rng)
+            rt_r = draw(run, now - JF[K.F_START, run], n, self._noise_rng)
             rt_f = [f.get("runtime", f["request"]) for f in futs]
         elif self.runtimes == "request":
             rt_w = np.broadcast_to(req_w, (n, len(wait)))
