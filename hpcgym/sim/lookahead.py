@@ -429,7 +429,8 @@ class _WindowPools:
         self.request = np.asarray(wl.request, float)
         user = np.asarray(wl.user)
         keys = [user] if match == "user" else [np.stack([user, self.request], 1), user]
-        # per level: each job's group, each group's members (sorted) and run times
+        # per level (the last: every job of the window): each job's group, each group's
+        # members (sorted) and their run times
         self.levels: list[tuple[np.ndarray, list[np.ndarray], list[np.ndarray]]] = []
         for key in keys:
             _, g = np.unique(key, axis=0, return_inverse=True)
@@ -438,17 +439,17 @@ class _WindowPools:
             cuts = np.flatnonzero(np.diff(g[order])) + 1
             members = np.split(order, cuts)
             self.levels.append((g, members, [self.runtime[m] for m in members]))
-        self.everyone = [np.arange(len(user))], [self.runtime]
+        everyone = np.arange(len(user))
+        self.levels.append((np.zeros(len(user), np.intp), [everyone], [self.runtime]))
 
     def draw(
         self, jobs: np.ndarray, elapsed: np.ndarray, n: int, rng: np.random.Generator
     ) -> np.ndarray:
         """``(n, len(jobs))`` run times of the jobs ``jobs`` that have run ``elapsed``."""
         out = np.empty((n, len(jobs)))
-        levels = [*self.levels, (np.zeros(len(self.runtime), np.intp), *self.everyone)]
         for i, (j, el) in enumerate(zip(jobs.tolist(), elapsed.tolist(), strict=True)):
             vals = None
-            for g, members, rts in levels:
+            for g, members, rts in self.levels:
                 m, a = members[g[j]], rts[g[j]]
                 keep = m != j
                 if el > 0.0:
@@ -626,6 +627,13 @@ class Lookahead(_Counted):
         self._sim = sim
         self._reset_counters()
 
+    def _clairvoyant(self, sim: Simulation, jobs: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
+        """``(samples, len(jobs))`` run times of the diagnostics ``runtimes="noisy"``
+        (:meth:`_blurred`) and ``"user-pool"`` (:class:`_WindowPools`)."""
+        if self.runtimes == "noisy":
+            return self._blurred(sim, jobs, elapsed)
+        return self._pools.draw(jobs, elapsed, self.samples, self._noise_rng)
+
     def _blurred(self, sim: Simulation, jobs: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         """``(samples, len(jobs))`` run times of ``runtimes="noisy"``: log-normal around
         each job's fixed noisy prediction, above ``elapsed``, at most the request."""
@@ -671,14 +679,10 @@ class Lookahead(_Counted):
             rt_w = np.broadcast_to(JF[K.F_RUNTIME, wait], (n, len(wait)))
             rt_r = np.broadcast_to(JF[K.F_RUNTIME, run], (n, len(run)))
             rt_f = [f.get("runtime", f["request"]) for f in futs]
-        elif self.runtimes == "noisy":  # diagnostic, clairvoyant: blurred real run times
-            rt_w = self._blurred(sim, wait, np.zeros(len(wait)))
-            rt_r = self._blurred(sim, run, now - JF[K.F_START, run])
-            rt_f = [f.get("runtime", f["request"]) for f in futs]
-        elif self.runtimes == "user-pool":  # diagnostic, clairvoyant: the users' run times
-            draw = self._pools.draw
-            rt_w = draw(wait, np.zeros(len(wait)), n, self._noise_rng)
-            rt_r = draw(run, now - JF[K.F_START, run], n, self._noise_rng)
+        elif self.runtimes in ("noisy", "user-pool"):  # diagnostics, clairvoyant: blurred
+            # real run times, or the users' real run times
+            rt_w = self._clairvoyant(sim, wait, np.zeros(len(wait)))
+            rt_r = self._clairvoyant(sim, run, now - JF[K.F_START, run])
             rt_f = [f.get("runtime", f["request"]) for f in futs]
         elif self.runtimes == "request":
             rt_w = np.broadcast_to(req_w, (n, len(wait)))
