@@ -9,7 +9,17 @@ import numpy as np
 import pytest
 from conftest import require_trace
 
-from hpcgym.workload import DROP_RULES, PATCH_RULES, SWFFormatError, Workload, read_swf, write_swf
+from hpcgym.workload import (
+    DROP_RULES,
+    PATCH_RULES,
+    SWFFormatError,
+    Workload,
+    load,
+    read_swf,
+    read_swf_fields,
+    workload_fields,
+    write_swf,
+)
 
 
 def rec(job, submit, runtime, alloc, req_procs=-1, req_time=-1, user=-1, group=-1, exe=-1, q=-1):
@@ -69,6 +79,47 @@ def test_each_rule_counted_and_applied(tmp_path):
     assert (w.user[0], w.group[0], w.executable[0], w.queue[0]) == (7, 2, 9, 1)
     assert w.name == "t" and w.source == str(p)
     assert w.meta["Computer"] == "test"
+
+
+def _with_memory(line: str, mem: int, status: int) -> str:
+    """``line`` with its requested memory (field 10) and status (field 11) set."""
+    f = line.split()
+    f[9], f[10] = str(mem), str(status)
+    return " ".join(f)
+
+
+def test_raw_fields_follow_the_cleaned_jobs(tmp_path):
+    """Dropped records have no row and reordered ones move with their job."""
+    lines = [
+        _with_memory(rec(1, 0, 100, 4, 4, 200), 1000, 1),
+        _with_memory(rec(2, 5, 0, 4, 4, 200), 2000, 0),  # dropped: runtime <= 0
+        _with_memory(rec(3, 40, 10, 64, 64, 20), 3000, 1),  # clipped, not dropped
+        _with_memory(rec(4, 35, 10, 1, 1, 20), 4000, 5),  # out of submit order
+    ]
+    p = write(tmp_path, HEADER + "\n".join(lines) + "\n", "t.swf.gz")
+    w = read_swf(p)
+    raw = read_swf_fields(p, ["requested memory", "status", "job number"])
+    np.testing.assert_array_equal(raw["job number"], w.job_id)
+    np.testing.assert_array_equal(w.job_id, [1, 4, 3])
+    np.testing.assert_array_equal(raw["requested memory"], [1000, 4000, 3000])
+    np.testing.assert_array_equal(raw["status"], [1, 5, 1])
+    win = w.window(1, 2)
+    np.testing.assert_array_equal(workload_fields(win, ["status"])["status"], [5, 1])
+    np.testing.assert_array_equal(
+        workload_fields(win.window(1, 1), ["requested memory"])["requested memory"], [3000]
+    )
+
+
+def test_raw_fields_errors(tmp_path):
+    p = write(tmp_path, HEADER + rec(1, 0, 10, 2, 2, 20) + "\n")
+    with pytest.raises(ValueError, match="unknown SWF field 'memory'; valid: job number"):
+        read_swf_fields(p, ["memory"])
+    with pytest.raises(ValueError, match="was not read from an SWF file"):
+        workload_fields(load("synthetic"), ["status"])
+    w = read_swf(p)
+    p.write_text(HEADER + rec(2, 0, 10, 2, 2, 20) + "\n")  # the file changed since
+    with pytest.raises(ValueError, match="no longer match"):
+        workload_fields(w, ["status"])
 
 
 def test_allocated_preferred_over_requested(tmp_path):
@@ -335,6 +386,15 @@ def test_real_trace_counts(name, jobs, size):
     assert np.all(np.diff(w.submit) >= 0)
     assert w.procs.min() >= 1 and w.procs.max() <= size
     assert w.runtime.min() > 0 and np.all(w.request >= w.runtime)
+
+
+@pytest.mark.traces
+def test_hpc2n_requested_memory_aligned():
+    w = load("HPC2N")
+    win = w.window(100_000, 500)
+    raw = workload_fields(win, ["requested memory", "job number"])
+    np.testing.assert_array_equal(raw["job number"], win.job_id)
+    assert (raw["requested memory"] > 0).mean() > 0.5
 
 
 @pytest.mark.traces

@@ -3,7 +3,8 @@
 * :func:`load` is the one loader every layer uses: a registered trace name, an SWF
   path, ``"synthetic"``/``None`` (Lublin-Feitelson) or a :class:`Workload`.
 * :func:`read_swf` / :func:`write_swf`: the Standard Workload Format, with an explicit
-  :class:`CleaningReport`.
+  :class:`CleaningReport`; :func:`read_swf_fields` / :func:`workload_fields`: the raw
+  fields the cleaned workload does not keep (requested memory, status ...).
 * :data:`TRACES`, :func:`resolve_trace`, :func:`fetch_trace`: the trace registry.
 * :class:`Window`, :func:`split_range`, :class:`WindowSampler`: windows of consecutive
   jobs and the train/test time split.
@@ -26,6 +27,8 @@ from hpcgym.workload.swf import (
     PATCH_RULES,
     SWFFormatError,
     read_swf,
+    read_swf_fields,
+    workload_fields,
     write_swf,
 )
 from hpcgym.workload.traces import (
@@ -57,6 +60,8 @@ __all__ = [
     "CleaningReport",
     "Workload",
     "read_swf",
+    "read_swf_fields",
+    "workload_fields",
     "write_swf",
     "SWFFormatError",
     "DROP_RULES",

@@ -35,6 +35,7 @@ import re
 import tempfile
 import warnings
 import zlib
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -44,6 +45,8 @@ from hpcgym.workload.core import CleaningReport, Workload
 __all__ = [
     "SWFFormatError",
     "read_swf",
+    "read_swf_fields",
+    "workload_fields",
     "write_swf",
     "parse_header",
     "N_FIELDS",
@@ -284,8 +287,14 @@ def _line_parse(data: bytes, path: Path, lenient: bool) -> tuple[np.ndarray, int
 
 
 # ------------------------------------------------------------------- cleaning
-def _clean(arr: np.ndarray, machine_size: int, report: CleaningReport) -> dict[str, np.ndarray]:
-    """Apply the cleaning rules (module docstring) to raw records; fill ``report``."""
+def _clean(
+    arr: np.ndarray, machine_size: int, report: CleaningReport
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Apply the cleaning rules (module docstring) to raw records; fill ``report``.
+
+    :return: the cleaned columns and, for each kept job in their order, its record's row
+        in ``arr``
+    """
     dropped = dict.fromkeys(DROP_RULES, 0)
     patched = dict.fromkeys(PATCH_RULES, 0)
     report.records = int(arr.shape[0])
@@ -343,14 +352,31 @@ def _clean(arr: np.ndarray, machine_size: int, report: CleaningReport) -> dict[s
         patched["out of submit order"] = int(np.count_nonzero(earlier))
         order = np.argsort(submit, kind="stable")
         cols = {k: v[order] for k, v in cols.items()}
+        idx = idx[order]
 
     report.kept = int(idx.size)
     report.dropped = dropped
     report.patched = patched
-    return cols
+    return cols, idx
 
 
 # ---------------------------------------------------------------------- API
+def _records(p: Path, lenient: bool) -> tuple[np.ndarray, list[str], int]:
+    """The raw job records of ``p`` (one row of :data:`N_FIELDS` numbers each), its header
+    lines and the number of malformed lines skipped (``lenient`` only)."""
+    data = _read_bytes(p)
+    header = _header_lines(data)
+    skipped = 0
+    arr = _bulk_parse(data)
+    if arr is None:
+        arr, skipped = _line_parse(data, p, lenient)
+    del data
+    if arr.shape[0] == 0:
+        extra = f" ({skipped} malformed lines skipped)" if skipped else ""
+        raise SWFFormatError(f"no job lines{extra}; found {len(header)} header line(s) only", p)
+    return arr, header, skipped
+
+
 def _default_name(path: Path) -> str:
     name = path.name
     for suffix in (".gz", ".swf"):
@@ -383,18 +409,8 @@ def read_swf(
     :raises FileNotFoundError: ``path`` does not exist
     """
     p = Path(path)
-    data = _read_bytes(p)
-    header = _header_lines(data)
+    arr, header, skipped = _records(p, lenient)
     meta = parse_header(header)
-
-    skipped = 0
-    arr = _bulk_parse(data)
-    if arr is None:
-        arr, skipped = _line_parse(data, p, lenient)
-    del data
-    if arr.shape[0] == 0:
-        extra = f" ({skipped} malformed lines skipped)" if skipped else ""
-        raise SWFFormatError(f"no job lines{extra}; found {len(header)} header line(s) only", p)
 
     if machine_size is None:
         for key in ("MaxProcs", "MaxNodes"):
@@ -413,7 +429,7 @@ def read_swf(
     machine_size = int(machine_size)
 
     report = CleaningReport(header_lines=len(header), skipped_malformed=skipped)
-    cols = _clean(arr, machine_size, report)
+    cols, _ = _clean(arr, machine_size, report)
     del arr
     if report.kept == 0:
         raise SWFFormatError("no job left after cleaning: " + "; ".join(report.lines()), p)
@@ -425,6 +441,68 @@ def read_swf(
         source=str(p),
         meta=meta,
     )
+
+
+def _field_indices(fields: Sequence[str]) -> list[int]:
+    out = []
+    for f in fields:
+        if f not in FIELD_NAMES:
+            raise ValueError(f"unknown SWF field {f!r}; valid: {', '.join(FIELD_NAMES)}")
+        out.append(FIELD_NAMES.index(f))
+    return out
+
+
+def read_swf_fields(
+    path: str | os.PathLike[str], fields: Sequence[str], lenient: bool = False
+) -> dict[str, np.ndarray]:
+    """Raw SWF fields of the jobs :func:`read_swf` keeps, in its order.
+
+    The cleaned :class:`~hpcgym.workload.core.Workload` holds the fields the simulator
+    and the predictors use; the others (``"requested memory"``, ``"used memory"``,
+    ``"status"``, ``"think time"`` ...) are read here, as the file records them (``-1``:
+    unknown), row ``i`` being job ``i`` of ``read_swf(path, lenient=lenient)``: the same
+    records are dropped and ordered by the same rules (which drop nothing by the machine
+    size, so any ``machine_size`` gives the same jobs).
+
+    :param path: the ``.swf`` or ``.swf.gz`` file
+    :param fields: names from :data:`FIELD_NAMES`
+    :param lenient: as for :func:`read_swf` (pass the same value)
+    :return: one float64 array per field name
+    :raises ValueError: an unknown field name (the valid ones listed)
+    :raises SWFFormatError: as :func:`read_swf`
+    """
+    cols = _field_indices(fields)
+    arr, _, _ = _records(Path(path), lenient)
+    _, rows = _clean(arr, np.iinfo(np.int64).max, CleaningReport())
+    return {f: np.ascontiguousarray(arr[rows, c]) for f, c in zip(fields, cols, strict=True)}
+
+
+def workload_fields(workload: Workload, fields: Sequence[str]) -> dict[str, np.ndarray]:
+    """:func:`read_swf_fields` for the jobs of ``workload``: a workload read from an SWF
+    file, or a window cut from one (its ``offset`` locates its jobs in the file's).
+
+    :param workload: a workload whose ``source`` is the SWF file it was read from
+    :param fields: names from :data:`FIELD_NAMES`
+    :return: one float64 array per field, aligned with the workload's jobs
+    :raises ValueError: an unknown field; a workload not read from an SWF file (a
+        generated one); a file whose jobs no longer match the workload's job numbers
+    """
+    _field_indices(fields)
+    src = Path(workload.source) if workload.source else None
+    if src is None or not src.is_file():
+        raise ValueError(
+            f"workload {workload.name!r} was not read from an SWF file (source "
+            f"{workload.source!r}): its raw SWF fields are unknown"
+        )
+    lo, hi = workload.offset, workload.offset + len(workload)
+    raw = read_swf_fields(src, list(dict.fromkeys([*fields, "job number"])))
+    ids = raw["job number"]
+    if hi > len(ids) or not np.array_equal(ids[lo:hi], workload.job_id):
+        raise ValueError(
+            f"the jobs of {src} no longer match workload {workload.name!r} (jobs "
+            f"{lo}..{hi - 1}); was it read with lenient=True, or has the file changed?"
+        )
+    return {f: raw[f][lo:hi] for f in fields}
 
 
 # --------------------------------------------------------------------- writer
