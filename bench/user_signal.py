@@ -36,7 +36,12 @@ Signals (``--signals``):
   ``LOOKAHEAD,runtimes=user-pool,match=user-request`` does for the request; ``R`` is
   ``sqrt(1 - SSE / SSE without the category)``, 0 where the category does worse;
 * ``all``: every numeric signal the trace records, at once (the jobs that have them
-  all; a job without a recorded memory counts with memory 0 and ``memory-given`` 0).
+  all; a job without a recorded memory counts with memory 0 and ``memory-given`` 0);
+* ``last-finished``: the log run time of the user's job with the same request that
+  finished last before the submission, in the trace's own schedule (the run-time
+  history a predictor or the lookahead's ``user-history`` sampler reads); and
+  ``last-submitted``: that of the one submitted last, finished or not (not known online:
+  how much a user's consecutive like jobs resemble each other).
 
 A ``blur-<s>`` row per ``--noise`` level gives the same statistics for the run time
 blurred by ``exp(s e)``, ``e ~ N(0, 1)`` (``LOOKAHEAD,runtimes=noisy,noise=s``), the
@@ -61,7 +66,9 @@ from hpcgym.workload.core import Workload  # noqa: E402
 NUMERIC = ("request", "procs", "memory", "memory-given", "time-of-day", "gap", "request-change")
 #: Categorical signals: name -> the workload column whose equal values form a category.
 CATEGORICAL = {"same-request": "request", "same-queue": "queue", "same-executable": "executable"}
-SIGNALS = (*NUMERIC, *CATEGORICAL, "all")
+#: Run-time history signals (:func:`history_inputs`).
+HISTORY = ("last-finished", "last-submitted")
+SIGNALS = (*NUMERIC, *CATEGORICAL, "all", *HISTORY)
 
 
 def _previous(user: np.ndarray) -> np.ndarray:
@@ -105,6 +112,36 @@ def numeric_inputs(w: Workload, name: str, memory: np.ndarray | None) -> np.ndar
         out[has] = np.log(w.request[has] / w.request[prev[has]])
     else:
         raise ValueError(f"unknown numeric signal {name!r}; valid: {', '.join(NUMERIC)}")
+    return out[:, None]
+
+
+def history_inputs(w: Workload, name: str) -> np.ndarray:
+    """The ``(n, 1)`` log run time (capped at the request, at least 1 s) of the user's
+    job with the same request that finished last before each job's submission
+    (``last-finished``; finish times from the trace's own schedule, submit + recorded
+    wait + run time), or that was submitted last before it, finished or not
+    (``last-submitted``: not known online, a reference); ``nan`` where there is none
+    (every job of a window without a recorded schedule, for ``last-finished``)."""
+    if name not in HISTORY:
+        raise ValueError(f"unknown history signal {name!r}; valid: {', '.join(HISTORY)}")
+    n = len(w)
+    y = np.log(np.maximum(np.minimum(w.runtime, w.request), 1.0))
+    out = np.full(n, np.nan)
+    if name == "last-finished" and w.recorded_wait is None:
+        return out[:, None]
+    wait = np.zeros(n) if w.recorded_wait is None else np.nan_to_num(w.recorded_wait)
+    finish = np.asarray(w.submit) + wait + np.asarray(w.runtime)
+    seen: dict[tuple[int, float], list[int]] = {}
+    for i, key in enumerate(zip(w.user.tolist(), w.request.tolist(), strict=True)):
+        before = seen.setdefault(key, [])
+        if before and name == "last-submitted":
+            out[i] = y[before[-1]]
+        elif before:
+            idx = np.array(before)
+            done = idx[finish[idx] <= w.submit[i]]
+            if done.size:
+                out[i] = y[done[np.argmax(finish[done])]]
+        before.append(i)
     return out[:, None]
 
 
@@ -219,7 +256,10 @@ def signal_table(
             # the request's category is the group itself: nothing to tell there
             r_req = float("nan") if s == "same-request" else category_r(y, by_req, cat)[0]
         else:
-            x = every() if s == "all" else numeric(s)
+            if s in HISTORY:
+                x = np.concatenate([history_inputs(w, s) for w in windows])
+            else:
+                x = every() if s == "all" else numeric(s)
             r_user, n = within_r(x, y, by_user)
             r_req, _ = within_r(x, y, by_req)
         rows.append((s, n, r_user, r_req))

@@ -84,6 +84,24 @@ def test_numeric_inputs() -> None:
         B.numeric_inputs(w, "nope", None)
 
 
+def test_history_inputs() -> None:
+    # user 1 submits three like jobs (request 100) and one other; user 2 one like job
+    w = _workload([1, 1, 2, 1, 1], [100.0, 100.0, 100.0, 100.0, 60.0], [0, 10, 20, 30, 40])
+    w.runtime = np.array([20.0, 80.0, 5.0, 50.0, 30.0])
+    # recorded waits: job 0 ends at 20, job 1 at 10 + 5 + 80 = 95
+    w.recorded_wait = np.array([0.0, 5.0, 0.0, 0.0, 0.0])
+    y = np.log([20.0, 80.0, 5.0, 50.0, 30.0])
+    sub = B.history_inputs(w, "last-submitted").ravel()
+    np.testing.assert_allclose(sub, [np.nan, y[0], np.nan, y[1], np.nan])
+    fin = B.history_inputs(w, "last-finished").ravel()
+    # job 1 (submitted at 10) sees none finished; job 3 (at 30) sees job 0 only
+    np.testing.assert_allclose(fin, [np.nan, np.nan, np.nan, y[0], np.nan])
+    w.recorded_wait = None  # no recorded schedule: nothing finished is known
+    assert np.isnan(B.history_inputs(w, "last-finished")).all()
+    with pytest.raises(ValueError, match="valid: last-finished"):
+        B.history_inputs(w, "last")
+
+
 def test_main_on_the_synthetic_workload(capsys: pytest.CaptureFixture[str]) -> None:
     B.main(["--windows", "3", "--length", "256", "--noise", "1"])
     out = capsys.readouterr().out.splitlines()
