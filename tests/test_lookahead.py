@@ -511,6 +511,45 @@ def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which(
         get_scheduler("LOOKAHEAD,runtimes=user-pools").make_decider()
 
 
+def test_predecessor_runtimes_take_the_previous_like_job():
+    """``runtimes=predecessor``: the real run time of the user's job with the same
+    request submitted just before (finished or not), where it is above the time already
+    run; otherwise user-pool's draws by user and request."""
+    from hpcgym.sim.lookahead import _WindowPools
+
+    n = 6
+    none = np.zeros(n, dtype=np.int64)
+    w = Workload(
+        name="w",
+        machine_size=8,
+        job_id=np.arange(n) + 1,
+        submit=np.arange(n) * 10.0,
+        procs=np.ones(n, dtype=np.int64),
+        request=np.array([1000.0, 500.0, 1000.0, 1000.0, 500.0, 1000.0]),
+        user=np.array([1, 1, 1, 2, 1, 1]),
+        runtime=np.array([10.0, 200.0, 30.0, 40.0, 300.0, 60.0]),
+        group=none,
+        executable=none,
+        queue=none,
+    )
+    pools = _WindowPools(w, "user-request")
+    np.testing.assert_array_equal(pools.previous, [np.nan, np.nan, 10.0, np.nan, 200.0, 30.0])
+    rng = np.random.default_rng(0)
+    d = pools.predecessor(np.array([2, 4, 5, 0]), np.zeros(4), 100, rng)
+    assert set(d[:, 0]) == {10.0} and set(d[:, 1]) == {200.0} and set(d[:, 2]) == {30.0}
+    assert set(d[:, 3]) == {30.0, 60.0}  # no predecessor: the user's other like jobs
+    # a job that has outrun its predecessor's run time: user-pool's draws above it
+    late = pools.predecessor(np.array([5]), np.array([35.0]), 100, rng)
+    assert set(late[:, 0]) == {200.0, 300.0}  # no like job ran longer: the user's others
+    syn = synthetic(250, seed=13)
+    spec = "LOOKAHEAD,runtimes=predecessor,samples=2,k=4,horizon=4h,seed=2"
+    a, b = get_scheduler(spec).simulate(syn), get_scheduler(spec).simulate(syn)
+    assert np.array_equal(a.start, b.start)
+    assert a.counters["violations"] == 0 and a.counters["lookahead_decisions"] > 0
+    pool = get_scheduler("LOOKAHEAD,runtimes=user-pool,samples=2,k=4,horizon=4h,seed=2")
+    assert not np.array_equal(a.start, pool.simulate(syn).start)
+
+
 def test_noisy_runtimes_options_and_a_full_window():
     for bad in (
         "runtimes=noisy",

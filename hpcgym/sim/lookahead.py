@@ -80,6 +80,7 @@ _RUNTIMES = (
     "actual-running",
     "actual-waiting",
     "user-pool",
+    "predecessor",
 )
 _UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
@@ -441,6 +442,14 @@ class _WindowPools:
             self.levels.append((g, members, [self.runtime[m] for m in members]))
         everyone = np.arange(len(user))
         self.levels.append((np.zeros(len(user), np.intp), [everyone], [self.runtime]))
+        # the run time of the user's job with the same request submitted just before
+        # each job (runtimes="predecessor"; nan: none)
+        self.previous = np.full(len(user), np.nan)
+        last: dict[tuple[int, float], int] = {}
+        for j, key in enumerate(zip(user.tolist(), self.request.tolist(), strict=True)):
+            if key in last:
+                self.previous[j] = self.runtime[last[key]]
+            last[key] = j
 
     def draw(
         self, jobs: np.ndarray, elapsed: np.ndarray, n: int, rng: np.random.Generator
@@ -463,6 +472,18 @@ class _WindowPools:
                 out[:, i] = vals[rng.integers(len(vals), size=n)]
         np.minimum(out, self.request[jobs], out=out)
         np.maximum(out, np.nextafter(elapsed, np.inf), out=out)
+        return out
+
+    def predecessor(
+        self, jobs: np.ndarray, elapsed: np.ndarray, n: int, rng: np.random.Generator
+    ) -> np.ndarray:
+        """``(n, len(jobs))`` run times of ``runtimes="predecessor"``: the real run time
+        of the user's like job submitted just before (finished or not), where there is
+        one above ``elapsed``; else :meth:`draw`'s."""
+        out = self.draw(jobs, elapsed, n, rng)
+        prev = self.previous[jobs]
+        use = prev > elapsed  # False for nan
+        out[:, use] = np.minimum(prev[use], self.request[jobs[use]])
         return out
 
 
@@ -512,7 +533,12 @@ class Lookahead(_Counted):
         run times of the *other* jobs of its user in the window, past and future (with
         ``match="user-request"`` first of those with its request), or of all other
         jobs of the window when its user has none (conditioned on the time already
-        run, capped at its request; future arrivals as with ``"actual"``)
+        run, capped at its request; future arrivals as with ``"actual"``);
+        ``"predecessor"`` gives each job the real run time of its user's job with the
+        same request submitted just before it in the window, finished or not (where that
+        is above the time already run; otherwise ``"user-pool"``'s draws by user and
+        request): a diagnostic of what the resemblance of a user's consecutive like
+        jobs is worth to the planner
     :param noise: log-SD of ``runtimes="noisy"`` (required there, > 0; 0 otherwise)
     :param shared: with ``runtimes="noisy"``, the share of the predictions' error variance
         that a user's jobs have in common (default 0: independent errors; 1: one error per
@@ -619,19 +645,22 @@ class Lookahead(_Counted):
                 per_user = self._noise_rng.standard_normal(int(user_of.max()) + 1)
                 r = self.shared
                 self._err = math.sqrt(1.0 - r) * self._err + math.sqrt(r) * per_user[user_of]
-        if self.runtimes == "user-pool":  # its own stream, like 'noisy'
+        if self.runtimes in ("user-pool", "predecessor"):  # its own stream, like 'noisy'
             seq = None if self.seed is None else [self.seed, 0x706F6F6C]
             self._noise_rng = np.random.default_rng(seq)
-            self._pools = _WindowPools(wl, self.match)
+            match = "user-request" if self.runtimes == "predecessor" else self.match
+            self._pools = _WindowPools(wl, match)
         self._user = np.asarray(wl.user)
         self._sim = sim
         self._reset_counters()
 
     def _clairvoyant(self, sim: Simulation, jobs: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         """``(samples, len(jobs))`` run times of the diagnostics ``runtimes="noisy"``
-        (:meth:`_blurred`) and ``"user-pool"`` (:class:`_WindowPools`)."""
+        (:meth:`_blurred`), ``"user-pool"`` and ``"predecessor"`` (:class:`_WindowPools`)."""
         if self.runtimes == "noisy":
             return self._blurred(sim, jobs, elapsed)
+        if self.runtimes == "predecessor":
+            return self._pools.predecessor(jobs, elapsed, self.samples, self._noise_rng)
         return self._pools.draw(jobs, elapsed, self.samples, self._noise_rng)
 
     def _blurred(self, sim: Simulation, jobs: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
@@ -679,7 +708,7 @@ class Lookahead(_Counted):
             rt_w = np.broadcast_to(JF[K.F_RUNTIME, wait], (n, len(wait)))
             rt_r = np.broadcast_to(JF[K.F_RUNTIME, run], (n, len(run)))
             rt_f = [f.get("runtime", f["request"]) for f in futs]
-        elif self.runtimes in ("noisy", "user-pool"):  # diagnostics, clairvoyant: blurred
+        elif self.runtimes in ("noisy", "user-pool", "predecessor"):  # clairvoyant, blurred
             # real run times, or the users' real run times
             rt_w = self._clairvoyant(sim, wait, np.zeros(len(wait)))
             rt_r = self._clairvoyant(sim, run, now - JF[K.F_START, run])
