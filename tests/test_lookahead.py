@@ -464,6 +464,25 @@ def test_noisy_runtimes_with_errors_shared_by_a_users_jobs():
         get_scheduler("LOOKAHEAD,runtimes=actual,shared=0.5").make_decider()
 
 
+def _users_window(request: list[float], user: list[int], runtime: list[float]) -> Workload:
+    """A window of one-processor jobs submitted 10 s apart."""
+    n = len(request)
+    none = np.zeros(n, dtype=np.int64)
+    return Workload(
+        name="w",
+        machine_size=8,
+        job_id=np.arange(n) + 1,
+        submit=np.arange(n) * 10.0,
+        procs=np.ones(n, dtype=np.int64),
+        request=np.array(request),
+        user=np.array(user),
+        runtime=np.array(runtime),
+        group=none,
+        executable=none,
+        queue=none,
+    )
+
+
 def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which():
     """``runtimes=user-pool``: a job's draws come from the real run times of the other
     jobs of its user in the window (first those with its request under
@@ -471,20 +490,10 @@ def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which(
     at its request; the request when nothing is left."""
     from hpcgym.sim.lookahead import _WindowPools
 
-    n = 7
-    none = np.zeros(n, dtype=np.int64)
-    w = Workload(
-        name="w",
-        machine_size=8,
-        job_id=np.arange(n) + 1,
-        submit=np.arange(n) * 10.0,
-        procs=np.ones(n, dtype=np.int64),
-        request=np.array([1000.0, 1000.0, 1000.0, 500.0, 1000.0, 2000.0, 300.0]),
-        user=np.array([1, 1, 1, 1, 2, 3, 3]),
-        runtime=np.array([10.0, 20.0, 30.0, 400.0, 50.0, 600.0, 70.0]),
-        group=none,
-        executable=none,
-        queue=none,
+    w = _users_window(
+        request=[1000.0, 1000.0, 1000.0, 500.0, 1000.0, 2000.0, 300.0],
+        user=[1, 1, 1, 1, 2, 3, 3],
+        runtime=[10.0, 20.0, 30.0, 400.0, 50.0, 600.0, 70.0],
     )
     rng = np.random.default_rng(0)
     by_user = _WindowPools(w, "user")
@@ -517,20 +526,10 @@ def test_predecessor_runtimes_take_the_previous_like_job():
     run; otherwise user-pool's draws by user and request."""
     from hpcgym.sim.lookahead import _WindowPools
 
-    n = 6
-    none = np.zeros(n, dtype=np.int64)
-    w = Workload(
-        name="w",
-        machine_size=8,
-        job_id=np.arange(n) + 1,
-        submit=np.arange(n) * 10.0,
-        procs=np.ones(n, dtype=np.int64),
-        request=np.array([1000.0, 500.0, 1000.0, 1000.0, 500.0, 1000.0]),
-        user=np.array([1, 1, 1, 2, 1, 1]),
-        runtime=np.array([10.0, 200.0, 30.0, 40.0, 300.0, 60.0]),
-        group=none,
-        executable=none,
-        queue=none,
+    w = _users_window(
+        request=[1000.0, 500.0, 1000.0, 1000.0, 500.0, 1000.0],
+        user=[1, 1, 1, 2, 1, 1],
+        runtime=[10.0, 200.0, 30.0, 40.0, 300.0, 60.0],
     )
     pools = _WindowPools(w, "user-request")
     np.testing.assert_array_equal(pools.previous, [np.nan, np.nan, 10.0, np.nan, 200.0, 30.0])
