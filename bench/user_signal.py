@@ -290,12 +290,12 @@ def main(argv: list[str] | None = None) -> None:
     wl = load(args.trace)
     starts = WindowSampler(wl, args.length, args.split, seed=args.seed).sample_many(args.windows)
     windows = [wl.window(int(s), args.length) for s in starts]
-    try:
-        memory: list[np.ndarray | None] = [
-            workload_fields(w, ["requested memory"])["requested memory"] for w in windows
-        ]
+    memory: list[np.ndarray | None] = [None] * len(windows)
+    try:  # the trace's file is read once; each window takes its slice
+        mem = workload_fields(wl, ["requested memory"])["requested memory"]
+        memory = [mem[int(s) : int(s) + args.length] for s in starts]
     except ValueError:  # a generated workload: no raw SWF fields
-        memory = [None] * len(windows)
+        pass
     rows = signal_table(windows, args.signals, args.noise, np.random.default_rng(args.seed), memory)
     print(
         f"{args.trace}: {args.windows} {args.split} windows of {args.length} jobs (seed "
