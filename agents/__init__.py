@@ -17,12 +17,20 @@ from typing import TYPE_CHECKING, Any
 from hpcgym_agents.easy import EasyAgent, SJBFAgent
 from hpcgym_agents.gated import GatedAgent
 from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
-from hpcgym_agents.loading import HEURISTICS, load_agent, load_model, pretrained_dir
+from hpcgym_agents.loading import (
+    ALIASES,
+    HEURISTICS,
+    load_agent,
+    load_model,
+    pretrained_agents,
+    pretrained_dir,
+)
 
 if TYPE_CHECKING:
     from hpcgym_agents.kernel_policy import KernelPolicy
 
 __all__ = [
+    "ALIASES",
     "HEURISTICS",
     "EasyAgent",
     "FirstValid",
@@ -34,6 +42,7 @@ __all__ = [
     "StopAlways",
     "load_agent",
     "load_model",
+    "pretrained_agents",
     "pretrained_dir",
 ]
 

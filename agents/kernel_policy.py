@@ -521,7 +521,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
     actor and critic share no parameter and Adam is invariant to loss scale, ``vf_coef``
     barely matters.
 
-    **Speed** (issue 13). The kernel, the pooled heads and the first layer of the flat critic
+    **Speed**. The kernel, the pooled heads and the first layer of the flat critic
     run only on the rows up to the last valid row of the batch (the env lists candidates
     first, so typically a few of the 128 rows); the masked distribution is
     :class:`FastMaskableCategorical` (``log_softmax``, no argument validation) and Adam is

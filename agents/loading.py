@@ -8,8 +8,15 @@
   ``agents/pretrained/``), loaded on the CPU;
 * a model card ``.json``: its model; with a ``gate`` section (a gated agent,
   :mod:`hpcgym.evaluation.gating`) a :class:`~hpcgym_agents.gated.GatedAgent` of it;
-* the name of a shipped agent (``sdsc-sp2-fcfs-guarded``), found in :func:`pretrained_dir`
-  (its card, else its ``.zip``).
+* the name of a zoo agent (``sdsc-sp2-fcfs``, ``hpc2n-sjf-eloss``...: :func:`pretrained_agents`),
+  found in :func:`pretrained_dir` (its card, else its ``.zip``); a trace's short name
+  (:data:`ALIASES`: ``sdsc-sp2``, ``hpc2n``, ``lublin1``, ``lublin2``) is its FCFS agent, and
+  the name a zoo agent was trained as (its card's ``"trained_as"``) is that agent.
+
+Agents that left the zoo are listed in ``pretrained/retired.json`` with the zoo agent that
+replaces them: loading one by name fails with a message that names the replacement and
+where the retired agent's card is kept (``research/agents/`` of the repository, which
+loads by path from a checkout).
 
 hpcgym's evaluation never imports this package: its callers pass :func:`load_agent` in,
 and ``hpcgym compare`` finds it through the entry point group ``hpcgym.agent_loaders``.
@@ -30,12 +37,15 @@ from hpcgym_agents.easy import EasyAgent, SJBFAgent
 from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
 
 __all__ = [
+    "ALIASES",
     "HEURISTICS",
     "load_agent",
     "load_card_agent",
     "load_model",
     "pretrained_agents",
     "pretrained_dir",
+    "resolve_name",
+    "retired_agents",
 ]
 
 #: Heuristic agents selectable by name.
@@ -48,18 +58,66 @@ HEURISTICS: dict[str, type[HeuristicAgent]] = {
 }
 
 
+#: Short names: a trace's name is its recommended agent, the FCFS one with the requested
+#: runtime as the reservation estimator (the configuration of RLBackfilling).
+ALIASES: dict[str, str] = {
+    "sdsc-sp2": "sdsc-sp2-fcfs",
+    "hpc2n": "hpc2n-fcfs",
+    "lublin1": "lublin1-fcfs",
+    "lublin-1": "lublin1-fcfs",
+    "lublin2": "lublin2-fcfs",
+    "lublin-2": "lublin2-fcfs",
+}
+
+
 def pretrained_dir() -> Path:
     """The folder of the shipped agents (``agents/pretrained``)."""
     return Path(__file__).resolve().parent / "pretrained"
 
 
 def pretrained_agents() -> list[str]:
-    """Names of the shipped agents (``<trace>-<base>-<mode>``): their models and the cards
-    of gated agents (which share a model with another agent)."""
+    """Names of the zoo agents (``<trace>-<queue policy>[-<estimator>]``): their models and
+    the cards of gated agents (which share a model with another agent)."""
     d = pretrained_dir()
-    names = {p.stem for p in d.glob("*.zip")}
+    names = {p.stem for p in d.glob("*.zip")}  # retired.json is not a card: no gate
     names.update(p.stem for p in d.glob("*.json") if _gate_of(p) is not None)
     return sorted(names)
+
+
+def _card_field(card: Path, key: str) -> Any:
+    try:
+        data = json.loads(card.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def retired_agents() -> dict[str, str]:
+    """Agents that left the zoo, by name: the name of the zoo agent that replaces each (the
+    one of the same trace, queue policy and reservation estimator)."""
+    path = pretrained_dir() / "retired.json"
+    if not path.is_file():
+        return {}
+    table = _card_field(path, "retired")
+    return {str(k): str(v) for k, v in (table or {}).items()}
+
+
+def resolve_name(name: str) -> str | None:
+    """The zoo agent a name means (itself, an alias or a ``trained_as`` name), or ``None``.
+
+    :param name: a name as a user types it (any case)
+    """
+    key = name.lower()
+    zoo = pretrained_agents()
+    if key in zoo:
+        return key
+    if key in ALIASES and ALIASES[key] in zoo:
+        return ALIASES[key]
+    for card in sorted(pretrained_dir().glob("*.json")):
+        trained_as = _card_field(card, "trained_as")
+        if trained_as and str(trained_as).lower() == key:
+            return card.stem
+    return None
 
 
 def _gate_of(card: Path) -> dict[str, Any] | None:
@@ -118,11 +176,13 @@ def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
 
     :param spec: ``easy`` | ``sjbf`` | ``stop`` | ``random`` | ``first``, a path to a
         ``MaskablePPO`` ``.zip`` or to a model card ``.json`` (:func:`load_card_agent`), or a
-        name of :func:`pretrained_agents`
+        name of :func:`pretrained_agents`, an alias (:data:`ALIASES`) or a zoo agent's
+        ``trained_as`` name
     :param seed: seed of :class:`RandomValid` (ignored by the other agents)
     :return: an object with SB3's ``predict`` signature
     :raises FileNotFoundError: the spec is neither a name nor an existing file (the message
-        lists the valid names)
+        lists the valid names), or names an agent that left the zoo (the message names its
+        replacement)
     """
     text = os.fspath(spec)
     key = text.lower()
@@ -132,15 +192,24 @@ def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
         return HEURISTICS[key]()
     path = Path(text)
     if not path.exists() and not path.suffix:
-        for shipped in (pretrained_dir() / f"{text}.json", pretrained_dir() / f"{text}.zip"):
-            if shipped.exists():
-                path = shipped
-                break
+        name = resolve_name(text)
+        if name is None:
+            replacement = retired_agents().get(key)
+            if replacement is not None:
+                raise FileNotFoundError(
+                    f"the agent {text!r} left the model zoo: use {replacement!r} (the zoo "
+                    f"agent of the same trace, queue policy and estimator); the retired "
+                    f"agent's card is research/agents/{key}.json in the hpcgym repository "
+                    "and loads by that path from a checkout"
+                )
+        shipped = [pretrained_dir() / f"{name}{ext}" for ext in (".json", ".zip")] if name else []
+        path = next((f for f in shipped if f.exists()), path)
     if path.suffix == ".json" and path.is_file():
         return load_card_agent(path)
     if not path.exists():
         raise FileNotFoundError(
             f"no agent {text!r}: not a file, not a heuristic ({', '.join(HEURISTICS)}) and not "
-            f"a shipped agent ({', '.join(pretrained_agents()) or 'none'})"
+            f"a zoo agent ({', '.join(pretrained_agents()) or 'none'}; short names: "
+            f"{', '.join(ALIASES)})"
         )
     return load_model(path)

@@ -1,4 +1,4 @@
-"""Learning per wall-clock: ``--preset fast`` before and after the speed work (issue 13).
+"""Learning per wall-clock: ``--preset fast`` before and after the speed work.
 
 Runs two ``train/ppo.py --preset fast`` trainings **at the same time** (so they share
 the machine's load) for the same wall-time budget:

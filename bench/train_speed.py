@@ -4,7 +4,7 @@ Measured side by side in one process (configurations interleaved, ``--repeat`` r
 median reported), on the same env (``hpcgym/Backfill-v0``, 256-job training windows):
 
 * ``stock`` -- sb3-contrib ``MaskablePPO("MlpPolicy")`` on one ``Monitor``-wrapped env in a
-  ``DummyVecEnv``, ``n_steps=2048, batch_size=256, n_epochs=4`` (issue 13's reference);
+  ``DummyVecEnv``, ``n_steps=2048, batch_size=256, n_epochs=4`` (the reference setting);
 * ``fast-before`` -- ``--preset fast`` as it was: 2 envs in a ``DummyVecEnv`` and the
   kernel policy's dense path (kernel on all K rows, torch's ``Categorical``, per-tensor
   Adam), restored for the measurement by :func:`legacy_kernel`;

@@ -1,15 +1,23 @@
-"""Generate the Markdown of docs/results.md from the evaluation outputs.
+"""Generate docs/results.md: the leaderboard of every heuristic and every zoo agent.
+
+    python eval/results.py --out docs/results.md [--jobs 2]
+
+With no other input it writes the leaderboard (:mod:`hpcgym.evaluation.leaderboard`):
+per trace, every heuristic and every zoo agent (``agents/pretrained``, or ``--cards DIR``)
+on the zoo's held-out test windows, with the paired ratio against EASY-SJBF, its 95%
+interval, wins, late heads and the command that reproduces each row. It needs the traces
+(``HPCGYM_TRACE_DIR``) and takes about a minute on two cores.
+
+With the outputs of the paper's tables it renders those instead (docs/reproduction.md):
 
     python eval/results.py --table4 results/table4/table4.json \\
-        --table5 results/table5/table5.json \\
-        --compare results/compare/SDSC-SP2/results.json \\
-        --noise docs/figures/noise_sweep.json \\
-        --training runs/<run> [--training runs/<run2>] \\
-        --figures docs/figures --agents --targets --recipes --out docs/results.md
+        --table5 results/table5/table5.json --compare results/compare/SDSC-SP2/results.json \\
+        --noise docs/figures/noise_sweep.json --training runs/<run> \\
+        --figures docs/figures --agents --out docs/reproduction.md
 
 Tables are rendered from the JSON files (ours beside the paper's numbers), figures are
 linked relative to ``--out``; ``--training RUN`` draws the run's training curves into
-``--figures`` (``training_<run>.png``) and embeds them. Every input is optional.
+``--figures`` (``training_<run>.png``) and embeds them.
 """
 
 from __future__ import annotations
@@ -57,25 +65,18 @@ def main(argv: list[str] | None = None) -> int:
         help="copy the tables' and comparisons' PNGs into --figures and link the copies",
     )
     p.add_argument(
-        "--targets",
-        action="store_true",
-        help="with --agents: put issue 14's targets at a glance (eval/targets.py), counted "
-        "from the cards' tests, before the preamble",
+        "--cards",
+        default=None,
+        help="the leaderboard's agents: a folder of model cards (default agents/pretrained)",
     )
-    p.add_argument(
-        "--recipes",
-        action="store_true",
-        help="with --agents: put the recipes-across-traces table (eval/recipes.py), from "
-        "the cards' tests, after the preamble",
-    )
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
     p.add_argument("--title", default="Results")
     pre = p.add_mutually_exclusive_group()
     pre.add_argument("--preamble", default="", help="Markdown text put after the first sentence")
     pre.add_argument(
         "--preamble-file",
         default=None,
-        help="read the preamble from this Markdown file (docs/results_preamble.md: the text "
-        "of docs/results.md that is written by hand, kept in the repository)",
+        help="read the preamble from this Markdown file (a text written by hand)",
     )
     p.add_argument("--out", default=None, help="Markdown file (default: print)")
     args = p.parse_args(argv)
@@ -91,6 +92,9 @@ def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation.plots import plot_training
 
     writable_file(args.out, "--out")
+    tables = (args.table4, args.table5, args.compare, args.noise, args.training, args.agents)
+    if not any(x not in (None, []) for x in tables):
+        return _leaderboard(args)
     preamble = args.preamble
     if args.preamble_file is not None:
         try:
@@ -111,18 +115,6 @@ def _run(args: argparse.Namespace) -> int:
         from hpcgym.evaluation import find_model_cards
 
         cards = [c.to_dict() for c in find_model_cards(C.agents_dir(args.agents or None))]
-    if args.targets:
-        if args.agents is None:
-            raise UsageError("--targets counts the agents' tests: give --agents too")
-        from eval.targets import targets_markdown
-
-        preamble = "\n\n".join(x for x in (targets_markdown(cards), preamble) if x)
-    if args.recipes:
-        if args.agents is None:
-            raise UsageError("--recipes reads the agents' tests: give --agents too")
-        from eval.recipes import recipes_markdown
-
-        preamble = "\n\n".join(x for x in (preamble, recipes_markdown(cards)) if x)
     text = results_markdown(
         table4_json=args.table4,
         table5_json=args.table5,
@@ -136,6 +128,21 @@ def _run(args: argparse.Namespace) -> int:
         preamble=preamble,
     )
     C.write_or_print(text, args.out)
+    return 0
+
+
+def _leaderboard(args: argparse.Namespace) -> int:
+    from hpcgym.evaluation import find_model_cards
+    from hpcgym.evaluation.leaderboard import leaderboard, leaderboard_markdown
+    from hpcgym_agents import load_agent
+
+    cards = find_model_cards(C.agents_dir(args.cards))
+    if not cards:
+        raise UsageError(f"--cards {args.cards}: no model cards there")
+    boards = leaderboard(cards, agent_loader=load_agent, jobs=args.jobs, progress=True)
+    command = "python eval/results.py" + (f" --cards {args.cards}" if args.cards else "")
+    command += f" --out {args.out}" if args.out else ""
+    C.write_or_print(leaderboard_markdown(boards, command), args.out)
     return 0
 
 

@@ -1,3 +1,3 @@
 """The package version (a leaf module: any layer may import it)."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"

@@ -6,7 +6,8 @@ directories; e.g. ``HPCGYM_TRACE_DIR=/work/shared/traces``), the repository's
 
 Use ``from conftest import require_trace`` (or the fixtures below) in a test module.
 The checkout and its ``bench/`` folder are on ``sys.path``, so tests import the ``eval``
-scripts and the benchmark scripts (``import window_dependence``) directly.
+scripts, the research probes (``from research.probes import window_dependence``) and the
+benchmark scripts (``import check_results``) directly.
 """
 
 from __future__ import annotations
@@ -62,3 +63,33 @@ def one_torch_thread() -> Iterator[None]:
     th.set_num_threads(1)
     yield
     th.set_num_threads(before)
+
+
+def tiny_agent_card(directory: Path, **card: object) -> Path:
+    """A model card ``directory/tiny.json`` of a MaskablePPO KernelPolicy trained for 64
+    steps on 64-job synthetic windows (FCFS, guarded, 16 queue rows); ``card`` adds or
+    overrides card keys."""
+    import json
+
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym import evaluation as E
+    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym_agents.kernel_policy import KernelPolicy
+
+    env = BackfillEnv(trace=None, window_length=64, max_queue=16, reference=None)
+    model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
+    model.learn(64)
+    model.save(directory / "tiny.zip")
+    data = {
+        "schema": E.MODEL_CARD_SCHEMA,
+        "name": "tiny",
+        "model": "tiny.zip",
+        "trace": "synthetic",
+        "policy": "FCFS",
+        "mode": "guarded",
+        "max_queue": 16,
+        **card,
+    }
+    (directory / "tiny.json").write_text(json.dumps(data))
+    return directory / "tiny.json"

@@ -1,9 +1,9 @@
 """Loading agents by name or file (``hpcgym_agents.load_agent``), and the shipped agents.
 
-The shipped ``.zip`` files were saved when the agent package was importable as
-``agents``: they pickle the policy class as ``agents.kernel_policy.KernelPolicy``. They
-must load under the package's installed name, ``hpcgym_agents``, in a process where no
-module called ``agents`` exists.
+Agents saved when the agent package was importable as ``agents`` (the retired agents of
+``research/agents``) pickle the policy class as ``agents.kernel_policy.KernelPolicy``. They
+and the zoo's agents must load under the package's installed name, ``hpcgym_agents``, in a
+process where no module called ``agents`` exists.
 """
 
 from __future__ import annotations
@@ -23,11 +23,30 @@ from hpcgym_agents.loading import pretrained_agents
 pytest.importorskip("sb3_contrib")
 
 SHIPPED = sorted(pretrained_dir().glob("*.zip"))
+REPO = Path(__file__).resolve().parents[1]
+LEGACY = REPO / "research" / "agents" / "sdsc-sp2-fcfs-guarded-paper.zip"
+ZOO = {
+    f"{trace}-{policy}{est}"
+    for trace in ("sdsc-sp2", "hpc2n", "lublin1", "lublin2")
+    for policy in ("fcfs", "sjf")
+    for est in ("", "-eloss")
+    if est == "" or trace in ("sdsc-sp2", "hpc2n")
+} - {"hpc2n-sjf-eloss"}
 
 
-def test_shipped_agents_exist_and_pickle_the_old_module_path() -> None:
-    assert {p.stem for p in SHIPPED} >= {"sdsc-sp2-fcfs-guarded", "lublin1-fcfs-guarded"}
-    legacy = pretrained_dir() / "sdsc-sp2-fcfs-guarded-paper.zip"
+def test_the_zoo_is_one_agent_per_trace_policy_and_estimator() -> None:
+    assert {p.stem for p in SHIPPED} == ZOO
+    assert set(pretrained_agents()) == ZOO
+    size = sum(p.stat().st_size for p in pretrained_dir().iterdir())
+    assert size < 15e6, size  # the zoo's budget in the wheel
+    for name in ZOO:
+        card = json.loads((pretrained_dir() / f"{name}.json").read_text())
+        assert card["name"] == name and card["model"] == f"{name}.zip"
+        assert "test" in card, name  # every zoo agent was tested once on held-out windows
+
+
+def test_legacy_agents_pickle_the_old_module_path() -> None:
+    legacy = LEGACY
     data = json.loads(zipfile.ZipFile(legacy).read("data"))
     # what makes the loading test meaningful: the legacy files pickle the old module path
     import base64
@@ -44,7 +63,7 @@ def test_shipped_agents_load_in_a_fresh_process_without_an_agents_module(
         "import numpy as np\n"
         "from hpcgym_agents import load_agent\n"
         "out = []\n"
-        f"for name in {[p.stem for p in SHIPPED]!r}:\n"
+        f"for name in {[p.stem for p in SHIPPED] + [str(LEGACY)]!r}:\n"
         "    m = load_agent(name)\n"
         "    k, f = m.observation_space.shape\n"
         "    obs = np.zeros((k, f), np.float32); obs[0, 0] = 1.0\n"
@@ -58,15 +77,15 @@ def test_shipped_agents_load_in_a_fresh_process_without_an_agents_module(
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-3000:]
     rows = json.loads(out.stdout.strip().splitlines()[-1])
-    assert [r[0] for r in rows] == [p.stem for p in SHIPPED]
+    assert [r[0] for r in rows] == [p.stem for p in SHIPPED] + [str(LEGACY)]
     for name, module, action, k in rows:
         assert module == "hpcgym_agents.kernel_policy", name
         assert action in (0, k), name  # the only valid actions: row 0 and STOP
 
 
 def test_load_agent_by_path_and_by_name_agree() -> None:
-    by_name = load_agent("sdsc-sp2-fcfs-guarded")
-    by_path = load_agent(pretrained_dir() / "sdsc-sp2-fcfs-guarded.zip")
+    by_name = load_agent("sdsc-sp2")
+    by_path = load_agent(pretrained_dir() / "sdsc-sp2-fcfs.zip")
     rng = np.random.default_rng(0)
     k, f = by_name.observation_space.shape
     obs = rng.random((8, k, f), dtype=np.float32)
@@ -89,8 +108,33 @@ def test_unknown_agent_lists_the_choices() -> None:
     with pytest.raises(FileNotFoundError) as exc:
         load_agent("no-such-agent")
     msg = str(exc.value)
-    assert "easy" in msg and "sdsc-sp2-fcfs-guarded" in msg
-    assert set(pretrained_agents()) >= {"sdsc-sp2-fcfs-guarded", "lublin1-fcfs-guarded"}
+    assert "easy" in msg and "sdsc-sp2-fcfs" in msg and "hpc2n" in msg
+
+
+def test_aliases_and_trained_as_names_load_the_zoo_agent() -> None:
+    from hpcgym_agents.loading import ALIASES, resolve_name
+
+    for alias, name in ALIASES.items():
+        assert resolve_name(alias) == name and name in ZOO
+    for name in ZOO:
+        card = json.loads((pretrained_dir() / f"{name}.json").read_text())
+        assert resolve_name(card["trained_as"]) == name
+        assert resolve_name(name.upper()) == name
+    assert resolve_name("no-such-agent") is None
+
+
+def test_a_retired_name_fails_naming_its_replacement() -> None:
+    from hpcgym_agents.loading import retired_agents
+
+    retired = retired_agents()
+    assert len(retired) >= 70 and set(retired.values()) <= ZOO
+    assert not set(retired) & ZOO
+    with pytest.raises(FileNotFoundError, match="use 'hpc2n-fcfs'") as exc:
+        load_agent("hpc2n-fcfs-guarded-cmaes")
+    assert "research/agents/hpc2n-fcfs-guarded-cmaes.json" in str(exc.value)
+    # every retired agent's card is kept in the repository
+    for name in retired:
+        assert (REPO / "research" / "agents" / f"{name}.json").is_file(), name
 
 
 def test_entry_point_names_the_loader() -> None:

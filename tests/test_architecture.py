@@ -1,13 +1,17 @@
 """The architecture rules of docs/architecture.md, checked on the source tree.
 
 * the import contracts of ``pyproject.toml`` (import-linter): layers point down only, the
-  library never imports the agents / train / eval code;
+  library never imports the agents / train / eval / research code, the agents never
+  import the scripts, train and eval never import the research probes, and nothing
+  imports the benchmark scripts (``bench``);
+* every top-level folder of code is a package the contracts name;
 * the library does not name the agents package in strings either (no import by string,
   no knowledge of agent files);
 * no Python file over 800 lines (the compiled engine core and probabilistic backfilling
   excepted);
 * the engine does not load the predictors' heavy code (the HMM) when imported;
-* every package is in the wheel's package list.
+* every package of the library and the agents is in the wheel's package list, and the
+  scripts (train, eval, research, bench) are not.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 800
-#: files allowed to stay whole (issue #12): the engine core and probabilistic backfilling
+#: files allowed to stay whole: the engine core and probabilistic backfilling
 LONG_FILES_ALLOWED = {"hpcgym/sim/_core.py", "hpcgym/sim/probabilistic.py"}
 
 
@@ -59,7 +63,7 @@ def test_library_does_not_name_the_agents_package() -> None:
 def test_no_python_file_is_too_long() -> None:
     long = {
         str(p.relative_to(REPO)): n
-        for p in _python_files("hpcgym", "agents", "train", "eval")
+        for p in _python_files("hpcgym", "agents", "train", "eval", "research", "bench")
         if (n := len(p.read_text().splitlines())) > MAX_LINES
         and str(p.relative_to(REPO)) not in LONG_FILES_ALLOWED
     }
@@ -80,6 +84,28 @@ def test_engine_import_does_not_load_the_hmm_code() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO / "tests")
 
 
+#: the import contracts' root packages: the library, the agents, and the scripts on top
+ROOT_PACKAGES = {"hpcgym", "hpcgym_agents", "train", "eval", "research", "bench"}
+#: the folders of the scripts: importable packages for the contracts, outside the wheel
+SCRIPT_PACKAGES = ("train", "eval", "research", "research.probes", "bench")
+
+
+def test_the_contracts_name_every_package_of_code() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
+    assert set(cfg["root_packages"]) == ROOT_PACKAGES
+    for name in SCRIPT_PACKAGES:
+        assert (REPO / name.replace(".", "/") / "__init__.py").is_file(), name
+    forbidden = {c["id"]: c for c in cfg["contracts"] if c["type"] == "forbidden"}
+    assert "research" in forbidden["library-not-on-top"]["forbidden_modules"]
+    assert "research" in forbidden["agents-not-on-scripts"]["forbidden_modules"]
+    assert set(forbidden["scripts-not-on-research"]["source_modules"]) == {"train", "eval"}
+    assert forbidden["scripts-not-on-research"]["forbidden_modules"] == ["research"]
+    bench = forbidden["bench-imported-by-none"]
+    assert set(bench["source_modules"]) == ROOT_PACKAGES - {"bench"}
+    assert bench["forbidden_modules"] == ["bench"]
+
+
 def test_every_package_is_in_the_wheel() -> None:
     tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
     cfg = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
@@ -95,3 +121,5 @@ def test_every_package_is_in_the_wheel() -> None:
     }
     assert found == listed, f"missing from pyproject: {found - listed}; stale: {listed - found}"
     assert cfg["package-dir"] == {"hpcgym_agents": "agents"}
+    # the scripts and the research record stay outside the wheel
+    assert not {p.split(".")[0] for p in listed} & {p.split(".")[0] for p in SCRIPT_PACKAGES}

@@ -35,7 +35,7 @@ def _evaluate(*args, **kwargs):
 
 @pytest.fixture(scope="module")
 def wl():
-    return load(None)  # embedded synthetic workload: 10,000 jobs, 256 processors
+    return load("synthetic:n_jobs=10000")  # the 10,000-job synthetic workload, 256 processors
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +275,7 @@ def test_tensorboard_scalars(wl, windows, tmp_path):
     assert steps.tolist() == [0, 1, 2]
     np.testing.assert_allclose(vals, res.per_window()["EASY"], rtol=1e-6)
     E.write_tensorboard([res, res], tmp_path / "two", step=1, prefix="table4")
-    assert "table4/lublin-default/avg_bsld/EASY" in read_scalars(tmp_path / "two")
+    assert f"table4/{res.trace}/avg_bsld/EASY" in read_scalars(tmp_path / "two")
 
 
 def test_plot_training_from_events(tmp_path):
@@ -360,7 +360,13 @@ def test_tiny_model_evaluates_like_direct_play(wl, tiny_model):
     ws = E.select_windows(len(wl), 128, 2, "test", seed=3)
     res = _evaluate(wl, [method], ws, jobs=1, progress=False)
     model = MaskablePPO.load(tiny_model, device="cpu")
-    env = BackfillEnv(trace=None, sequence_length=128, split="all", normalizer=None, max_queue=16)
+    env = BackfillEnv(
+        trace="synthetic:n_jobs=10000",
+        sequence_length=128,
+        split="all",
+        normalizer=None,
+        max_queue=16,
+    )
     for wi, s in enumerate(ws.starts):
         obs, info = env.reset(seed=0, options={"start": s})
         done = False

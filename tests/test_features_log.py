@@ -221,10 +221,10 @@ def test_a_real_trace_has_its_schedule_and_pickles_mid_episode() -> None:
 
 
 def test_bench_counts_the_rows_where_the_two_histories_differ() -> None:
-    """``bench/log_history.py`` on a workload with a recorded schedule: some rows differ
-    (the log had history where the episode had none), and with the log's waits all so
-    long that no past job completes before a window, none does."""
-    import log_history as B
+    """``research/probes/log_history.py`` on a workload with a recorded schedule: some rows
+    differ (the log had history where the episode had none), and with the log's waits all
+    so long that no past job completes before a window, none does."""
+    from research.probes import log_history as B
 
     w = with_log(handmade(n=400, gap=900.0))
     r = B.compare(w, "FCFS", "all", 3, 100, 0)
@@ -237,9 +237,8 @@ def test_bench_counts_the_rows_where_the_two_histories_differ() -> None:
 def test_bench_copies_a_shipped_card_to_play_it_with_the_log(tmp_path: Path) -> None:
     import json
 
-    import log_history as B
-
     from hpcgym_agents import load_agent
+    from research.probes import log_history as B
 
     name = "sdsc-sp2-sjf-guarded-cmaes-w256-local"
     (path,) = B.copy_cards([name], tmp_path)
@@ -257,10 +256,10 @@ def test_bench_copies_a_shipped_card_to_play_it_with_the_log(tmp_path: Path) -> 
 def test_bench_copies_cards_with_warm_predictors(tmp_path: Path) -> None:
     import json
 
-    import log_history as B
+    from research.probes import log_history as B
 
     name = "sdsc-sp2-fcfs-guarded-eloss-cmaes"  # estimator eloss, feature predictor log-ridge
-    src = json.loads((Path(__file__).parents[1] / f"agents/pretrained/{name}.json").read_text())
+    src = json.loads((Path(__file__).parents[1] / f"research/agents/{name}.json").read_text())
     (path,) = B.copy_cards([name], tmp_path, log=False, warm=True)
     card = json.loads(path.read_text())
     assert card["name"] == f"{name}-warm" and card["features"] == src["features"]

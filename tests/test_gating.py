@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+#: the 10,000-job synthetic workload (the default workload before 1.0): short and fast
+SMALL = "synthetic:n_jobs=10000"
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
@@ -22,7 +24,7 @@ from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import HEURISTICS, GatedAgent, SJBFAgent, load_agent  # noqa: E402
 
 CARD = {"schema": "hpcgym-model-card/1", "name": "tiny", "model": "tiny.zip",
-        "trace": "synthetic", "policy": "FCFS", "mode": "guarded", "normalizer": "EASY-SJBF",
+        "trace": SMALL, "policy": "FCFS", "mode": "guarded", "normalizer": "EASY-SJBF",
         "max_queue": 16, "train_fraction": 0.7}  # fmt: skip
 
 
@@ -36,7 +38,7 @@ def card(tmp_path_factory) -> Path:
     from hpcgym_agents.kernel_policy import KernelPolicy
 
     d = tmp_path_factory.mktemp("gate")
-    env = BackfillEnv(trace=None, sequence_length=64, max_queue=16, normalizer=None)
+    env = BackfillEnv(trace=SMALL, sequence_length=64, max_queue=16, normalizer=None)
     model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
     model.learn(128)
     model.save(d / "tiny.zip")
@@ -74,7 +76,7 @@ def test_gate_rule_and_its_extremes(card: Path) -> None:
     from hpcgym_agents.gated import action_probabilities
 
     model = load_model(card.with_suffix(".zip"))
-    env = BackfillEnv(trace=None, window_length=128, max_queue=16, split="all", reference=None)
+    env = BackfillEnv(trace=SMALL, window_length=128, max_queue=16, split="all", reference=None)
     sjbf = SJBFAgent()
     steps = _play(env, GatedAgent(model, sjbf, 0.0))
     assert len(steps) > 20
@@ -140,7 +142,7 @@ def test_select_gate_and_the_shipped_gated_agent(card: Path, tmp_path: Path) -> 
     assert rows[1.01]["departures"] == 0 and rows[1.01]["geo_ratio"] == pytest.approx(1.0)
     assert rows[0.0]["decisions"] > 0
     # tau 0 is the model alone: the same scores as evaluating the model's card
-    wl = load(None)
+    wl = load(SMALL)
     ws = E.select_windows(len(wl), 64, 4, "validation", 3, 0.7)
     res = E.evaluate(
         wl, [E.agent_method(str(card), label="m")], ws, jobs=1, agent_loader=load_agent

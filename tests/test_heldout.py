@@ -21,27 +21,9 @@ pytest.importorskip("sb3_contrib")
 @pytest.fixture(scope="module")
 def tiny_card(tmp_path_factory) -> Path:
     """A card of a MaskablePPO KernelPolicy trained for 64 steps on 64-job synthetic windows."""
-    from sb3_contrib import MaskablePPO
+    from conftest import tiny_agent_card
 
-    from hpcgym.envs.backfill_env import BackfillEnv
-    from hpcgym_agents.kernel_policy import KernelPolicy
-
-    env = BackfillEnv(trace=None, window_length=64, max_queue=16, reference=None)
-    model = MaskablePPO(KernelPolicy, env, n_steps=64, batch_size=64, n_epochs=1, seed=0)
-    model.learn(64)
-    d = tmp_path_factory.mktemp("heldout")
-    model.save(d / "tiny.zip")
-    card = {
-        "schema": E.MODEL_CARD_SCHEMA,
-        "name": "tiny",
-        "model": "tiny.zip",
-        "trace": "synthetic",
-        "policy": "FCFS",
-        "mode": "guarded",
-        "max_queue": 16,
-    }
-    (d / "tiny.json").write_text(json.dumps(card))
-    return d / "tiny.json"
+    return tiny_agent_card(tmp_path_factory.mktemp("heldout"))
 
 
 def _loader():

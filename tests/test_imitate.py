@@ -1,6 +1,7 @@
 """train/imitate.py: teacher labels of LOOKAHEAD-ORACLE, the BC student, determinism.
 
-Fast: the embedded synthetic workload (``trace=None``), short windows, a few episodes.
+Fast: the 10,000-job synthetic workload (``synthetic:n_jobs=10000``), short windows, a few
+episodes.
 """
 
 from __future__ import annotations
@@ -21,13 +22,14 @@ from train.imitate import main  # noqa: E402
 from train.imitation.data import Dataset, PredictionOrder, collect  # noqa: E402
 
 LENGTH = 128
+SMALL = "synthetic:n_jobs=10000"
 #: windows of the synthetic workload with many decision points (it is bursty: most
 #: 128-job windows have none)
 BUSY = (0, 388, 2619, 2716, 5529)
 
 
 def _env(**kw: object) -> BackfillEnv:
-    return BackfillEnv(None, window_length=LENGTH, **kw)  # type: ignore[arg-type]
+    return BackfillEnv(SMALL, window_length=LENGTH, **kw)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +144,7 @@ def test_dataset_round_trip(tmp_path: Path, teacher_data: tuple[Dataset, object]
 
 def _argv(out: Path, seed: int = 0) -> list[str]:
     return [
-        "--trace", "synthetic", "--length", "256", "--episodes", "6",
+        "--trace", SMALL, "--length", "256", "--episodes", "6",
         "--dagger-iters", "1", "--dagger-episodes", "2", "--epochs", "8", "--lr", "0.01",
         "--no-eval", "--seed", str(seed), "--out", str(out),
     ]  # fmt: skip

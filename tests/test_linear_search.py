@@ -350,9 +350,8 @@ def test_cli_without_a_preset_and_with_a_trace_mix_ships(tmp_path: Path) -> None
 def test_search_curve_replays_the_generations_on_fixed_validation_windows(
     tmp_path: Path, capsys
 ) -> None:
-    import search_curve
-
     from hpcgym.evaluation.windows import select_windows
+    from research.probes import search_curve
     from train.search import main
 
     out = tmp_path / "s"
@@ -399,7 +398,7 @@ def test_search_processes_from_the_recorded_command() -> None:
     assert search_processes("python train/search.py --windows 8") == 1
     assert search_processes(None) == 1 and search_processes("a 'b") == 1
     card = json.loads(
-        (REPO / "agents" / "pretrained" / "hpc2n-fcfs-guarded-eloss-cmaes-w128.json").read_text()
+        (REPO / "research" / "agents" / "hpc2n-fcfs-guarded-eloss-cmaes-w128.json").read_text()
     )
     assert "--jobs 2" in card["search"]["command"]
     text = card_markdown(card)

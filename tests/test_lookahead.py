@@ -356,7 +356,7 @@ def test_cli_simulate_lookahead_oracle(capsys):
             "--scheduler",
             "LOOKAHEAD-ORACLE",
             "--trace",
-            "synthetic",
+            "synthetic:n_jobs=10000",
             "--start",
             "500",
             "--jobs",

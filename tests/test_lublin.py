@@ -308,7 +308,7 @@ def test_synthesize_requests_bad_arguments() -> None:
 def test_default_workload() -> None:
     w = L.default_workload()
     assert w is L.default_workload()
-    assert len(w) == 10_000 and w.machine_size == 256 and w.name == "lublin-default"
+    assert len(w) == 200_000 and w.machine_size == 256 and w.name == "lublin-default"
     assert w.offered_load == pytest.approx(L.DEFAULT_WORKLOAD_KWARGS["load"], rel=0.01)
     assert np.mean(w.request > w.runtime) > 0.99
     with pytest.raises(ValueError):

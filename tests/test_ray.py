@@ -102,7 +102,7 @@ def test_address_needs_ray_backend() -> None:
 
 # --------------------------------------------------------------------------- compare
 def _compare(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    model = REPO / "agents" / "pretrained" / "lublin1-fcfs-guarded.zip"
+    model = REPO / "agents" / "pretrained" / "lublin1-fcfs.zip"
     args = ["eval/compare.py", "--schedulers", "EASY", "EASY-SJBF", "--agents", "easy"]
     args += ["random", f"model={model}", "--windows", "3", "--length", "128", "--split"]
     args += ["all", "--jobs", "2", "--no-plots", "--no-progress", "--out", str(out), *extra]

@@ -313,6 +313,30 @@ def test_load_registered_real_trace():
     np.testing.assert_array_equal(w.submit, read_swf(path).submit)
 
 
+def test_default_workload_holds_the_default_evaluations_side_by_side():
+    """Every split of the default workload holds its default windows without overlap:
+    validation 10 x 1,024 (training's evaluation) and 30 x 256 (the fast preset's), test
+    30 x 1,024 (eval/'s default)."""
+    from hpcgym.workload import split_range
+
+    n = len(load(None))
+    size = {s: -np.subtract(*split_range(n, s)) for s in ("train", "validation", "test")}
+    assert n == 200_000 and size == {"train": 126_000, "validation": 14_000, "test": 60_000}
+    assert size["validation"] >= max(10 * 1024, 30 * 256) and size["test"] >= 30 * 1024
+
+
+def test_the_10000_job_workload_is_the_former_default():
+    """``synthetic:n_jobs=10000`` is job for job the 10,000-job default workload of earlier
+    versions (the golden outputs and several tests were recorded on it): the digest of its
+    columns is the one recorded from that default."""
+    w = load("synthetic:n_jobs=10000")
+    h = hashlib.sha256()
+    for col in ("submit", "runtime", "procs", "request", "user", "queue"):
+        h.update(np.ascontiguousarray(getattr(w, col)).tobytes())
+    assert (len(w), w.machine_size, h.hexdigest()[:16]) == (10_000, 256, "79d6520e6a409d7c")
+    assert load("synthetic", n_jobs=10_000) is w
+
+
 def test_trace_spec_names_of_the_synthetic_workload():
     from hpcgym.workload import load, trace_spec
 

@@ -81,7 +81,7 @@ def test_cli_smoke_subprocess(tmp_path: Path) -> None:
     assert summary["paths"]["best_model"] == str(Path("runs") / "cli" / "best_model.zip")
     # the final table: one row per window and the mean
     assert "mean" in proc.stdout and "EASY-SJBF" in proc.stdout
-    assert "[6300:6364]" in proc.stdout  # the validation split: jobs 6300..6999
+    assert "[126000:126064]" in proc.stdout  # the validation split: jobs 126,000..139,999
 
 
 # --------------------------------------------------------------------------- main(argv)
@@ -96,7 +96,7 @@ def test_smoke_outputs_and_tensorboard(tmp_path: Path) -> None:
     # evaluations: before training and after each update
     hist = summary["eval"]["history"]
     assert [h["timesteps"] for h in hist] == [0, 128, 256, 384]
-    assert summary["eval"]["starts"] == [6300, 6936]
+    assert summary["eval"]["starts"] == [126000, 139936]
     assert summary["eval"]["split"] == "validation"
     assert summary["eval"]["best"]["avg_bsld"] == min(h["avg_bsld"] for h in hist)
     sc = _scalars(run)
@@ -403,6 +403,40 @@ def test_eval_length_default_fits_a_short_split() -> None:
         eval_length(cfg.replace(eval_length=size), 10_000)
 
 
+def test_default_evaluations_fit_the_default_workload_side_by_side() -> None:
+    """On the default workload neither preset's evaluation is shortened or warned about:
+    ``paper`` plays 10 windows of 1,024 validation jobs, ``fast`` 30 of 256 (the training
+    length), and their windows do not overlap."""
+    from hpcgym.workload import load
+    from train.summary import overlap
+
+    n = len(load(None))
+    for preset, shape in (("paper", (10, 1024)), ("fast", (30, 256))):
+        cfg = TrainConfig.create(preset=preset)
+        warned: list[str] = []
+        length = eval_length(cfg, n, warned.append)
+        starts = eval_window_starts(
+            n, length, cfg.eval_windows, cfg.train_fraction, None, cfg.eval_split
+        )
+        assert (len(starts), length) == shape and warned == [], preset
+        assert overlap(starts, length) == "non-overlapping"
+    assert overlap([0, 100], 101) == "overlapping" and overlap([100, 0], 100) == "non-overlapping"
+
+
+def test_fast_preset_eval_length_is_a_default_that_fits_a_short_split() -> None:
+    """The fast preset's 256-job windows shrink, with a warning, on a split too short for
+    30 of them, as the plain default does; another explicit length is kept."""
+    cfg = TrainConfig.create(preset="fast")
+    assert (cfg.eval_windows, cfg.eval_length) == (30, 256)
+    warned: list[str] = []
+    # 4,000 jobs: a validation split of 280 jobs, too short for 30 distinct 256-job windows
+    assert eval_length(cfg, 4_000, warned.append) == 140
+    assert len(warned) == 1 and "too few for 30 windows of 256 jobs" in warned[0]
+    assert eval_length(cfg.replace(eval_length=64), 4_000) == 64
+    with pytest.raises(ConfigError, match="at most 251"):
+        eval_length(cfg.replace(eval_length=252), 4_000)
+
+
 def test_eval_window_starts() -> None:
     # the validation split of 100,000 jobs: jobs 63,000..69,999
     even = eval_window_starts(100_000, 1024, 10)
@@ -452,7 +486,7 @@ def test_validation_fraction_reaches_env_evaluation_and_messages() -> None:
         (["--gamma", "1.5"], "expected a number in [0, 1]"),
         (["--trace", "NO-SUCH-TRACE"], "--trace 'NO-SUCH-TRACE'"),
         (["--normalizer", "BOGUS"], "unknown scheduler 'BOGUS'"),
-        (["--eval-length", "5000"], "evaluation windows"),
+        (["--eval-length", "20000"], "evaluation windows"),
         (["--batch-size", "4096"], "exceeds the rollout size 128"),
         (["--resume", "/nonexistent/run"], "not a run folder or a checkpoint"),
         (["--baselines", "EASY,NOPE"], "unknown scheduler 'NOPE'; valid names: EASY, EASY-AR"),

@@ -300,7 +300,7 @@ def test_training_never_reads_the_test_split(
     monkeypatch.setattr(BackfillEnv, "__init__", env_init)
     out = _run(tmp_path, "--total-steps", "256", "--eval-every", "1")
     assert out["eval"]["split"] == "validation" and out["timesteps"] == 256
-    lo, hi = real_range(10_000, "validation", 0.7)
+    lo, hi = real_range(out["jobs"], "validation", 0.7)
     assert all(lo <= s and s + 64 <= hi for s in out["eval"]["starts"])
     with pytest.raises(ConfigError, match="never evaluates on the test split"):
         TrainConfig.create(eval_split="test")

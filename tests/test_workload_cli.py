@@ -108,7 +108,7 @@ def test_info_synthetic(capsys):
     pytest.importorskip("hpcgym.workload.lublin", reason="lublin.py not written yet")
     assert main(["traces", "info", "synthetic", "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert info["machine_size"] == 256 and info["jobs"] == 10_000
+    assert info["machine_size"] == 256 and info["jobs"] == 200_000
 
 
 def test_list(capsys, tmp_path, monkeypatch):

@@ -200,7 +200,7 @@ def make_training_envs(
     if cfg.mix_traces:  # a trace mix: sub-env i on trace i mod k (hpcgym.envs.vector)
         kw["trace"] = [kw["trace"], *(trace_spec(t) for t in cfg.mix_traces)]
 
-    # -- speed helper (issue 13): --vec-env native, N sims stepped as one batch
+    # -- speed helper: --vec-env native, N sims stepped as one batch
     if cfg.vec_env == "native":
         from train.vecenv import NativeVecEnv
 

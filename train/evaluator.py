@@ -22,12 +22,12 @@ from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 from train.build import env_kwargs
-from train.config import DEFAULT_EVAL_LENGTH, ConfigError, TrainConfig
+from train.config import DEFAULT_EVAL_LENGTH, PRESETS, ConfigError, TrainConfig
 
 __all__ = ["Evaluator", "eval_length", "eval_window_starts", "paired_stats", "ratio_reference"]
 
 #: The scheduler of the paired statistics when the run's reward has no reference
-#: (``--reference none``): the default reference of every claim (issue 13).
+#: (``--reference none``): the default reference of every claim.
 DEFAULT_RATIO_REFERENCE = "EASY-SJBF"
 
 
@@ -88,9 +88,10 @@ def eval_window_starts(
 
 
 def eval_length(cfg: TrainConfig, n_jobs: int, warn: Callable[[str], None] | None = None) -> int:
-    """Jobs per evaluation window: ``--eval-length``, or by default
-    :data:`~train.config.DEFAULT_EVAL_LENGTH` -- half the evaluation split when that is
-    too short to hold ``--eval-windows`` distinct windows of it (with a warning).
+    """Jobs per evaluation window: ``--eval-length``, or by default the preset's
+    (``fast``: 256) or :data:`~train.config.DEFAULT_EVAL_LENGTH` -- a default is cut to
+    half the evaluation split when that is too short to hold ``--eval-windows`` distinct
+    windows of it (with a warning).
 
     :param cfg: the run's options
     :param n_jobs: jobs in the trace
@@ -108,13 +109,15 @@ def eval_length(cfg: TrainConfig, n_jobs: int, warn: Callable[[str], None] | Non
         f"of {n_jobs}, --train-fraction {cfg.train_fraction}, --validation-fraction "
         f"{cfg.validation_fraction})"
     )
-    if cfg.eval_length is not None:
+    preset = PRESETS.get(cfg.preset, {}).get("eval_length")  # a default, not a choice
+    default = DEFAULT_EVAL_LENGTH if preset is None else int(preset)
+    if cfg.eval_length is not None and cfg.eval_length != preset:
         length = int(cfg.eval_length)
     else:
-        length = DEFAULT_EVAL_LENGTH if DEFAULT_EVAL_LENGTH <= longest else max(1, size // 2)
-        if length != DEFAULT_EVAL_LENGTH and length <= longest and warn is not None:
+        length = default if default <= longest else max(1, size // 2)
+        if length != default and length <= longest and warn is not None:
             warn(
-                f"{where}: too few for {k} windows of {DEFAULT_EVAL_LENGTH} jobs; evaluating "
+                f"{where}: too few for {k} windows of {default} jobs; evaluating "
                 f"on {k} windows of {length} jobs (set --eval-length to choose)"
             )
     if length > longest:

@@ -1,4 +1,4 @@
-"""Behaviour cloning / DAgger of LOOKAHEAD-ORACLE into the kernel policy (issue #14).
+"""Behaviour cloning / DAgger of LOOKAHEAD-ORACLE into the kernel policy.
 
 The teacher (``LOOKAHEAD-ORACLE``, clairvoyant: it knows the actual run times and the
 future arrivals of the window) labels the decision points of env episodes on the TRAIN
@@ -17,7 +17,7 @@ shipped agent are compared with EASY-SJBF on VALIDATION windows (never test)::
 
 Writes ``<out>/bc_model.zip`` (``MaskablePPO.load`` / ``hpcgym_agents.load_agent`` load it),
 ``<out>/imitate.json`` (datasets, collection costs, accuracies, wall times, validation
-comparison) and, with ``--save-data``, ``<out>/data.npz``. See ``docs/imitation.md``.
+comparison) and, with ``--save-data``, ``<out>/data.npz``. See ``docs/research/findings.md``.
 """
 
 from __future__ import annotations
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         default={},
         metavar="KEY=VALUE,...",
         help="options of the lookahead teacher, as for the LOOKAHEAD scheduler (e.g. "
-        "samples=8,match=user-request; docs/lookahead.md)",
+        "samples=8,match=user-request; docs/research/findings.md)",
     )
     g.add_argument("--episodes", type=int, default=200, help="teacher-driven episodes")
     g.add_argument("--dagger-iters", type=int, default=0, help="DAgger iterations after BC")

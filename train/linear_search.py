@@ -17,7 +17,7 @@ also start from it. ``estimate=-50`` with ``b = -3`` is EASY-SJBF's backfilling.
 ``hidden`` units (``train/search.py --hidden H``) the score gains a hidden layer of the
 same columns, played by the shipped network itself (:mod:`train.kernel_score`).
 
-The objective of ``(w, b)`` is the one of issue 14's claims: the mean over windows of
+The objective of ``(w, b)`` is the one the held-out claims use: the mean over windows of
 ``ln(AVEbsld_policy / AVEbsld_reference)`` (the log of the paired geometric-mean ratio)
 on ``windows`` windows of ``length`` jobs of the TRAIN split (never validation or test),
 redrawn every generation (all candidates of a generation on the same windows), the

@@ -1,4 +1,4 @@
-"""Search a linear backfilling score with CMA-ES on the real objective (issue 14).
+"""Search a linear backfilling score with CMA-ES on the real objective.
 
 The policy family, objective and search are :mod:`train.linear_search`'s: every candidate
 job scored by ``sum_c w_c x_c`` over observation columns, STOP by a constant, the weights

@@ -13,7 +13,7 @@ one torch thread)::
 ``--resume <logdir>/<run-name>`` resumes every unfinished seed (and starts the ones not
 begun); a finished seed is only continued when a new length (``--total-steps`` /
 ``--epochs``) is given. What one seed's result says is only what its validation windows
-say: the claim is the spread across seeds (issue 13).
+say: the claim is the spread across seeds.
 """
 
 from __future__ import annotations

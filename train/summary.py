@@ -19,6 +19,7 @@ __all__ = [
     "final_table",
     "format_paired",
     "format_table",
+    "overlap",
     "versions",
 ]
 
@@ -223,6 +224,18 @@ def format_table(starts: Sequence[int], length: int, columns: Mapping[str, Seque
     return "\n".join(lines)
 
 
+def overlap(starts: Sequence[int], length: int) -> str:
+    """``non-overlapping`` when no two windows of ``length`` jobs at ``starts`` share a
+    job, else ``overlapping`` (the split is too short to hold them side by side).
+
+    :param starts: window starts
+    :param length: jobs per window
+    """
+    s = sorted(int(x) for x in starts)
+    apart = all(b - a >= length for a, b in zip(s, s[1:], strict=False))
+    return "non-overlapping" if apart else "overlapping"
+
+
 def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
     """The text printed at the end of a run: AVEbsld of the final model (``agent``), of
     the best model (``agent*``, when it is another one) and of the baselines per window,
@@ -240,7 +253,8 @@ def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
     for name, res in summary["baselines"].items():
         columns[name] = list(res["per_window"])
     caption = (
-        f"AVEbsld on {len(ev['starts'])} {ev['split']} windows of {ev['length']} jobs "
+        f"AVEbsld on {len(ev['starts'])} {ev['split']} windows of {ev['length']} jobs, "
+        f"{overlap(ev['starts'], ev['length'])} "
         f"({summary['trace']}, {policy}, {mode}; agent = final model at "
         f"{final['timesteps']} steps"
         + (f", agent* = best model at {best['timesteps']} steps" if "agent*" in columns else "")

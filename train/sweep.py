@@ -192,11 +192,6 @@ def _check_split(split: str) -> str | None:
 
     if split in SPLITS:
         return None
-    if split == "validation":
-        return (
-            "--split validation: hpcgym.workload.SPLITS has no 'validation' split yet "
-            f"({', '.join(SPLITS)}; issue 13); pass --split test meanwhile"
-        )
     return f"--split {split}: expected one of {', '.join(SPLITS)}"
 
 
@@ -302,7 +297,7 @@ def validate(
     """The run's agent and ``reference`` on evenly spaced windows of ``split``.
 
     :param run_dir: the trainer's run folder (its config.json configures the agent's env)
-    :param cfg: the run's options (trace, lenient, train_fraction)
+    :param cfg: the run's options (trace, lenient, train_fraction, validation_fraction)
     :param split: the split of the windows (validation)
     :param windows: number of windows
     :param length: jobs per window (cut to the split's size)
@@ -319,7 +314,15 @@ def validate(
     if not path.is_file():
         path = run_dir / "final_model.zip"
     wl = load(cfg.trace, lenient=True) if cfg.lenient else load(cfg.trace)
-    ws = select_windows(len(wl), length, windows, split, None, cfg.train_fraction)
+    ws = select_windows(
+        len(wl),
+        length,
+        windows,
+        split,
+        None,
+        cfg.train_fraction,
+        validation_fraction=cfg.validation_fraction,
+    )
     methods, failures = build_methods([reference], [f"agent={path}"])
     if failures:
         kind, spec, exc = failures[0]

@@ -579,11 +579,12 @@ def ship_model(
 def find_model_cards(agents_dir: str | os.PathLike[str] | None = None) -> list[ModelCard]:
     """Every model card ``*.json`` of ``agents_dir`` (default: the shipped agents of the
     installed agent loader, :func:`~hpcgym.evaluation.loaders.default_agents_dir`), by
-    name. A ``.zip`` without a card is ignored (its env would be a guess)."""
+    name. A ``.zip`` without a card is ignored (its env would be a guess), and so is a
+    ``.json`` that is not a card (the zoo's ``retired.json`` table)."""
     d = Path(agents_dir) if agents_dir is not None else default_agents_dir()
     if d is None or not d.is_dir():
         return []
-    return [load_model_card(p) for p in sorted(d.glob("*.json"))]
+    return [load_model_card(p) for p in sorted(d.glob("*.json")) if is_model_card(p)]
 
 
 def is_model_card(path: Path) -> bool:

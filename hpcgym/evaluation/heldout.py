@@ -1,4 +1,4 @@
-"""The held-out test of a shipped agent (issue 14): once per agent, on test windows, with
+"""The held-out test of a shipped agent: once per agent, on test windows, with
 the paired statistics against every reference heuristic.
 
 :func:`heldout_test` plays the agent of a model card on ``windows`` windows of the
@@ -52,7 +52,7 @@ __all__ = [
 
 #: Schedulers evaluated beside the agent (with the agent's base queue policy).
 HELDOUT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-SJBF", "EASY++", "ELOSS")
-#: The references of the paired statistics (issue 14: EASY-SJBF, EASY++ and ELOSS).
+#: The references of the paired statistics (EASY-SJBF, EASY++ and ELOSS).
 HELDOUT_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
 
 

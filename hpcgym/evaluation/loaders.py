@@ -22,6 +22,7 @@ __all__ = [
     "LoaderUnavailable",
     "default_agents_dir",
     "resolve_agent_loader",
+    "resolve_agent_name",
 ]
 
 #: Turns an agent spec (heuristic name or model ``.zip`` path) into a :class:`Policy`.
@@ -63,3 +64,24 @@ def default_agents_dir() -> Path | None:
         return None
     folder = getattr(sys.modules.get(loader.__module__), "pretrained_dir", None)
     return Path(folder()) if callable(folder) else None
+
+
+def resolve_agent_name(name: str) -> tuple[str | None, str | None]:
+    """What the installed agent loader's package makes of an agent name: ``(zoo name,
+    replacement)``. The zoo name is set when ``name`` is a zoo agent, an alias or a zoo
+    agent's ``trained_as`` name (the module's ``resolve_name``); the replacement when
+    ``name`` is an agent that left the zoo (the module's ``retired_agents``). Both are
+    ``None`` without a loader or when the name means nothing to it.
+
+    :param name: an agent name as a user types it
+    """
+    try:
+        loader = resolve_agent_loader()
+    except LoaderUnavailable:
+        return None, None
+    module = sys.modules.get(loader.__module__)
+    resolve = getattr(module, "resolve_name", None)
+    retired = getattr(module, "retired_agents", None)
+    zoo = resolve(name) if callable(resolve) else None
+    replacement = None if zoo or not callable(retired) else retired().get(name.lower())
+    return zoo, replacement

@@ -21,7 +21,7 @@ from hpcgym.evaluation.cards import (
     run_dir_of,
 )
 from hpcgym.evaluation.gating import read_gate
-from hpcgym.evaluation.loaders import default_agents_dir
+from hpcgym.evaluation.loaders import default_agents_dir, resolve_agent_name
 
 __all__ = [
     "AGENT_HEURISTICS",
@@ -217,6 +217,15 @@ def agent_method(
         found = Path(agents_dir) if agents_dir is not None else default_agents_dir()
         # no folder of shipped agents (no agent loader installed): nothing is found in it
         d = found if found is not None else Path("<no agents folder: pass agents_dir>")
+        if agents_dir is None and not (d / f"{what}.json").is_file():
+            zoo, replacement = resolve_agent_name(what)
+            if replacement is not None:
+                raise MethodUnavailable(
+                    f"the agent {what!r} left the model zoo: use {replacement!r} (the zoo "
+                    "agent of the same trace, queue policy and estimator), or its card "
+                    f"research/agents/{what.lower()}.json in the hpcgym repository"
+                )
+            what = zoo or what
         for cand in (d / f"{what}.json", d / what):
             if cand.suffix == ".json" and cand.is_file():
                 card = load_model_card(cand)
@@ -232,7 +241,9 @@ def agent_method(
                 label=label or what,
             )
         if card is None:
-            avail = sorted(x.stem for x in d.glob("*.json")) if d.is_dir() else []
+            avail = (
+                sorted(x.stem for x in d.glob("*.json") if is_model_card(x)) if d.is_dir() else []
+            )
             raise MethodUnavailable(
                 f"unknown agent {spec!r}: not a heuristic ({', '.join(AGENT_HEURISTICS)}), "
                 "not an existing .zip model / model card .json / train/ppo.py run folder, and "

@@ -1,4 +1,4 @@
-"""Checkpoint selection on validation windows (issue 14: select and stop on validation,
+"""Checkpoint selection on validation windows (select and stop on validation,
 report on test once).
 
 Training's own evaluation picks ``best_model.zip`` on a few short validation windows

@@ -157,7 +157,7 @@ def load_quartiles(workload: Workload, windows: WindowSet) -> dict[str, float] |
     each: work over the machine's capacity during its submit span), recorded next to
     every ratio measured on them: a backfilling agent gains most on loaded windows, so a
     validation ratio measured on more loaded windows than the test ones overstates the
-    test (docs/headroom.md).
+    test (docs/research/findings.md).
 
     :param workload: the trace the windows are cut from
     :param windows: the windows

@@ -3,7 +3,7 @@ predictor fitted for *ranking* jobs, not for reservations.
 
 E-Loss (:mod:`.eloss`) is built to under-predict (its loss punishes over-prediction
 squared), which is what a reservation needs; as a *ranking* of the jobs by runtime it is
-no better than the request on the real traces (docs/headroom.md). This predictor keeps
+no better than the request on the real traces (docs/research/findings.md). This predictor keeps
 E-Loss's 20 submission-time features (Gaussier et al. Table 2, computed the same way)
 and fits, one finished job at a time, the plain least-squares model
 

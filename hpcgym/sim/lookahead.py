@@ -34,7 +34,7 @@ EASY-SJBF's** on any window (tested). With ``rollout="actual"`` (rollouts believ
 actual run times, while the real run keeps its request-based estimates) or a limited
 horizon, the rollout is only a model of the continuation and the guarantee is lost.
 
-See ``docs/lookahead.md`` for measured results and costs.
+See ``docs/research/findings.md`` for measured results and costs.
 """
 
 from __future__ import annotations
@@ -504,7 +504,7 @@ class Lookahead(_Counted):
     improvement over the futures exceeds ``z`` standard errors -- a guard against
     acting on sampling noise. Guarded like the oracle: only EASY-allowed candidates.
 
-    Measured on SDSC-SP2 this lands on par with EASY-SJBF (docs/lookahead.md): the
+    Measured on SDSC-SP2 this lands on par with EASY-SJBF (docs/research/findings.md): the
     oracle's gain comes from knowing the future, which these futures do not capture.
 
     :param k: candidates examined per decision (default 16)
@@ -517,7 +517,7 @@ class Lookahead(_Counted):
         (arrivals and run times; loaded with :func:`hpcgym.workload.load` from the
         window's source), or a :class:`Workload` of them; 0: only the window's own past
     :param future: ``"replay"`` (default) or ``"none"`` (no future arrivals: the naive
-        planner of issue 13); ``"actual"`` is a clairvoyant diagnostic (the real
+        planner); ``"actual"`` is a clairvoyant diagnostic (the real
         arrivals of the window)
     :param runtimes: ``"sampled"`` (default) or ``"request"`` (every unknown run time is
         its request: the naive planner); ``"actual"`` is a clairvoyant diagnostic (the

@@ -70,7 +70,7 @@ def request_reservation_delays(
     backfilled: np.ndarray | None = None,
 ) -> np.ndarray:
     """How long each job started after the **request-based reservation** it had when it
-    last became the head of the queue (seconds, ``>= 0``; issue 14's like-for-like count).
+    last became the head of the queue (seconds, ``>= 0``; the like-for-like count).
 
     A job ``j`` that does not start when it becomes the head at ``t0`` has as its
     request-based reservation the *shadow time* computed at ``t0`` from the jobs running at

@@ -675,8 +675,9 @@ def synthetic_params(name: object) -> dict[str, Any] | None:
     (any case; ``load=none``: the model's own arrival rate), integers, floats, else
     strings (``request_model`` is always a word); the keys are :func:`generate`'s arguments
     and are checked when the workload is generated (:func:`load`), starting from the
-    default workload's arguments (``n_jobs=10000, machine_size=256, load=0.85, seed=0,
-    request_model=tsafrir``).
+    default workload's arguments (``n_jobs=200000, machine_size=256, load=0.85, seed=0,
+    request_model=tsafrir``); ``synthetic:n_jobs=10000`` is the 10,000-job workload of
+    the same arguments (the default of versions before 1.0; smaller and faster).
 
     :param name: a trace name (anything else gives ``None``)
     :raises ValueError: a ``synthetic:`` name whose parts are not ``KEY=VALUE`` or that

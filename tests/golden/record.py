@@ -1,4 +1,4 @@
-"""Golden outputs of hpcgym, recorded before the layering refactor (issue 12).
+"""Golden outputs of hpcgym, recorded before the layering refactor.
 
 The refactor must not change what hpcgym computes. This module holds the *recipes*: each
 one runs a command line of the README / docs or a public Python API with small, fixed
@@ -22,15 +22,16 @@ value must be reproduced; new files, new CSV columns, new Markdown table columns
 JSON object keys are tolerated (later work adds e.g. ``geo_ratio, ci_low, ci_high,
 wins``). JSON: strings, ints, bools and None equal, floats equal or within
 :data:`golden_diff.FLOAT_RTOL` (relative), lists of the same length and order. CSV and Markdown
-tables: every recorded cell byte for byte (:data:`golden_diff.CSV_FLOAT_RTOL` = 0), the same rows
-in the same order, the recorded columns in their recorded relative order; Markdown text
+tables: every recorded cell equal, floats within :data:`golden_diff.CSV_FLOAT_RTOL` (the
+last bit of numpy's vectorised ``log``/``exp`` depends on the CPU), the same rows in the
+same order, the recorded columns in their recorded relative order; Markdown text
 lines equal.
 
 Recipes (see :data:`RECIPES`; each function's docstring has the details):
 
-* ``compare_sdsc`` / ``compare_synthetic`` -- ``python eval/compare.py`` with the four
-  pretrained agents, the ``easy`` heuristic and eleven schedulers, 2 windows x 256 jobs of
-  the test split (SDSC-SP2; the embedded synthetic workload).
+* ``compare_sdsc`` / ``compare_synthetic`` -- ``python eval/compare.py`` with four
+  recorded agents (research/agents), the ``easy`` heuristic and eleven schedulers, 2
+  windows x 256 jobs of the test split (SDSC-SP2; the 10,000-job synthetic workload).
 * ``table4`` / ``table5`` -- ``python eval/table4.py`` / ``eval/table5.py``, 2 x 256.
 * ``cli_compare`` -- the README's ``hpcgym compare`` command (``--json`` and the table).
 * ``cli_simulate`` -- the README's three ``hpcgym simulate`` commands (``--json``).
@@ -92,13 +93,17 @@ SKIPPED_FILES: tuple[str, ...] = ("timing.json", "*.png", "table.md", "table4.md
 #: output folder of a run (``<out>``) and the trace directories (``<traces>``)
 PATH_TOKENS: tuple[str, ...] = ("<repo>", "<out>", "<traces>")
 
-#: the pretrained agents evaluated by the compare recipes
+#: the agents evaluated by the compare recipes (recorded as agents/pretrained/, kept
+#: under their names in research/agents/)
 PRETRAINED = (
-    "agents/pretrained/sdsc-sp2-fcfs-guarded-paper.zip",
-    "agents/pretrained/sdsc-sp2-fcfs-free.zip",
-    "agents/pretrained/lublin1-fcfs-guarded-paper.zip",
-    "agents/pretrained/lublin1-fcfs-free.zip",
+    "research/agents/sdsc-sp2-fcfs-guarded-paper.zip",
+    "research/agents/sdsc-sp2-fcfs-free.zip",
+    "research/agents/lublin1-fcfs-guarded-paper.zip",
+    "research/agents/lublin1-fcfs-free.zip",
 )
+#: the generated workload of the ``*_synthetic`` recipes: the 10,000-job workload they
+#: were recorded on (hpcgym's default workload before 1.0; same arguments, same jobs)
+SYNTHETIC_10K = "synthetic:n_jobs=10000"
 #: the engine schedulers of the compare recipes (the README's eval/compare.py command)
 COMPARE_SCHEDULERS = (
     "EASY",
@@ -292,17 +297,17 @@ def _compare_py(trace: str, out: Path) -> dict[str, Any]:
 
 
 def compare_sdsc(work: Path) -> dict[str, Any]:
-    """``python eval/compare.py --trace SDSC-SP2 --agents <4 pretrained zips> easy
+    """``python eval/compare.py --trace SDSC-SP2 --agents <4 agent zips> easy
     --schedulers <COMPARE_SCHEDULERS> --windows 2 --length 256 --split test --seed 1
     --jobs 1 --no-progress --no-plots --out DIR``: summary.csv, windows.csv, results.json
-    and per_job.npz (as digests) -- the pretrained agents' scores on SDSC-SP2."""
+    and per_job.npz (as digests) -- the agents' scores on SDSC-SP2."""
     return _compare_py("SDSC-SP2", work / "compare")
 
 
 def compare_synthetic(work: Path) -> dict[str, Any]:
-    """As ``compare_sdsc`` with ``--trace synthetic`` (the embedded Lublin-Feitelson
-    workload; needs no trace file)."""
-    return _compare_py("synthetic", work / "compare")
+    """As ``compare_sdsc`` with ``--trace synthetic:n_jobs=10000`` (a generated
+    Lublin-Feitelson workload, :data:`SYNTHETIC_10K`; needs no trace file)."""
+    return _compare_py(SYNTHETIC_10K, work / "compare")
 
 
 # ------------------------------------------------------------ eval/table4.py, table5
@@ -322,8 +327,8 @@ def table4(work: Path) -> dict[str, Any]:
 
 
 def table5(work: Path) -> dict[str, Any]:
-    """``python eval/table5.py --cards agents/pretrained/sdsc-sp2-fcfs-guarded-paper.json
-    agents/pretrained/lublin1-fcfs-guarded-paper.json --traces SDSC-SP2 Lublin-2 --windows 2
+    """``python eval/table5.py --cards research/agents/sdsc-sp2-fcfs-guarded-paper.json
+    research/agents/lublin1-fcfs-guarded-paper.json --traces SDSC-SP2 Lublin-2 --windows 2
     --length 256 --split test --seed 1 --jobs 1 --no-progress --no-plots --out DIR``
     (sections FCFS and SJF; Lublin-1 is added as a row because an agent was trained on
     it): table5.csv, table5.json and every (trace, policy) folder's outputs."""
@@ -332,8 +337,8 @@ def table5(work: Path) -> dict[str, Any]:
         [
             "eval/table5.py",
             "--cards",
-            "agents/pretrained/sdsc-sp2-fcfs-guarded-paper.json",
-            "agents/pretrained/lublin1-fcfs-guarded-paper.json",
+            "research/agents/sdsc-sp2-fcfs-guarded-paper.json",
+            "research/agents/lublin1-fcfs-guarded-paper.json",
             "--traces",
             "SDSC-SP2",
             "Lublin-2",
@@ -430,19 +435,20 @@ ENV_CONFIGS: dict[str, list[tuple[str, dict[str, Any], tuple[int, ...], str]]] =
     "env_synthetic": [
         (
             "guarded_fcfs_first",
-            dict(trace="synthetic", sequence_length=256, mode="guarded"),
+            dict(trace=SYNTHETIC_10K, sequence_length=256, mode="guarded"),
             (2, 4),
             "first",
         ),
         (
             "free_fcfs_random_easy_norm",
-            dict(trace=None, sequence_length=256, mode="free", normalizer="EASY"),
+            dict(trace=SYNTHETIC_10K, sequence_length=256, mode="free", normalizer="EASY"),
             (1,),
             "random",
         ),
         (
             "guarded_sjf_random_wait_pred",
             dict(
+                trace=SYNTHETIC_10K,
                 sequence_length=256,
                 policy="SJF",
                 mode="guarded",
@@ -613,7 +619,7 @@ def _env_recipe(key: str) -> dict[str, Any]:
 
 
 def env_synthetic(work: Path) -> dict[str, Any]:
-    """``gym.make("hpcgym/Backfill-v0", ...)`` on the embedded synthetic workload:
+    """``gym.make("hpcgym/Backfill-v0", ...)`` on the 10,000-job synthetic workload:
     guarded FCFS, first valid action, seeds 2 and 4 (two resets of one env; seed 4's
     window has no decision point: one STOP step); free FCFS, random valid action, EASY
     normalizer; guarded SJF, objective ``wait``, online feature predictor ``ave2``,
@@ -689,9 +695,9 @@ def _sim_recipe(trace: str | None, windows: list[tuple[int, int]], whole: bool) 
 def sim_api_synthetic(work: Path) -> dict[str, Any]:
     """``hpcgym.sim.simulate(window, ...)`` and ``get_scheduler(name).simulate(window)``
     (default seed) for :data:`SIM_SCHEDULERS` on two 512-job windows (starts 500 and
-    8000) of the embedded synthetic workload: metrics, counters, config and digests of
-    the start times and backfilled flags."""
-    return _sim_recipe(None, [(500, 512), (8000, 512)], whole=False)
+    8000) of the 10,000-job synthetic workload (:data:`SYNTHETIC_10K`): metrics,
+    counters, config and digests of the start times and backfilled flags."""
+    return _sim_recipe(SYNTHETIC_10K, [(500, 512), (8000, 512)], whole=False)
 
 
 def sim_api_sdsc(work: Path) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Imitation of LOOKAHEAD-ORACLE by the kernel policy (issue #14, "imitation, then RL").
+"""Imitation of LOOKAHEAD-ORACLE by the kernel policy ("imitation, then RL").
 
 * :mod:`train.imitation.data` -- the teacher labels the env's decision points
   (:func:`~train.imitation.data.collect`, behaviour cloning and DAgger episodes);
@@ -7,5 +7,5 @@
 * :mod:`train.imitation.measure` -- student, teacher and other agents against EASY-SJBF
   on validation windows (paired geo-mean ratio with a bootstrap interval).
 
-The command line is ``train/imitate.py``; see ``docs/imitation.md``.
+The command line is ``train/imitate.py``; see ``docs/research/findings.md``.
 """

@@ -165,7 +165,7 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
         "Reproduce a row with the command under its table. `load`: the median offered load "
         "of the validation windows the checkpoint was chosen on → of the test windows "
         "(a validation ratio measured under a heavier load than the test's overstates the "
-        "test; docs/headroom.md).",
+        "test; docs/research/findings.md).",
     ]
     untested = [str(c.get("name")) for c in cards if not c.get("test")]
     known = {m for m, _ in _MODE_TITLES}

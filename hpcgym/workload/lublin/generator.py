@@ -417,9 +417,9 @@ def generate(
 def default_workload() -> Workload:
     """The embedded default workload of hpcgym (cached; its arrays are read-only).
 
-    ``generate(n_jobs=10_000, machine_size=256, load=0.85, seed=0,
+    ``generate(n_jobs=200_000, machine_size=256, load=0.85, seed=0,
     request_model="tsafrir")`` -- see :data:`DEFAULT_WORKLOAD_KWARGS` and
-    ``docs/lublin.md``. Copy a column before modifying it.
+    ``docs/lublin.md``; named ``lublin-default``. Copy a column before modifying it.
     """
     w = generate(**DEFAULT_WORKLOAD_KWARGS)
     w.name = "lublin-default"

@@ -195,8 +195,14 @@ OPTIONS: dict[str, Any] = {
 }
 
 #: Arguments of :func:`default_workload` (the embedded default workload of hpcgym).
+#: 200,000 jobs (about 23 months at load 0.85, generated in well under a second) make every
+#: default split hold every default evaluation without overlapping windows: the
+#: validation split (jobs 126,000..139,999) holds 10 windows of 1,024 jobs (training's
+#: default evaluation) and 30 of 256 (the fast preset's), the test split (jobs
+#: 140,000..199,999) 30 of 1,024 (eval/'s default). The 10,000-job default of versions
+#: before 1.0 is ``synthetic:n_jobs=10000`` (same arguments, same jobs).
 DEFAULT_WORKLOAD_KWARGS: dict[str, Any] = {
-    "n_jobs": 10_000,
+    "n_jobs": 200_000,
     "machine_size": 256,
     "load": 0.85,
     "seed": 0,
