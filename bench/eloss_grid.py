@@ -3,7 +3,7 @@ a correction + EASY-SJBF, FCFS queue, AVEbsld.
 
 Run (sequentially, one whole-trace simulation at a time)::
 
-    HPCGYM_TRACE_DIR=/work/shared/traces PYTHONPATH=. python bench/eloss_grid.py \
+    HPCGYM_TRACE_DIR=path/to/traces PYTHONPATH=. python bench/eloss_grid.py \
         --traces KTH-SP2,SDSC-SP2 --variants default,paper-floor [--out results.jsonl]
 
 ``--list`` prints the variants. Each variant is a set of :class:`ELossEstimator` options

@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    HPCGYM_TRACE_DIR=/work/shared/traces PYTHONPATH=. python bench/hmm_tables.py
+    HPCGYM_TRACE_DIR=path/to/traces PYTHONPATH=. python bench/hmm_tables.py
     ... python bench/hmm_tables.py --traces SDSC-SP2 --jobs 10000   # a quick window
     ... python bench/hmm_tables.py --traces SDSC-SP2 --tau 0.04 --single-scan
 

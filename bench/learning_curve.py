@@ -19,7 +19,7 @@ the validation geo-mean ratio vs EASY-SJBF over time) and ``curve.png``.
 
 Usage (in the background)::
 
-    HPCGYM_TRACE_DIR=/work/shared/traces nohup python bench/learning_curve.py \\
+    HPCGYM_TRACE_DIR=path/to/traces nohup python bench/learning_curve.py \\
         --trace SDSC-SP2 --minutes 10 --out /tmp/learning_curve > /tmp/learning_curve.log 2>&1 &
 """
 

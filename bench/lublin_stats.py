@@ -1,11 +1,10 @@
 """Statistics of the Lublin-Feitelson generator against the model and the Lublin traces.
 
-Run: ``cd /work/main && PYTHONPATH=. HPCGYM_TRACE_DIR=/work/shared/traces
-/work/venv/bin/python bench/lublin_stats.py``. Prints markdown tables (pasted into
-``docs/lublin.md``): generation speed, the default workload, model parameters vs measured
-values on a large sample, load control, native loads, and the synthetic traces Lublin-1 and
-Lublin-2 of the RLBackfilling paper (read with a tiny local gzip + numpy parser when
-``HPCGYM_TRACE_DIR`` holds them).
+Run: ``HPCGYM_TRACE_DIR=<folder of the traces> python bench/lublin_stats.py``.
+Prints markdown tables (pasted into ``docs/lublin.md``): generation speed, the default
+workload, model parameters vs measured values on a large sample, load control, native
+loads, and the synthetic traces Lublin-1 and Lublin-2 of the RLBackfilling paper (read
+with a tiny local gzip + numpy parser when ``HPCGYM_TRACE_DIR`` holds them).
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ def daily_corr(w: Workload, weights: np.ndarray, sel: np.ndarray | None = None) 
 
 
 def read_trace(name: str) -> dict[str, np.ndarray] | None:
-    root = Path(os.environ.get("HPCGYM_TRACE_DIR", "/work/shared/traces"))
+    root = Path(os.environ.get("HPCGYM_TRACE_DIR", "traces"))
     path = root / name
     if not path.exists():
         print(f"({path} not found: set HPCGYM_TRACE_DIR; skipping the trace comparison)\n")

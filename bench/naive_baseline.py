@@ -10,7 +10,7 @@ the whole trace once and prints the wall time and jobs/s.
 
 Usage::
 
-    HPCGYM_TRACE_DIR=/work/shared/traces PYTHONPATH=. python bench/naive_baseline.py
+    HPCGYM_TRACE_DIR=path/to/traces PYTHONPATH=. python bench/naive_baseline.py
     ... python bench/naive_baseline.py --trace CTC-SP2 --policy FCFS --backfill easy
 """
 

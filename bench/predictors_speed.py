@@ -2,7 +2,7 @@
 
 Run::
 
-    HPCGYM_TRACE_DIR=/work/shared/traces PYTHONPATH=. python bench/predictors_speed.py \
+    HPCGYM_TRACE_DIR=path/to/traces PYTHONPATH=. python bench/predictors_speed.py \
         [--trace SDSC-SP2] [--only eloss,ave2]
 
 The driver is NOT the simulator: it replays the trace in submit order as if every job

@@ -25,7 +25,7 @@ steps/s of the whole ``learn`` (rollouts + updates), and of the rollouts and upd
 
 Usage::
 
-    HPCGYM_TRACE_DIR=/work/shared/traces python bench/train_speed.py --trace SDSC-SP2
+    HPCGYM_TRACE_DIR=path/to/traces python bench/train_speed.py --trace SDSC-SP2
 """
 
 from __future__ import annotations

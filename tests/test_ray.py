@@ -176,6 +176,41 @@ def test_sweep_two_trials_and_resume(tmp_path: Path) -> None:
     assert list(csv.DictReader((exp / "results.csv").open())) == rows
 
 
+def _documented_sweep() -> list[str]:
+    """The first sweep command of docs/scaling.md (one line), as arguments."""
+    lines = (REPO / "docs" / "scaling.md").read_text(encoding="utf-8").splitlines()
+    (line,) = [x for x in lines if x.startswith("python train/sweep.py --traces synthetic --")]
+    return line.split()[1:]
+
+
+@needs_ray
+def test_documented_sweep_on_the_default_workload(tmp_path: Path) -> None:
+    """The documented first sweep, verbatim, on the embedded default workload with all its
+    default splits and windows (4 trials of 20,000 steps, about 35 s on 2 cores): every
+    trial finishes and is compared."""
+    args = _documented_sweep()
+    cut = args.index("--")
+    args[cut:cut] = ["--storage", str(tmp_path), "--name", "doc"]
+    proc = _run(args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = list(csv.DictReader((tmp_path / "doc" / "results.csv").open()))
+    got = sorted((r["seed"], r["params"]) for r in rows)
+    lrs = ("learning_rate=0.0001", "learning_rate=0.0003")
+    assert got == sorted((s, p) for s in ("0", "1") for p in lrs)
+    for r in rows:
+        assert r["status"] == "ok" and not r["error"], r
+        assert int(r["timesteps"]) >= 20000 and r["windows"] == "10"
+        assert float(r["ci_low"]) <= float(r["geo_ratio"]) <= float(r["ci_high"])
+        summary = json.loads((Path(r["trial_dir"]) / "train" / "summary.json").read_text())
+        # the fast preset's evaluation: 30 non-overlapping validation windows of 256 jobs
+        evaluation = summary["eval"]
+        assert evaluation["split"] == "validation" and evaluation["length"] == 256
+        starts = sorted(evaluation["starts"])
+        assert len(starts) == 30 and all(
+            b - a >= 256 for a, b in zip(starts, starts[1:], strict=False)
+        )
+
+
 @needs_ray
 @pytest.mark.parametrize(
     "args, needle",

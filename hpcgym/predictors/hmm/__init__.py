@@ -2,7 +2,7 @@
 
 Reference: A. Nissimov (supervisor D. G. Feitelson), *Locality and its usage in
 parallel job runtime distribution modeling using HMM*, M.Sc. thesis, Hebrew
-University, 2006 (``/work/shared/papers/003_*``). Section numbers below are the
+University, 2006. Section numbers below are the
 thesis'. The full model, every equation and every documented choice are in
 ``docs/hmm.md``.
 
