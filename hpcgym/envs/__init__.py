@@ -1,7 +1,8 @@
 """Gymnasium environments of hpcgym.
 
-Importing this package registers ``hpcgym/Backfill-v0`` (:class:`BackfillEnv`) with
-Gymnasium; :func:`register_envs` is also the ``gymnasium.envs`` entry point declared
+Importing this package registers ``hpcgym/Backfill-v0`` (:class:`BackfillEnv`, the
+backfilling decision) and ``hpcgym/Schedule-v0`` (:class:`ScheduleEnv`, the order of the
+queue) with Gymnasium; :func:`register_envs` is also the ``gymnasium.envs`` entry point declared
 in ``pyproject.toml`` (loaded automatically by Gymnasium < 1.0). The env class is
 imported lazily, so registering costs no simulator import::
 
@@ -23,12 +24,23 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from hpcgym.envs.backfill_env import BackfillEnv
-    from hpcgym.envs.vector import BackfillVectorEnv
+    from hpcgym.envs.schedule_env import ScheduleEnv
+    from hpcgym.envs.vector import BackfillVectorEnv, ScheduleVectorEnv
 
-__all__ = ["BACKFILL_ENV_ID", "BackfillEnv", "BackfillVectorEnv", "register_envs"]
+__all__ = [
+    "BACKFILL_ENV_ID",
+    "SCHEDULE_ENV_ID",
+    "BackfillEnv",
+    "BackfillVectorEnv",
+    "ScheduleEnv",
+    "ScheduleVectorEnv",
+    "register_envs",
+]
 
 #: Gymnasium id of :class:`BackfillEnv`
 BACKFILL_ENV_ID = "hpcgym/Backfill-v0"
+#: Gymnasium id of :class:`ScheduleEnv`
+SCHEDULE_ENV_ID = "hpcgym/Schedule-v0"
 
 
 def register_envs() -> None:
@@ -42,6 +54,13 @@ def register_envs() -> None:
             vector_entry_point="hpcgym.envs.vector:BackfillVectorEnv",
             disable_env_checker=False,
         )
+    if SCHEDULE_ENV_ID not in gymnasium.registry:
+        gymnasium.register(
+            id=SCHEDULE_ENV_ID,
+            entry_point="hpcgym.envs.schedule_env:ScheduleEnv",
+            vector_entry_point="hpcgym.envs.vector:ScheduleVectorEnv",
+            disable_env_checker=False,
+        )
 
 
 def __getattr__(name: str) -> Any:
@@ -53,6 +72,14 @@ def __getattr__(name: str) -> Any:
         from hpcgym.envs.vector import BackfillVectorEnv
 
         return BackfillVectorEnv
+    if name == "ScheduleEnv":
+        from hpcgym.envs.schedule_env import ScheduleEnv
+
+        return ScheduleEnv
+    if name == "ScheduleVectorEnv":
+        from hpcgym.envs.vector import ScheduleVectorEnv
+
+        return ScheduleVectorEnv
     raise AttributeError(f"module 'hpcgym.envs' has no attribute {name!r}")
 
 

@@ -553,9 +553,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                 )
         sim_seed = int(self.np_random.integers(0, 2**63 - 1))
         window = self._workload.window(start, self.window_length)
-        self._sim = self._spec.make_simulation(
-            window, sim_seed, backfill="external", candidates=MODES[self.mode]
-        )
+        self._sim = self._make_simulation(window, sim_seed)
         self._start = start
         self._steps = 0
         self._overflow = 0
@@ -570,6 +568,12 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             self._credit = JobCredit.of(self.objective, window, self.reference, key)
         ev = self._sim.advance()
         self._observe(ev)
+
+    def _make_simulation(self, window: Workload, seed: int) -> Simulation:
+        """The episode's engine: the agent's scheduler with external backfilling."""
+        return self._spec.make_simulation(
+            window, seed, backfill="external", candidates=MODES[self.mode]
+        )
 
     def _setup_predictions(self, window: Workload, seed: int) -> None:
         assert self._sim is not None
@@ -678,7 +682,6 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         """
         if self._done:
             raise RuntimeError("the episode is over (or never started): call reset() first")
-        kq = self.max_queue
         try:
             a = operator.index(action)
         except TypeError:
@@ -688,23 +691,19 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             a = int(arr.reshape(()))
         reward = 0.0
         invalid = False
-        if not (0 <= a <= kq and self._mask[a]):
+        if not (0 <= a < self._mask.shape[0] and self._mask[a]):
             if self.invalid_action == "raise":
                 raise self._invalid(action)
             invalid = True
             reward += self.invalid_penalty
-            a = kq
+            a = self._fallback_action()
         sim = self._sim
         assert sim is not None
         violation = False
         if self._at_decision:
-            if a < kq:
-                violation = sim.backfill(int(self._rows[a]))
-                if violation and self.mode == "penalized":
-                    reward += self.violation_penalty
-            else:
-                sim.stop()
-            ev = sim.advance()
+            ev, violation = self._apply(a)
+            if violation and self.mode == "penalized":
+                reward += self.violation_penalty
         else:
             ev = Event.DONE
         self._steps += 1
@@ -717,6 +716,24 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             final = self._terminal()
             reward += final
         return reward, terminated, violation, invalid
+
+    def _fallback_action(self) -> int:
+        """What an invalid action does: STOP."""
+        return self.max_queue
+
+    def _apply(self, a: int) -> tuple[Event, bool]:
+        """Apply valid action ``a`` at the decision point and advance the engine.
+
+        :return: the engine's next stop and whether the start delayed the reservation
+        """
+        sim = self._sim
+        assert sim is not None
+        violation = False
+        if a < self.max_queue:
+            violation = sim.backfill(int(self._rows[a]))
+        else:
+            sim.stop()
+        return sim.advance(), violation
 
     # --------------------------------------------------------------- reward
     def normalizer_metrics(self) -> dict[str, float] | None:

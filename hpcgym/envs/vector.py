@@ -18,11 +18,14 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hpcgym.envs.backfill_env import BackfillEnv
+from hpcgym.envs.schedule_env import ScheduleEnv
 
-__all__ = ["BackfillVectorEnv", "trace_mix"]
+__all__ = ["BackfillVectorEnv", "ScheduleVectorEnv", "trace_mix"]
 
 
-def trace_mix(env_kwargs: dict[str, Any]) -> list[dict[str, Any]]:
+def trace_mix(
+    env_kwargs: dict[str, Any], env_class: type[BackfillEnv] = BackfillEnv
+) -> list[dict[str, Any]]:
     """The :class:`~hpcgym.envs.backfill_env.BackfillEnv` keywords of every trace of
     ``env_kwargs["trace"]`` (a name, or a list of them: a *trace mix*).
 
@@ -42,7 +45,7 @@ def trace_mix(env_kwargs: dict[str, Any]) -> list[dict[str, Any]]:
     first = {**env_kwargs, "trace": traces[0]}
     scales = {k: env_kwargs.get(k) for k in ("est_scale", "wait_scale")}
     if len(traces) > 1 and None in scales.values():
-        probe = BackfillEnv(**first)
+        probe = env_class(**first)
         scales = {"est_scale": probe.est_scale, "wait_scale": probe.wait_scale}
     return [first, *({**env_kwargs, "trace": t, **scales} for t in traces[1:])]
 
@@ -136,6 +139,8 @@ class BackfillVectorEnv(VectorEnv):
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
+    #: the single env this vector env batches
+    env_class: type[BackfillEnv] = BackfillEnv
 
     def __init__(
         self,
@@ -157,13 +162,13 @@ class BackfillVectorEnv(VectorEnv):
         self.max_episode_steps = None if max_episode_steps is None else int(max_episode_steps)
         self.autoreset_mode = _autoreset_mode(autoreset_mode)
         self.metadata = {**type(self).metadata, "autoreset_mode": self.autoreset_mode}
-        firsts = [BackfillEnv(**kw) for kw in trace_mix(env_kwargs)]
+        firsts = [self.env_class(**kw) for kw in trace_mix(env_kwargs, self.env_class)]
         first = firsts[0]
         self.render_mode = first.render_mode
         self.max_queue = kq = first.max_queue
         self.n_features = first.n_features
         self._obs_buf = np.zeros((n, kq, first.n_features), dtype=np.float32)
-        self._mask_buf = np.zeros((n, kq + 1), dtype=bool)
+        self._mask_buf = np.zeros((n, int(first.action_space.n)), dtype=bool)
         #: the sub-envs (read-only use, please: ``envs[i].simulation``, ``candidate_jobs()``)
         self.envs: tuple[BackfillEnv, ...] = tuple(
             firsts[i % len(firsts)]._spawn(self._obs_buf[i], self._mask_buf[i]) for i in range(n)
@@ -340,4 +345,17 @@ class BackfillVectorEnv(VectorEnv):
     def __repr__(self) -> str:
         mix = dict.fromkeys(self.traces)
         extra = f", traces={list(mix)}" if len(mix) > 1 else ""
-        return f"BackfillVectorEnv({self.envs[0]!r}, num_envs={self.num_envs}{extra})"
+        name = type(self).__name__
+        return f"{name}({self.envs[0]!r}, num_envs={self.num_envs}{extra})"
+
+
+class ScheduleVectorEnv(BackfillVectorEnv):
+    """``num_envs`` job-ordering envs (:class:`~hpcgym.envs.schedule_env.ScheduleEnv`)
+    stepped in one process with batched arrays: the semantics of
+    :class:`BackfillVectorEnv` (spaces, autoreset modes, seeding, trace mix, infos), with
+    ``(N, K)`` masks (no STOP column) and ``MultiDiscrete([K] * N)`` actions.
+
+    ``gymnasium.make_vec("hpcgym/Schedule-v0", num_envs=N, **env_kwargs)`` builds it.
+    """
+
+    env_class = ScheduleEnv

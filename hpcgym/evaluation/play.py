@@ -38,6 +38,7 @@ WINDOW_METRICS: tuple[str, ...] = (
     "avg_wait",
     "avg_pp_bsld",
     "max_wait",
+    "p99_bsld",
     "avg_turnaround",
     "utilization",
     "makespan",

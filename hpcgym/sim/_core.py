@@ -12,7 +12,8 @@ state of one simulation (see :class:`hpcgym.sim.engine.Simulation`):
 The entry point is :func:`advance`: it runs the event loop until the simulation is
 done (``EV_DONE``), an online estimator must estimate newly arrived jobs
 (``EV_ESTIMATE``), or -- with ``backfill = external`` -- a backfill decision is due
-(``EV_DECISION``), or the next event lies after ``S_UNTIL`` (``EV_PAUSE``). The
+(``EV_DECISION``), or -- with the ``external`` queue policy -- the head of the queue
+must be chosen (``EV_QUEUE``), or the next event lies after ``S_UNTIL`` (``EV_PAUSE``). The
 caller answers and calls :func:`advance` again; there is only one loop. Built-in
 backfillers (EASY, SJBF, conservative) decide inside the same pass, at the same
 decision point, without leaving compiled code.
@@ -27,131 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-# --------------------------------------------------------------------------- layout
-# JF rows
-F_SUBMIT = 0
-F_RUNTIME = 1
-F_REQUEST = 2
-F_EST = 3  # estimate for queue keys and backfill eligibility
-F_REST = 4  # estimate of a running job's duration (shadow time); corrected over time
-F_START = 5  # start time (nan until started)
-F_KEY = 6  # scratch: policy key
-F_HEAPT = 7  # completion heap: times
-F_XHEAPT = 8  # expiry (estimated end reached) heap: times
-F_BFSHADOW = 9  # shadow time when the job was backfilled (nan otherwise)
-F_INITEST = 10  # running estimate at start time (before corrections)
-F_HEADSINCE = 11  # time the job last became the reserved head (nan: never)
-NF = 12
-
-# JI rows
-I_PROCS = 0
-I_STATUS = 1  # 0 future, 1 waiting, 2 running, 3 done
-I_BACKFILLED = 2  # 1 if started by backfilling
-I_QUEUE = 3  # waiting jobs, in index (= submit) order, length C_QLEN
-I_RUN = 4  # running jobs sorted by (start + rest, index), length C_RLEN
-I_HEAPJ = 5  # completion heap: jobs
-I_XHEAPJ = 6  # expiry heap: jobs
-I_FIN = 7  # log of completed jobs, in completion order, length C_NFIN
-I_ORDER = 8  # scratch: waiting jobs in queue (policy) order, length C_OLEN
-I_BFHEAD = 9  # head job when the job was backfilled (-1 otherwise)
-I_NCORR = 10  # number of corrections applied to the job
-I_STARTLOG = 11  # log of started jobs, in start order, length C_NSTART
-I_BFORDER = 12  # scratch: backfill order
-NI = 13
-
-ST_FUTURE = 0
-ST_WAITING = 1
-ST_RUNNING = 2
-ST_DONE = 3
-
-# S
-S_T = 0
-S_SHADOW = 1
-S_THETA = 2  # starvation threshold (<= 0: off)
-S_PENDING_T = 3  # time of the pending event batch
-S_UNTIL = 4  # advance() pauses before handling events later than this (inf: never)
-NS = 5
-
-# C
-C_PHASE = 0
-C_NEXT = 1  # next job to arrive
-C_QLEN = 2
-C_RLEN = 3
-C_HLEN = 4
-C_XLEN = 5
-C_FREE = 6
-C_EXTRA = 7
-C_NFIN = 8
-C_M = 9
-C_POLICY = 10
-C_BACKFILL = 11
-C_CANDMODE = 12
-C_CORRECTION = 13
-C_ONLINE = 14
-C_HEAD = 15  # reserved head job (-1 if none)
-C_DECISIONS = 16
-C_VIOLATIONS = 17
-C_NBACKFILLED = 18
-C_ARR_LO = 19
-C_ARR_HI = 20
-C_OLEN = 21
-C_NSTART = 22
-C_RUN_REQUEST = 23  # 1: running jobs' ends use the request (Tang's selective variant)
-C_CORRECTIONS = 24  # total corrections applied
-C_N = 25
-C_BFMODE = 26  # order used by the external backfill order: 0 policy, 1 SJBF
-NC = 27
-
-# phases
-P_EVENTS = 0
-P_ARRIVE = 1
-P_DECIDE = 2
-P_DONE = 3
-
-# events returned by advance()
-EV_DONE = 0
-EV_ESTIMATE = 1
-EV_DECISION = 2
-EV_PAUSE = 3
-
-# backfill modes
-BF_NONE = 0
-BF_EASY = 1
-BF_SJBF = 2
-BF_CONSERVATIVE = 3
-BF_EXTERNAL = 4
-
-# candidate modes (external backfill)
-CAND_EASY = 0  # jobs EASY would allow now (guarded)
-CAND_FIT = 1  # all jobs that fit now
-
-# corrections
-CORR_REQUEST = 0
-CORR_INCREMENTAL = 1
-CORR_DOUBLING = 2
-CORR_INCREMENTAL_OFFSET = 3  # predictsim's variant: initial estimate + k-th step
-
-# policies
-POL_FCFS = 0
-POL_SJF = 1
-POL_SQF = 2
-POL_SAF = 3
-POL_LJF = 4
-POL_LQF = 5
-POL_LAF = 6
-POL_WFP3 = 7
-POL_UNICEF = 8
-POL_F1 = 9
-POL_F2 = 10
-POL_F3 = 11
-POL_F4 = 12
-
-INF = np.inf
-
-# incremental correction steps (Tsafrir et al. via Gaussier et al. §5.2), seconds
-INCREMENTS = np.array(
-    [60.0, 300.0, 900.0, 1800.0, 3600.0, 7200.0, 18000.0, 36000.0, 72000.0, 180000.0, 360000.0]
-)
+from hpcgym.sim._layout import *  # the state layout; re-exported for callers
 
 
 # ------------------------------------------------------------------------- heaps
@@ -368,10 +245,16 @@ def _apply_correction(JF, JI, S, C, j):
 @njit(cache=True)
 def _order_queue(JF, JI, S, C):
     """Fill I_ORDER with the waiting jobs in queue order (policy key, then index)."""
+    _order_by(JF, JI, S, C, C[C_POLICY], True)
+
+
+@njit(cache=True)
+def _order_by(JF, JI, S, C, policy, stored_keys):
+    """I_ORDER := the waiting jobs in the order of ``policy`` (starving jobs first);
+    ``stored_keys``: static keys come from F_KEY (computed at submission)."""
     qlen = C[C_QLEN]
     q = JI[I_QUEUE]
     order = JI[I_ORDER]
-    policy = C[C_POLICY]
     t = S[S_T]
     theta = S[S_THETA]
     C[C_OLEN] = qlen
@@ -380,7 +263,7 @@ def _order_queue(JF, JI, S, C):
             order[k] = q[k]
         return
     keys = np.empty(qlen)
-    dynamic = policy == POL_WFP3 or policy == POL_UNICEF
+    dynamic = policy == POL_WFP3 or policy == POL_UNICEF or not stored_keys
     for k in range(qlen):
         j = q[k]
         if dynamic:
@@ -590,6 +473,48 @@ def _conservative_pass(JF, JI, S, C, PF):
         k += 1
 
 
+# -------------------------------------------------------- external queue policy
+@njit(cache=True)
+def _external_head(JF, JI, S, C, old_head):
+    """The head under the external queue policy, or -1 when the caller must choose.
+
+    No choice is asked when it is forced: a job past the starvation threshold goes
+    first (the oldest such job, as for every policy), a single waiting job is the
+    head, and with ``C_QCOMMIT`` a chosen head still waiting keeps its place.
+    """
+    q = JI[I_QUEUE]
+    qlen = C[C_QLEN]
+    theta = S[S_THETA]
+    if theta > 0.0:
+        t = S[S_T]
+        for k in range(qlen):
+            if t - JF[F_SUBMIT, q[k]] > theta:
+                return q[k]
+    if qlen == 1:
+        return q[0]
+    if C[C_QCOMMIT] == 1 and old_head >= 0 and JI[I_STATUS, old_head] == ST_WAITING:
+        return old_head
+    j = C[C_QCHOICE]
+    if j >= 0 and JI[I_STATUS, j] == ST_WAITING:
+        return j
+    return -1
+
+
+@njit(cache=True)
+def _order_external(JF, JI, S, C, h):
+    """I_ORDER := head ``h`` first, then the other waiting jobs in the order of policy
+    ``C_QREST`` (the order plain EASY backfills in; FCFS by default)."""
+    _order_by(JF, JI, S, C, C[C_QREST], False)
+    order = JI[I_ORDER]
+    k = 0
+    while order[k] != h:
+        k += 1
+    while k > 0:
+        order[k] = order[k - 1]
+        k -= 1
+    order[0] = h
+
+
 # ------------------------------------------------------------ scheduling pass
 @njit(cache=True)
 def _schedule(JF, JI, S, C, PF):
@@ -599,20 +524,46 @@ def _schedule(JF, JI, S, C, PF):
     C[C_HEAD] = -1
     S[S_SHADOW] = INF
     if C[C_QLEN] == 0:
+        C[C_QRENEW] = 0
         return -1
-    _order_queue(JF, JI, S, C)
     bfmode = C[C_BACKFILL]
-    if bfmode == BF_CONSERVATIVE:
-        _conservative_pass(JF, JI, S, C, PF)
-        return -1
-    # start from the head while it fits
     order = JI[I_ORDER]
-    while C[C_OLEN] > 0 and JI[I_PROCS, order[0]] <= C[C_FREE]:
-        _start_job(JF, JI, S, C, order[0], False)
-        _remove_from_queue(JI, C, order[0])
-        renew = True
-    if C[C_OLEN] == 0 or bfmode == BF_NONE:
-        return -1
+    if C[C_POLICY] == POL_EXTERNAL:
+        # the caller chooses the head; it starts if it fits, and the choice is asked
+        # again for the rest of the queue, at the same time (re-entering this pass)
+        while True:
+            if C[C_QLEN] == 0:
+                C[C_QRENEW] = 0
+                return -1
+            h = _external_head(JF, JI, S, C, old_head)
+            if h < 0:
+                C[C_HEAD] = old_head  # kept for the bookkeeping of the re-entered pass
+                C[C_PHASE] = P_QUEUE
+                C[C_QDECISIONS] += 1
+                return EV_QUEUE
+            C[C_QCHOICE] = -1
+            _order_external(JF, JI, S, C, h)
+            if JI[I_PROCS, h] > C[C_FREE]:
+                break
+            _start_job(JF, JI, S, C, h, False)
+            _remove_from_queue(JI, C, h)
+            C[C_QRENEW] = 1
+        renew = C[C_QRENEW] == 1
+        C[C_QRENEW] = 0
+        if bfmode == BF_NONE:
+            return -1
+    else:
+        _order_queue(JF, JI, S, C)
+        if bfmode == BF_CONSERVATIVE:
+            _conservative_pass(JF, JI, S, C, PF)
+            return -1
+        # start from the head while it fits
+        while C[C_OLEN] > 0 and JI[I_PROCS, order[0]] <= C[C_FREE]:
+            _start_job(JF, JI, S, C, order[0], False)
+            _remove_from_queue(JI, C, order[0])
+            renew = True
+        if C[C_OLEN] == 0 or bfmode == BF_NONE:
+            return -1
     head = order[0]
     if head != old_head or renew:
         if old_head >= 0 and old_head != head and JI[I_STATUS, old_head] == ST_WAITING:
@@ -666,11 +617,21 @@ def advance(JF, JI, S, C, PF):
                 return EV_DECISION
             C[C_PHASE] = P_EVENTS
             continue
+        if phase == P_QUEUE:
+            if C[C_QCHOICE] < 0:
+                C[C_QDECISIONS] += 1
+                return EV_QUEUE
+            C[C_PHASE] = P_EVENTS
+            ev = _schedule(JF, JI, S, C, PF)
+            if ev == EV_DECISION or ev == EV_QUEUE:
+                return ev
+            continue
         if phase == P_ARRIVE:
             _enqueue(JF, JI, C, C[C_ARR_LO], C[C_ARR_HI])
             C[C_PHASE] = P_EVENTS
-            if _schedule(JF, JI, S, C, PF) == EV_DECISION:
-                return EV_DECISION
+            ev = _schedule(JF, JI, S, C, PF)
+            if ev == EV_DECISION or ev == EV_QUEUE:
+                return ev
             continue
         # ---- P_EVENTS: next event time
         nxt = C[C_NEXT]
@@ -713,8 +674,9 @@ def advance(JF, JI, S, C, PF):
                 C[C_PHASE] = P_ARRIVE
                 return EV_ESTIMATE
             _enqueue(JF, JI, C, nxt, hi)
-        if _schedule(JF, JI, S, C, PF) == EV_DECISION:
-            return EV_DECISION
+        ev = _schedule(JF, JI, S, C, PF)
+        if ev == EV_DECISION or ev == EV_QUEUE:
+            return ev
 
 
 @njit(cache=True)
@@ -748,55 +710,3 @@ def candidates(JF, JI, S, C, out_jobs, out_flags):
 def stop_backfilling(C):
     """The decision maker declines further backfilling at this time."""
     C[C_PHASE] = P_EVENTS
-
-
-# ------------------------------------------------------ rollouts (lookahead)
-@njit(cache=True)
-def rerun_pass(JF, JI, S, C, PF):
-    """Leave a decision point and run one scheduling pass at the current time with the
-    configured (built-in) backfiller: it finishes the interrupted pass. Returns what
-    :func:`_schedule` returns (``EV_DECISION`` only for external backfilling)."""
-    C[C_PHASE] = P_EVENTS
-    return _schedule(JF, JI, S, C, PF)
-
-
-@njit(cache=True)
-def set_estimates(JF, JI, S, C, est):
-    """Replace the estimates of every job not yet done by ``est[j]``.
-
-    Waiting jobs get new policy keys; running jobs (unless ``C_RUN_REQUEST``) get
-    ``est`` as their running estimate when it still lies in the future, and the
-    running list and the expiry heap are rebuilt. The caller recomputes any pending
-    reservation.
-    """
-    n = JF.shape[1]
-    t = S[S_T]
-    policy = C[C_POLICY]
-    for j in range(n):
-        st = JI[I_STATUS, j]
-        if st == ST_DONE:
-            continue
-        JF[F_EST, j] = est[j]
-        if st == ST_WAITING:
-            JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], est[j], 0.0)
-        elif st == ST_RUNNING and C[C_RUN_REQUEST] == 0 and JF[F_START, j] + est[j] > t:
-            JF[F_REST, j] = est[j]
-    rebuild_running(JF, JI, C)
-
-
-@njit(cache=True)
-def rebuild_running(JF, JI, C):
-    """Re-sort the running list and rebuild the completion and expiry heaps from the
-    running jobs' start, runtime and running estimate (after either was changed)."""
-    rlen = C[C_RLEN]
-    run = JI[I_RUN, :rlen].copy()
-    C[C_RLEN] = 0
-    C[C_HLEN] = 0
-    C[C_XLEN] = 0
-    for k in range(rlen):
-        j = run[k]
-        _run_insert(JF, JI, C, j)
-        s = JF[F_START, j]
-        C[C_HLEN] = _heap_push(JF[F_HEAPT], JI[I_HEAPJ], C[C_HLEN], s + JF[F_RUNTIME, j], j)
-        if JF[F_REST, j] < JF[F_RUNTIME, j]:
-            C[C_XLEN] = _heap_push(JF[F_XHEAPT], JI[I_XHEAPJ], C[C_XLEN], s + JF[F_REST, j], j)

@@ -38,19 +38,22 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim import _core as K
+from hpcgym.sim import _core_ext as KX
 from hpcgym.sim.estimators import (
     BUILTIN_ESTIMATORS,
     Estimator,
-    SystemView,
     canonical_name,
     make_estimator,
 )
+from hpcgym.sim.feed import EstimatorFeed, cap_estimates  # re-exported
 from hpcgym.sim.metrics import compute_metrics
 from hpcgym.sim.view import EngineView
 from hpcgym.workload.core import Workload
 
 __all__ = [
     "BACKFILLS",
+    "EstimatorFeed",
+    "cap_estimates",
     "CANDIDATE_MODES",
     "CORRECTIONS",
     "Event",
@@ -98,59 +101,6 @@ CORRECTIONS: dict[str, int] = {
 CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}
 
 
-def cap_estimates(est: np.ndarray, request: np.ndarray) -> np.ndarray:
-    """Estimates as the engine uses them: non-finite -> the request; then clipped to
-    ``[min(1 s, request), request]``."""
-    est = np.where(np.isfinite(est), est, request)
-    return np.clip(est, np.minimum(1.0, request), request)
-
-
-class EstimatorFeed:
-    """Keeps an online :class:`Estimator` in step with a :class:`Simulation`.
-
-    :meth:`predict` first tells the estimator about every job that finished
-    (``observe_finished``, completion order) and started (``observe_started``) since
-    the previous call, then asks it for the jobs ``lo .. hi-1`` (submitted now) with a
-    :class:`SystemView` of the current state, and writes the capped estimates into
-    ``out``. The engine uses it for its own estimator; the env uses a second one for
-    an optional feature predictor.
-    """
-
-    def __init__(self, estimator: Estimator) -> None:
-        self.estimator = estimator
-        self.finished_seen = 0
-        self.started_seen = 0
-
-    def predict(self, sim: Simulation, lo: int, hi: int, out: np.ndarray) -> None:
-        est = self.estimator
-        JF, JI, C = sim.JF, sim.JI, sim.C
-        nfin = int(C[K.C_NFIN])
-        if nfin > self.finished_seen:
-            jobs = JI[K.I_FIN, self.finished_seen : nfin].copy()
-            est.observe_finished(jobs, JF[K.F_START, jobs] + JF[K.F_RUNTIME, jobs])
-            self.finished_seen = nfin
-        nst = int(C[K.C_NSTART])
-        if nst > self.started_seen:
-            jobs = JI[K.I_STARTLOG, self.started_seen : nst].copy()
-            est.observe_started(jobs, JF[K.F_START, jobs])
-            self.started_seen = nst
-        if hi <= lo:
-            return
-        view = SystemView(
-            now=sim.now,
-            running=JI[K.I_RUN, : int(C[K.C_RLEN])].copy(),
-            start=JF[K.F_START],
-            free=int(C[K.C_FREE]),
-            machine_size=int(C[K.C_M]),
-        )
-        req = JF[K.F_REQUEST]
-        for j in range(lo, hi):
-            v = float(est.predict(j, view))
-            if not np.isfinite(v):
-                v = req[j]
-            out[j] = min(max(v, min(1.0, req[j])), req[j])
-
-
 def _copy_generator(g: np.random.Generator) -> np.random.Generator:
     """An independent generator in the same state as ``g`` (cheaper than deepcopy)."""
     bg = type(g.bit_generator)()
@@ -165,6 +115,7 @@ class Event(enum.IntEnum):
     ESTIMATE = K.EV_ESTIMATE  # handled inside advance(); never returned to callers
     DECISION = K.EV_DECISION
     PAUSE = K.EV_PAUSE  # advance(until=...) stopped before an event later than `until`
+    QUEUE = K.EV_QUEUE  # policy="external": choose the head of the queue (choose())
 
 
 def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
@@ -175,7 +126,9 @@ def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
 
 
 def policy_id(name: str) -> int:
-    return int(_choice("policy", name, POLICIES)[0])
+    if str(name).lower() == "external":
+        return K.POL_EXTERNAL
+    return int(_choice("policy", name, {**POLICIES, "external": None})[0])
 
 
 @dataclass
@@ -227,7 +180,10 @@ class Simulation:
     """The resumable state of one simulated window.
 
     :param workload: jobs to simulate (a window of a trace; submit-ordered)
-    :param policy: queue policy name (see :data:`POLICIES`)
+    :param policy: queue policy name (see :data:`POLICIES`), or ``external``: the caller
+        chooses the head of the queue at every queue decision (:attr:`Event.QUEUE`,
+        :meth:`choose`); the engine starts it if it fits, else reserves for it and
+        backfills with ``backfill``
     :param backfill: ``none``, ``easy``, ``sjbf``, ``conservative`` or ``external``
         (decisions are made by the caller at decision points)
     :param estimate: ``request``, ``actual``, an :class:`Estimator`, or a float array
@@ -246,6 +202,16 @@ class Simulation:
     :param decider: a Python backfiller ``decide(sim) -> job | None`` (see
         :mod:`hpcgym.sim.deciders`) that :meth:`run` uses when called without a
         callback; its ``counters`` (if any) are merged into the result's
+    :param chooser: with ``policy="external"``: a queue decider ``choose(sim) -> job``
+        (e.g. :class:`hpcgym.sim.queue_deciders.ScheduleOracle`) that :meth:`run` uses
+        at queue decisions; its ``counters`` are merged like the decider's
+    :param rest_order: with ``policy="external"``: the queue policy that orders the jobs
+        behind the chosen head, which is the order plain EASY backfills in (SJBF sorts
+        them by estimate anyway); default ``FCFS``
+    :param commit_head: with ``policy="external"``: a chosen head that does not fit keeps
+        its place until it starts (RLScheduler's semantics); default ``False``: the head
+        is chosen again at every scheduling pass, exactly as the built-in policies
+        re-order the queue
     """
 
     def __init__(
@@ -260,6 +226,9 @@ class Simulation:
         external_order: str = "policy",
         seed: int | np.random.Generator | None = 0,
         decider: Callable[[Simulation], int | None] | None = None,
+        chooser: Callable[[Simulation], int] | None = None,
+        rest_order: str = "FCFS",
+        commit_head: bool = False,
     ) -> None:
         n = len(workload)
         if n == 0:
@@ -269,6 +238,12 @@ class Simulation:
         self.backfill_mode = backfill.lower()
         pol = policy_id(policy)
         bf = _choice("backfill", backfill, BACKFILLS)
+        if pol == K.POL_EXTERNAL and bf == K.BF_CONSERVATIVE:
+            raise ValueError(
+                "policy='external' chooses one head at a time; conservative backfilling "
+                "reserves for every job in queue order: use backfill none, easy, sjbf or "
+                "external"
+            )
         corr = _choice("correction", correction, CORRECTIONS)
         cand = _choice("candidate mode", candidates, CANDIDATE_MODES)
         ext = _choice("external order", external_order, {"policy": 0, "sjbf": 1})
@@ -300,6 +275,10 @@ class Simulation:
         C[K.C_CORRECTION] = corr
         C[K.C_HEAD] = -1
         C[K.C_BFMODE] = ext
+        C[K.C_QCHOICE] = -1
+        C[K.C_QCOMMIT] = int(bool(commit_head))
+        C[K.C_QREST] = policy_id(rest_order)
+        self.rest_order = rest_order.upper()
         S[K.S_SHADOW] = np.inf
         S[K.S_UNTIL] = np.inf
         S[K.S_T] = workload.submit[0]
@@ -356,6 +335,9 @@ class Simulation:
         self.decider = decider
         if decider is not None:
             self.config["decider"] = getattr(decider, "name", type(decider).__name__)
+        self.chooser = chooser
+        if chooser is not None:
+            self.config["chooser"] = getattr(chooser, "name", type(chooser).__name__)
         self._view: EngineView | None = None
         self._arrival_observers: list[Callable[[Simulation, int, int], None]] = []
 
@@ -372,7 +354,7 @@ class Simulation:
         return int(self.C[K.C_PHASE]) == K.P_DONE
 
     def advance(self, until: float | None = None) -> Event:
-        """Run to the next decision point (external backfill) or to the end.
+        """Run to the next decision point (external backfill or queue) or to the end.
 
         :param until: also stop (``Event.PAUSE``) before handling events later than
             this time; the next call continues from there. ``None``: no limit
@@ -468,6 +450,27 @@ class Simulation:
             raise RuntimeError("stop() is only valid at a decision point")
         K.stop_backfilling(self.C)
 
+    def choose(self, job: int) -> None:
+        """Make ``job`` (a waiting job) the head of the queue at this queue decision
+        (:attr:`Event.QUEUE`); :meth:`advance` then starts it if it fits, else reserves
+        for it and backfills, and stops at the next decision.
+
+        Raises ``ValueError`` if the job is not waiting.
+        """
+        if int(self.C[K.C_PHASE]) != K.P_QUEUE:
+            raise RuntimeError("choose() is only valid at a queue decision (Event.QUEUE)")
+        job = int(job)
+        if not (0 <= job < len(self.workload)) or int(self.JI[K.I_STATUS, job]) != K.ST_WAITING:
+            raise ValueError(f"job {job} is not waiting; valid: {self.waiting().tolist()}")
+        self.C[K.C_QCHOICE] = job
+
+    def policy_order(self, policy: str) -> np.ndarray:
+        """The waiting jobs in the order of queue ``policy`` (the head it would choose
+        first; keys at the current time, ties by index, no starvation rule)."""
+        out = self._buf_jobs
+        c = KX.policy_order(self.JF, self.JI, self.S, self.C, policy_id(policy), out)
+        return out[:c].copy()
+
     def would_delay(self, job: int) -> bool:
         """Whether starting ``job`` now would delay the head's reservation."""
         return not bool(K.easy_allows(self.JF, self.JI, self.S, self.C, int(job)))
@@ -515,9 +518,12 @@ class Simulation:
             "violations": int(C[K.C_VIOLATIONS]),
             "corrections": int(C[K.C_CORRECTIONS]),
         }
-        extra = getattr(self.decider, "counters", None)
-        if isinstance(extra, dict):
-            out.update(extra)
+        if int(C[K.C_POLICY]) == K.POL_EXTERNAL:
+            out["queue_decisions"] = int(C[K.C_QDECISIONS])
+        for d in (self.decider, self.chooser):
+            extra = getattr(d, "counters", None)
+            if isinstance(extra, dict):
+                out.update(extra)
         return out
 
     def result(self) -> SimResult:
@@ -539,23 +545,33 @@ class Simulation:
             else self.JF[K.F_HEADSINCE].copy(),
         )
 
-    def run(self, decide: Callable[[Simulation], int | None] | None = None) -> SimResult:
+    def run(
+        self,
+        decide: Callable[[Simulation], int | None] | None = None,
+        choose: Callable[[Simulation], int] | None = None,
+    ) -> SimResult:
         """Run to the end. With ``backfill="external"``, ``decide(sim)`` returns the job
         to start at each decision point, or ``None`` to stop backfilling there
-        (default: the simulation's ``decider``). The time spent in ``decide`` counts in
-        the result's ``sim_seconds``."""
-        if decide is None:
-            decide = self.decider
-        while self.advance() == Event.DECISION:
-            if decide is None:
-                raise RuntimeError("backfill='external' needs a decide() callback")
+        (default: the simulation's ``decider``); with ``policy="external"``,
+        ``choose(sim)`` returns the head at each queue decision (default: the
+        ``chooser``). The time spent in both counts in the result's ``sim_seconds``."""
+        decide = self.decider if decide is None else decide
+        choose = self.chooser if choose is None else choose
+        while (ev := self.advance()) != Event.DONE:
             t0 = time.perf_counter()
-            j = decide(self)
-            self._sim_seconds += time.perf_counter() - t0
-            if j is None:
-                self.stop()
+            if ev == Event.QUEUE:
+                if choose is None:
+                    raise RuntimeError("policy='external' needs a choose() callback")
+                self.choose(choose(self))
             else:
-                self.backfill(j)
+                if decide is None:
+                    raise RuntimeError("backfill='external' needs a decide() callback")
+                j = decide(self)
+                if j is None:
+                    self.stop()
+                else:
+                    self.backfill(j)
+            self._sim_seconds += time.perf_counter() - t0
         return self.result()
 
     # ------------------------------------------------- snapshots and rollouts
@@ -564,6 +580,7 @@ class Simulation:
         "_feed",
         "rng",
         "decider",
+        "chooser",
         "config",
         "backfill_mode",
         "estimate_name",
@@ -618,7 +635,7 @@ class Simulation:
         the random generator and (if ``decider``) the decider; advancing either one
         never changes the other. Cost: a few array copies (no re-simulation).
 
-        :param decider: also copy the decider; ``False`` leaves the clone without one
+        :param decider: also copy the decider and chooser; ``False`` leaves the clone without
             (for rollouts that :meth:`switch` to a built-in backfiller)
 
         Arrival observers (:meth:`observe_arrivals`) are not copied: they belong to the
@@ -637,17 +654,21 @@ class Simulation:
         new._arrival_observers = []
         if new._feed is None:
             new.C[K.C_ONLINE] = 0
-        if self.estimator is None and (self.decider is None or not decider):
+        if self.estimator is None and (
+            (self.decider is None and self.chooser is None) or not decider
+        ):
             # fast path (rollouts): nothing else refers to the generator
             new.rng = _copy_generator(self.rng)
         else:
-            keys = ("estimator", "_feed", "rng") + (("decider",) if decider else ())
+            keys = ("estimator", "_feed", "rng") + (("decider", "chooser") if decider else ())
             py = {k: getattr(self, k) for k in keys}
             for k, v in self._py_state(new, py, self).items():
                 setattr(new, k, v)
         if not decider:
             new.decider = None
+            new.chooser = None
             new.config.pop("decider", None)
+            new.config.pop("chooser", None)
         return new
 
     def switch(
@@ -655,6 +676,7 @@ class Simulation:
         backfill: str | None = None,
         estimate: str | np.ndarray | None = None,
         last_job: int | None = None,
+        policy: str | None = None,
     ) -> None:
         """Continue this simulation under another configuration (rollouts).
 
@@ -670,6 +692,9 @@ class Simulation:
             job, capped at the request) for every job not yet done; detaches an online
             estimator. Running jobs take the new estimate as their running estimate if
             it still lies in the future.
+        :param policy: a built-in queue policy to continue with (rollouts of a queue
+            decider); drops the chooser. At a pending queue decision the interrupted
+            pass is run again at the current time by that policy
         :param last_job: only jobs ``0 .. last_job-1`` arrive from now on (a rollout
             horizon); must not be below the number of jobs already arrived. Jobs
             beyond it never start, so :meth:`result` is not meaningful afterwards.
@@ -696,7 +721,7 @@ class Simulation:
             else:
                 est = self._cap(np.asarray(estimate, dtype=np.float64))
                 self.estimate_name = "array"
-            K.set_estimates(JF, JI, S, C, est)
+            KX.set_estimates(JF, JI, S, C, est)
             C[K.C_ONLINE] = 0
             self.estimator, self._feed = None, None
             self.config["estimate"] = self.estimate_name
@@ -711,12 +736,21 @@ class Simulation:
             if bf != K.BF_EXTERNAL:
                 self.decider = None
                 self.config.pop("decider", None)
+        if policy is not None:
+            pol = policy_id(policy)
+            if pol == K.POL_EXTERNAL:
+                raise ValueError("switch(policy=...) takes a built-in queue policy")
+            self.policy = policy.upper()
+            self.config["policy"] = self.policy
+            self.chooser = None
+            self.config.pop("chooser", None)
+            KX.set_policy(JF, JI, S, C, self.PF, pol)
         if deciding:
             if int(C[K.C_BACKFILL]) == K.BF_EXTERNAL:
                 if estimate is not None:
                     K._compute_shadow(JF, JI, S, C, int(C[K.C_HEAD]))
             else:
-                K.rerun_pass(JF, JI, S, C, self.PF)
+                KX.rerun_pass(JF, JI, S, C, self.PF)
 
 
 def warmup() -> None:

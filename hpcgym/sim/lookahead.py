@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hpcgym.sim import _core as K
+from hpcgym.sim import _core_ext as KX
 from hpcgym.sim.samplers import (  # re-exported: the samplers lived here before
     Ave2ResidualSampler,
     RuntimeSampler,
@@ -414,7 +415,7 @@ def _compose(
     C[K.C_N] = n
     C[K.C_ONLINE] = 0
     C[K.C_BACKFILL] = K.BF_SJBF
-    K.rebuild_running(JF, JI, C)
+    KX.rebuild_running(JF, JI, C)
     return JF, JI, S, C, np.zeros((2, 1))
 
 
@@ -755,7 +756,7 @@ class Lookahead(_Counted):
                     K.stop_backfilling(C)
                 else:
                     K.backfill_start(JF, JI, S, C, o)
-                    K.rerun_pass(JF, JI, S, C, PF)
+                    KX.rerun_pass(JF, JI, S, C, PF)
                 K.advance(JF, JI, S, C, PF)
                 values[s, i] = bsld(JF[K.F_START, jobs] - sub, rt).mean()
         mean = values.mean(axis=0)

@@ -103,11 +103,16 @@ class SchedulerSpec:
         decider's candidate mode and a fresh decider, which :meth:`Simulation.run` uses.
         """
         decider = self.make_decider() if backfill is None else None
+        chooser = None
+        if getattr(decider, "decides", "backfill") == "queue":
+            chooser, decider = decider, None  # a queue decider: policy="external"
         if decider is not None:
             backfill, candidates = "external", decider.candidates
         return Simulation(
             workload,
-            policy=self.policy,
+            policy="external" if chooser is not None else self.policy,
+            rest_order=self.policy,
+            chooser=chooser,
             backfill=backfill or self.backfill,
             estimate=self._estimator(),
             correction=self.correction,
@@ -123,6 +128,10 @@ class SchedulerSpec:
         if self.decider is None:
             return None
         from hpcgym.sim.deciders import make_decider
+        from hpcgym.sim.queue_deciders import CHOOSERS, make_chooser
+
+        if self.decider.lower() in CHOOSERS:
+            return make_chooser(self.decider, **dict(self.decider_kwargs))
 
         return make_decider(self.decider, **dict(self.decider_kwargs))
 
@@ -253,6 +262,23 @@ NAMED: dict[str, SchedulerSpec] = {
             decider="lookahead",
         ),
         _s(
+            "SCHEDULE-ORACLE",
+            "CLAIRVOYANT upper bound, not a scheduler: one-step lookahead over the head of the "
+            "queue, the first k=8 jobs of the reference order (the POLICY of POLICY+"
+            "SCHEDULE-ORACLE) rolled out with that policy and EASY-SJBF on the window's "
+            "actual future (options k, horizon)",
+            backfill="sjbf",
+            decider="schedule-oracle",
+        ),
+        _s(
+            "SCHEDULE-LOOKAHEAD",
+            "online one-step lookahead over the head of the queue: the first k=8 jobs of the "
+            "reference order rolled out with that policy and EASY-SJBF on Monte Carlo "
+            "futures sampled from the past (options of LOOKAHEAD, z=1)",
+            backfill="sjbf",
+            decider="schedule-lookahead",
+        ),
+        _s(
             "EASY-HMM",
             "FCFS + EASY whose backfill test is Nissimov's probabilistic one (tau=0.05) on "
             "HMM runtime distributions; requests for the reservation",
@@ -315,8 +341,9 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
         kw["warm"] = warm_label(kw["warm"])
     if "decider" in kw:
         from hpcgym.sim.deciders import DECIDERS
+        from hpcgym.sim.queue_deciders import CHOOSERS
 
-        _check("decider", kw["decider"], DECIDERS)
+        _check("decider", kw["decider"], {**DECIDERS, **CHOOSERS})
         kw["decider"] = kw["decider"].lower()
     return kw, opts
 

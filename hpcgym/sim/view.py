@@ -48,6 +48,8 @@ class EngineView:
         "order_buffer",
         "procs",
         "request",
+        "running_buffer",
+        "running_estimate",
         "start",
         "submit",
         "waiting_buffer",
@@ -72,6 +74,11 @@ class EngineView:
         self.order_buffer: np.ndarray = _ro(JI[K.I_ORDER])
         #: finished jobs in completion order: ``finished_buffer[:n_finished]``
         self.finished_buffer: np.ndarray = _ro(JI[K.I_FIN])
+        #: running jobs by estimated end (``start + running_estimate``, then index):
+        #: ``running_buffer[:n_running]``
+        self.running_buffer: np.ndarray = _ro(JI[K.I_RUN])
+        #: a running job's current estimate of its duration (after corrections)
+        self.running_estimate: np.ndarray = _ro(JF[K.F_REST])
 
     # ------------------------------------------------------------------ time
     @property
@@ -93,6 +100,15 @@ class EngineView:
     @property
     def n_waiting(self) -> int:
         return int(self._C[K.C_QLEN])
+
+    @property
+    def n_running(self) -> int:
+        return int(self._C[K.C_RLEN])
+
+    @property
+    def queue_decisions(self) -> int:
+        """Queue decisions asked so far (``policy="external"``)."""
+        return int(self._C[K.C_QDECISIONS])
 
     @property
     def n_order(self) -> int:
