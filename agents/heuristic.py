@@ -56,8 +56,9 @@ class HeuristicAgent(ABC):
         :param state: recurrent state; unused, returned unchanged
         :param episode_start: unused (SB3 compatibility)
         :param deterministic: unused by the deterministic heuristics; see :class:`RandomValid`
-        :param action_masks: bool ``(K + 1,)`` / ``(N, K + 1)``; ``None``: derived from the
-            validity flags (see the class docstring)
+        :param action_masks: bool ``(K + 1,)`` / ``(N, K + 1)``, or ``(K,)`` / ``(N, K)`` for
+            an env without STOP (Schedule-v0); ``None``: derived from the validity flags
+            (see the class docstring)
         :return: ``(actions, state)``
         """
         obs = np.asarray(observation)
@@ -76,12 +77,13 @@ class HeuristicAgent(ABC):
                 if not np.isin(masks, (0, 1)).all():
                     raise ValueError("action_masks must be boolean (or 0/1)")
                 masks = masks.astype(bool)
-            if single and masks.shape == (k + 1,):
+            if single and masks.shape in ((k + 1,), (k,)):
                 masks = masks[None]
-            if masks.shape != (n, k + 1):
+            if masks.shape not in ((n, k + 1), (n, k)):
                 raise ValueError(
                     f"action_masks shape {masks.shape} does not match the observation "
-                    f"{obs.shape}: expected {(k + 1,) if single else (n, k + 1)} (K rows + STOP)"
+                    f"{obs.shape}: expected {(k + 1,) if single else (n, k + 1)} (K rows + "
+                    f"STOP, Backfill-v0) or {(k,) if single else (n, k)} (K rows, Schedule-v0)"
                 )
         actions = np.asarray(self.select(batch, masks), dtype=np.int64)
         if actions.shape != (n,):
@@ -119,7 +121,8 @@ class FirstValid(HeuristicAgent):
     def select(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         k = observations.shape[1]
         rows = masks[:, :k]
-        return np.where(rows.any(axis=1), rows.argmax(axis=1), k).astype(np.int64)
+        none = k if masks.shape[1] > k else 0  # STOP, or row 0 without a STOP action
+        return np.where(rows.any(axis=1), rows.argmax(axis=1), none).astype(np.int64)
 
 
 class RandomValid(HeuristicAgent):
@@ -144,7 +147,7 @@ class RandomValid(HeuristicAgent):
     def select(self, observations: np.ndarray, masks: np.ndarray) -> np.ndarray:
         k = observations.shape[1]
         allowed = masks.copy()
-        if not self.include_stop:
+        if not self.include_stop and masks.shape[1] > k:
             has_row = allowed[:, :k].any(axis=1)
             allowed[has_row, k] = False
         counts = allowed.sum(axis=1)

@@ -401,6 +401,8 @@ class KernelNetwork(nn.Module):
 
     def forward_actor(self, rows: th.Tensor) -> th.Tensor:
         scores, emb, valid = self._active_scores(rows)
+        if self.stop_score == "none":  # Schedule-v0: one action per row, no STOP
+            return scores
         if self.stop_bias is not None:
             stop = self.stop_bias.expand(scores.shape[0])
         elif self.stop_net is not None:
@@ -462,6 +464,9 @@ class KernelPolicy(MaskableActorCriticPolicy):
     when no action mask is passed. The logits are ``[row scores..., STOP score]``, the
     distribution is sb3-contrib's masked categorical (masked softmax). Because the kernel is
     shared, permuting the rows permutes the row logits; the STOP logit is unchanged.
+
+    With ``Discrete(K)`` actions (``hpcgym/Schedule-v0``: one action per row, no STOP)
+    the logits are the row scores alone and ``stop_score`` is ignored.
 
     STOP score (``stop_score``), the one action that is not a row:
 
@@ -601,12 +606,15 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 f"KernelPolicy needs a Discrete(K + 1) action space, got {action_space!r}"
             )
         n_rows = int(observation_space.shape[0])
-        if int(action_space.n) != n_rows + 1:
+        if int(action_space.n) not in (n_rows, n_rows + 1):
             raise ValueError(
                 f"action space Discrete({int(action_space.n)}) does not match {n_rows} "
-                f"observation rows: expected Discrete({n_rows + 1}) (one action per row + STOP)"
+                f"observation rows: expected Discrete({n_rows + 1}) (one action per row + STOP, "
+                f"Backfill-v0) or Discrete({n_rows}) (one action per row, Schedule-v0)"
             )
-        if stop_score not in STOP_SCORES:
+        if int(action_space.n) == n_rows:
+            stop_score = "none"  # no STOP action: the logits are the row scores
+        elif stop_score not in STOP_SCORES:
             raise ValueError(f"stop_score must be one of {STOP_SCORES}, got {stop_score!r}")
         if value_head not in VALUE_HEADS:
             raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {value_head!r}")
@@ -646,7 +654,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
         )
 
         # same distribution as sb3-contrib's, computed faster (see FastMaskableCategorical)
-        self.action_dist = FastMaskableCategoricalDistribution(n_rows + 1)
+        self.action_dist = FastMaskableCategoricalDistribution(int(action_space.n))
 
     # ------------------------------------------------------------------ construction
     def _build_mlp_extractor(self) -> None:

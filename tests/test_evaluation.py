@@ -211,6 +211,7 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
     assert list(rows[0]) == [
         "trace", "method", "kind", "windows", "mean_avg_bsld", "median_avg_bsld",
         "std_avg_bsld", "min_avg_bsld", "max_avg_bsld", "mean_avg_wait", "mean_utilization",
+        "mean_max_wait", "mean_p99_bsld", "tail_max_wait", "tail_p99_bsld", "tail",
         "vs_reference_pct", "paper_table4", "geo_ratio", "ci_low", "ci_high", "wins",
         "verdict", "head_delayed", "head_delay",
     ]  # fmt: skip
@@ -224,7 +225,7 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
         wrows = list(csv.DictReader(fh))
     assert list(wrows[0]) == [
         "trace", "method", "kind", "window", "start", "length", "avg_bsld", "avg_wait",
-        "avg_pp_bsld", "max_wait", "avg_turnaround", "utilization", "makespan", "backfilled",
+        "avg_pp_bsld", "max_wait", "p99_bsld", "avg_turnaround", "utilization", "makespan", "backfilled",
         "decisions", "violations", "overflow_decisions", "steps", "head_delayed", "head_delay",
     ]  # fmt: skip
     assert len(wrows) == len(labels) * len(windows.starts)
@@ -241,7 +242,10 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
     assert [m["label"] for m in doc["methods"]] == labels
     assert "--starts " + " ".join(map(str, windows.starts)) in doc["replay"]
     md = paths["table.md"].read_text()
-    assert "| method | kind | mean AVEbsld | median | min | max | mean wait (s) | vs EASY |" in md
+    assert (
+        "| method | kind | mean AVEbsld | median | min | max | mean wait (s) | max wait (h) "
+        "| p99 bsld | vs EASY |"
+    ) in md
     assert "## AVEbsld per window" in md and "## Mean wait (s) per window" in md
     for lab in labels:
         assert f"| {lab} |" in md

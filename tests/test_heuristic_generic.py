@@ -89,7 +89,13 @@ def test_shape_and_mask_errors() -> None:
     with pytest.raises(ValueError, match=r"\(K, F\)"):
         FirstValid().predict(obs[0, 0])
     with pytest.raises(ValueError, match="does not match"):
-        FirstValid().predict(obs, action_masks=masks[:, :K])
+        FirstValid().predict(obs, action_masks=masks[:, : K - 1])
+    # (N, K) masks: an env without STOP (Schedule-v0); a finished episode allows row 0
+    rows_only = masks[:, :K].copy()
+    rows_only[1, 0] = True  # MASKS[1] has no valid row: the env's pass mask
+    acts, _ = FirstValid().predict(obs, action_masks=rows_only)
+    np.testing.assert_array_equal(acts, rows_only.argmax(axis=1))
+    assert acts[1] == 0
     with pytest.raises(ValueError, match="does not match"):
         FirstValid().predict(obs[0], action_masks=masks)
     with pytest.raises(ValueError, match="boolean"):

@@ -267,7 +267,17 @@ def test_invalid_options_raise() -> None:
     with pytest.raises(ValueError, match="value_lr_ratio"):
         make_policy(value_lr_ratio=0.0)
     with pytest.raises(ValueError, match="Discrete"):
-        KernelPolicy(spaces.Box(0, 1, (K, F), np.float32), spaces.Discrete(K), lambda _: 1e-3)
+        KernelPolicy(spaces.Box(0, 1, (K, F), np.float32), spaces.Discrete(K + 2), lambda _: 1e-3)
+    # Discrete(K): the job-ordering task, one action per row and no STOP logit
+    rows_only = KernelPolicy(
+        spaces.Box(0, 1, (K, F), np.float32), spaces.Discrete(K), lambda _: 1e-3
+    )
+    assert (
+        rows_only.mlp_extractor.stop_score == "none" and rows_only.mlp_extractor.stop_bias is None
+    )
+    obs = th.zeros((2, K, F))
+    obs[:, :3, 0] = 1.0
+    assert rows_only.mlp_extractor.forward_actor(obs).shape == (2, K)
     with pytest.raises(ValueError, match="2-D Box"):
         KernelPolicy(spaces.Box(0, 1, (K * F,), np.float32), spaces.Discrete(K + 1), lambda _: 1e-3)
 

@@ -23,6 +23,7 @@ import numpy as np
 from hpcgym.envs.features import has_extended
 from hpcgym.workload import trace_spec
 from train.config import ConfigError, TrainConfig
+from train.tasks import env_class, task_env_kwargs
 
 __all__ = [
     "ANCHOR_FILE",
@@ -41,19 +42,19 @@ __all__ = [
 _RESEED_STRIDE = 7919
 
 
-def _monitored(kwargs: dict[str, Any], seed: int) -> Any:
+def _monitored(kwargs: dict[str, Any], seed: int, task: str = "backfill") -> Any:
     """One ``Monitor``-wrapped training env (what ``make_vec_env`` builds per rank)."""
     from stable_baselines3.common.monitor import Monitor
 
-    from hpcgym.envs.backfill_env import BackfillEnv
-
-    env = BackfillEnv(**kwargs)
+    env = env_class(task)(**kwargs)
     env.action_space.seed(seed)
     return Monitor(env)
 
 
 def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
-    """Constructor arguments of :class:`~hpcgym.envs.backfill_env.BackfillEnv`.
+    """Constructor arguments of the run's env: :class:`~hpcgym.envs.backfill_env.BackfillEnv`
+    (``--task backfill``) or :class:`~hpcgym.envs.schedule_env.ScheduleEnv` (``--task
+    schedule``; :func:`train.tasks.task_env_kwargs`).
 
     :param cfg: the run's options
     :param split: ``train``, ``test``...
@@ -62,7 +63,7 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
     trace = trace_spec(cfg.trace)
     reference = cfg.reference
     weighted = split == "train" and cfg.load_weighting > 0
-    return {
+    return task_env_kwargs(cfg, {
         "trace": trace,
         "policy": cfg.policy,
         "estimator": cfg.estimator,
@@ -82,11 +83,11 @@ def env_kwargs(cfg: TrainConfig, split: str, length: int) -> dict[str, Any]:
         # training windows only: evaluations play fixed windows
         **({"load_weighting": cfg.load_weighting} if weighted else {}),
         **({"trace_kwargs": {"lenient": True}} if cfg.lenient and trace is not None else {}),
-    }
+    })  # fmt: skip
 
 
 def measure_steps_per_trajectory(
-    kwargs: dict[str, Any], n_windows: int, seed: int
+    kwargs: dict[str, Any], n_windows: int, seed: int, task: str = "backfill"
 ) -> dict[str, float]:
     """Mean env steps of one training episode under the uniform random valid policy.
 
@@ -99,14 +100,14 @@ def measure_steps_per_trajectory(
     :param kwargs: env arguments (:func:`env_kwargs` of the training split)
     :param n_windows: windows to play
     :param seed: seed of the window draw and of the random agent
+    :param task: ``backfill`` or ``schedule`` (:data:`train.tasks.TASKS`)
     :return: ``mean``, ``std``, ``min``, ``max`` steps, ``windows``, ``seconds``
     """
-    from hpcgym.envs.backfill_env import BackfillEnv
     from hpcgym.evaluation.play import play_window
     from hpcgym_agents.heuristic import RandomValid
 
     t0 = time.perf_counter()
-    env = BackfillEnv(**kwargs)
+    env = env_class(task)(**kwargs)
     agent = RandomValid(seed=seed, include_stop=True)
     rng = np.random.default_rng(seed)
     steps = []
@@ -166,7 +167,7 @@ def plan_rollout(cfg: TrainConfig, saved: Mapping[str, Any] | None = None) -> Ro
         n_steps = int(saved["n_steps_resolved"])
     elif cfg.n_steps == "auto":
         kw = env_kwargs(cfg, "train", cfg.length)
-        calib = measure_steps_per_trajectory(kw, cfg.calib_windows, cfg.seed)
+        calib = measure_steps_per_trajectory(kw, cfg.calib_windows, cfg.seed, cfg.task)
         n_steps = max(1, math.ceil(cfg.trajectories * calib["mean"] / cfg.n_envs))
     else:
         n_steps = int(cfg.n_steps)
@@ -204,7 +205,7 @@ def make_training_envs(
     if cfg.vec_env == "native":
         from train.vecenv import NativeVecEnv
 
-        native = NativeVecEnv(cfg.n_envs, **kw)
+        native = NativeVecEnv(cfg.n_envs, task=cfg.task, **kw)
         native.seed(seed)
         return native
     # -- end speed helper
@@ -213,9 +214,9 @@ def make_training_envs(
 
     # what make_vec_env builds (Monitor, action space seeded seed + rank, vec seeded), with
     # one env keyword set per rank so that a trace mix works with every vec env kind
-    per_trace = trace_mix(kw)
+    per_trace = trace_mix(kw, env_class(cfg.task))
     fns = [
-        functools.partial(_monitored, per_trace[i % len(per_trace)], seed + i)
+        functools.partial(_monitored, per_trace[i % len(per_trace)], seed + i, cfg.task)
         for i in range(cfg.n_envs)
     ]
     venv = (SubprocVecEnv if subproc else DummyVecEnv)(fns)
@@ -251,8 +252,11 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
     if cfg.row_prior is None:
         return None
     from hpcgym.envs.observation import column_names
+    from hpcgym.envs.queue_observation import QUEUE_COLUMNS
 
     names = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
+    if cfg.task == "schedule":
+        names = QUEUE_COLUMNS
     pairs = []
     for part in cfg.row_prior.split(","):
         name, _, weight = part.partition("=")

@@ -164,7 +164,9 @@ def compact_step(obs: np.ndarray, masks: np.ndarray | None = None) -> StepRows:
     """The valid rows of ``obs`` ``(N, K, F)`` and the masks restricted to them.
 
     :param obs: observations; a row is valid when its column 0 is > 0.5 (as the policy)
-    :param masks: bool ``(N, K + 1)`` action masks (``None``: every valid row and STOP)
+    :param masks: bool ``(N, K + 1)`` action masks (``None``: every valid row and STOP), or
+        ``(N, K)`` for an env without STOP (Schedule-v0): column 0 is then the "pass"
+        column of a sample without valid rows (an episode's end), and never allowed else
     :raises ValueError: a mask allows a padding row (the policy gives padding rows the
         masked logit whatever the mask says, so such a mask cannot be followed here)
     """
@@ -175,6 +177,10 @@ def compact_step(obs: np.ndarray, masks: np.ndarray | None = None) -> StepRows:
     if masks is None:
         row_ok = np.ones(len(row_i), dtype=bool)
         stop_ok = np.ones(n, dtype=bool)
+    elif np.asarray(masks).size == n * k:  # no STOP action
+        masks = np.asarray(masks, dtype=bool).reshape(n, k)
+        row_ok = masks[env_i, row_i]
+        stop_ok = counts == 0
     else:
         masks = np.asarray(masks, dtype=bool).reshape(n, k + 1)
         if (masks[:, :k] & ~valid).any():
@@ -235,7 +241,7 @@ def check_policy(policy: Any) -> None:
     net = policy.mlp_extractor
     if not isinstance(net, KernelNetwork):
         raise ValueError(f"unexpected kernel network {type(net).__name__}")
-    if net.stop_score not in ("learned", "fixed", "pooled"):
+    if net.stop_score not in ("learned", "fixed", "pooled", "none"):
         raise ValueError(f"the lean PPO does not know stop_score={net.stop_score!r}")
     if net.row_context not in ("none", "pooled"):
         raise ValueError(f"the lean PPO does not know row_context={net.row_context!r}")
@@ -295,7 +301,9 @@ def actor_logits(policy: Any, b: CompactBatch) -> th.Tensor:
     prior = net.prior(b.rows)  # the score prior of every row (row_prior), or None
     if prior is not None:
         scores = scores + prior
-    if net.stop_bias is not None:
+    if net.stop_score == "none":  # the "pass" column, allowed only without rows
+        stop = scores.new_zeros((b.n,))
+    elif net.stop_bias is not None:
         stop = net.stop_bias.expand(b.n)
     elif net.stop_net is not None and pooled is not None:
         stop = _mlp(net.stop_net, pooled).squeeze(-1) + net.stop_init

@@ -17,13 +17,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpcgym.argtypes import nonneg_float, nonneg_int, positive_float, positive_int, unit_float
 from hpcgym.workload.sequences import VALIDATION_FRACTION
+from train.checks import baseline_problems, device_problems
 from train.options import (
     Option,
     auto_or_int,
@@ -37,6 +38,7 @@ from train.options import (
     none_or_name,
     trace_list,
 )
+from train.tasks import TASKS, task_problems
 
 __all__ = [
     "DEFAULT_BASELINES",
@@ -175,10 +177,18 @@ class TrainConfig:
         "the cache) or an SWF path; 'synthetic' = the embedded Lublin workload, "
         "'synthetic:KEY=VALUE,...' a generated one (docs/workloads.md)",
     )
+    task: str = _opt(
+        "backfill",
+        "workload",
+        "the decision learned: backfill (hpcgym/Backfill-v0) or schedule (the queue order, "
+        "hpcgym/Schedule-v0; EASY-SJBF backfills inside)",
+        choices=tuple(TASKS),
+    )
     policy: str = _opt(
         "FCFS",
         "workload",
-        "base queue policy",
+        "base queue policy (--task schedule: the rows' order and the plain reference's "
+        "policy; FCFS = the trace's reference heuristic)",
         parse=str.upper,
         choices=library_names("hpcgym.sim.engine", "POLICIES", sort=True),
         metavar="POLICY",
@@ -572,8 +582,9 @@ class TrainConfig:
                 f"(below {NO_TARGET:.0e}) or --epochs (a --time-limit alone has no step "
                 "count to anneal over)"
             )
-        out.extend(_device_problems(self.device))
-        out.extend(_baseline_problems(self.baselines))
+        out.extend(device_problems(self.device))
+        out.extend(task_problems(self))
+        out.extend(baseline_problems(self.baselines))
         if self.mix_traces and self.n_envs < 1 + len(self.mix_traces):
             out.append(
                 f"--mix-traces: {1 + len(self.mix_traces)} training traces need --n-envs >= "
@@ -747,53 +758,8 @@ def _parse_problem(parse: Callable[[str], Any], value: Any) -> str | None:
     return None
 
 
-def _device_problems(device: str) -> list[str]:
-    """Why ``device`` cannot train here (``[]``: it can). ``cpu`` needs no torch import."""
-    if device in ("cpu", "auto"):
-        return []
-    import torch
-
-    try:
-        dev = torch.device(device)
-    except (RuntimeError, TypeError):
-        return [f"--device: expected a torch device such as cpu, cuda, cuda:1, mps, got {device!r}"]
-    if dev.type == "cuda":
-        if not torch.cuda.is_available():
-            return [
-                f"--device {device}: CUDA is not available on this machine (torch "
-                f"{torch.__version__}); use --device cpu"
-            ]
-        if dev.index is not None and dev.index >= torch.cuda.device_count():
-            return [f"--device {device}: this machine has {torch.cuda.device_count()} CUDA devices"]
-    elif dev.type == "mps" and not torch.backends.mps.is_available():
-        return [f"--device {device}: MPS is not available on this machine; use --device cpu"]
-    elif dev.type not in ("cuda", "mps", "cpu"):
-        return [f"--device: expected cpu, cuda[:N], mps or auto, got {device!r}"]
-    return []
-
-
 #: Options held as tuples (lists given in Python are converted).
 _TUPLES = ("kernel_arch", "baselines", "mix_traces")
-
-
-def _baseline_problems(baselines: Sequence[str]) -> list[str]:
-    """Unknown scheduler names in ``baselines``, with the valid names (``[]``: all known)."""
-    if not baselines:
-        return []
-    from hpcgym.sim.schedulers import get_scheduler, list_schedulers
-
-    unknown = []
-    for name in baselines:
-        try:
-            get_scheduler(name)
-        except (ValueError, KeyError):
-            unknown.append(name)
-    if not unknown:
-        return []
-    return [
-        f"--baselines: unknown scheduler {', '.join(map(repr, unknown))}; valid names: "
-        f"{', '.join(list_schedulers())}"
-    ]
 
 
 def _normalized(name: str, value: Any) -> Any:

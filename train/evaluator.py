@@ -38,7 +38,14 @@ def ratio_reference(cfg: TrainConfig) -> str:
     :param cfg: the run's options
     """
     ref = str(cfg.reference)
-    return DEFAULT_RATIO_REFERENCE if ref.lower() == "none" else ref
+    ref = DEFAULT_RATIO_REFERENCE if ref.lower() == "none" else ref
+    if cfg.task == "schedule":  # a plain name runs with the env's order: say so
+        from hpcgym.sim.schedulers import NAMED, policy_name
+        from train.tasks import queue_policy
+
+        if ref.upper() in {k.upper() for k in NAMED}:
+            ref = policy_name(ref, queue_policy(cfg))
+    return ref
 
 
 def paired_stats(
@@ -171,7 +178,7 @@ class Evaluator:
         :param warn: called with the message of every skipped baseline
         :raises ConfigError: the windows do not fit in the split
         """
-        from hpcgym.envs.backfill_env import BackfillEnv
+        from train.tasks import env_class, queue_policy, task_baselines
 
         length = eval_length(cfg, len(workload), warn)
         try:
@@ -187,14 +194,14 @@ class Evaluator:
         except ValueError as exc:
             raise ConfigError(f"evaluation windows (--eval-windows/--eval-length): {exc}") from None
         kw = env_kwargs(cfg, cfg.eval_split, length)
-        envs = [BackfillEnv(**kw) for _ in starts]
-        baselines, skipped = run_baselines(
-            workload, starts, length, cfg.baselines, cfg.policy, warn
-        )
+        envs = [env_class(cfg.task)(**kw) for _ in starts]
+        policy = queue_policy(cfg)
+        names = task_baselines(cfg)
+        baselines, skipped = run_baselines(workload, starts, length, names, policy, warn)
         ref = ratio_reference(cfg)
         ref_result = baselines.get(ref)
         if ref_result is None and ref not in skipped:
-            extra, _ = run_baselines(workload, starts, length, [ref], cfg.policy, warn)
+            extra, _ = run_baselines(workload, starts, length, [ref], policy, warn)
             ref_result = extra.get(ref)
         return cls(
             envs,

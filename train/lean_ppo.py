@@ -123,7 +123,9 @@ class LeanMaskablePPO(MaskablePPO):
         if not isinstance(self.observation_space, spaces.Box) or not isinstance(
             self.action_space, spaces.Discrete
         ):
-            raise ValueError("the lean PPO needs a Box (K, F) observation and Discrete(K + 1)")
+            raise ValueError(
+                "the lean PPO needs a Box (K, F) observation and Discrete(K + 1) or Discrete(K)"
+            )
         check_policy(self.policy)
         self.rollout_buffer = CompactRolloutBuffer(
             self.n_steps, self.n_envs, self.gamma, self.gae_lambda, self.device
@@ -180,7 +182,10 @@ class LeanMaskablePPO(MaskablePPO):
         rollout_buffer.reset()
         if use_masking and not is_masking_supported(env):
             raise ValueError("Environment does not support action masking")
-        k = int(self.action_space.n) - 1  # type: ignore[attr-defined]
+        n_act = int(self.action_space.n)  # type: ignore[attr-defined]
+        # column 0: STOP (action K) with Discrete(K + 1); without STOP (Schedule-v0,
+        # Discrete(K)) the pass of a finished episode, action 0
+        k = n_act - 1 if n_act == int(self.observation_space.shape[0]) + 1 else 0
         callback.on_rollout_start()
         dones = np.zeros(env.num_envs, dtype=bool)
         new_obs = self._last_obs

@@ -27,6 +27,7 @@ from hpcgym.evaluation.statistics import spread
 from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, write_json
 from train.summary import format_paired
+from train.tasks import run_mode
 
 __all__ = [
     "SEEDS_FILE",
@@ -114,7 +115,7 @@ def start_seeds(options: Mapping[str, Any], seeds: Sequence[int], jobs: int = 1)
     """
     seeds = _check_seeds(seeds, options)
     cfg = TrainConfig.create(**options)  # every option checked before the first seed
-    name = cfg.run_name or default_run_name(cfg.trace, cfg.policy, cfg.mode, seeds)
+    name = cfg.run_name or default_run_name(cfg.trace, cfg.policy, run_mode(cfg), seeds)
     root = Path(cfg.logdir) / name
     if is_seeds_run(root) or RunDir(root).holds_run():
         raise ConfigError(

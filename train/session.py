@@ -33,6 +33,7 @@ from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, resolve_resume, write_json
 from train.stopping import TARGET, StopControl
 from train.summary import Session, build_summary
+from train.tasks import queue_policy, run_mode
 
 __all__ = ["Interrupted", "resume", "run_session", "start"]
 
@@ -84,7 +85,7 @@ def start(cfg: TrainConfig) -> dict[str, Any]:
     :raises ConfigError: the run folder already holds a run, or a user error of set-up
     """
     if cfg.run_name is None:
-        cfg = cfg.replace(run_name=default_run_name(cfg.trace, cfg.policy, cfg.mode, cfg.seed))
+        cfg = cfg.replace(run_name=default_run_name(cfg.trace, cfg.policy, run_mode(cfg), cfg.seed))
     assert cfg.run_name is not None
     run = RunDir(Path(cfg.logdir) / cfg.run_name)
     if run.holds_run():
@@ -118,19 +119,20 @@ def resume(path: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _load_workload(cfg: TrainConfig) -> Any:
     """The training env's workload (trace errors surface here as :class:`ConfigError`)."""
-    from hpcgym.envs.backfill_env import BackfillEnv
     from hpcgym.workload import TraceNotFoundError, UnknownTraceError
+    from train.tasks import env_class
 
+    env_cls = env_class(cfg.task)
     kw = env_kwargs(cfg, "train", cfg.length)
     try:
-        probe = BackfillEnv(**kw)
+        probe = env_cls(**kw)
     except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
         raise ConfigError(f"--trace {cfg.trace!r}: {exc}") from None
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     for name in cfg.mix_traces:  # loaded once here (cached): errors before any env starts
         try:
-            BackfillEnv(**{**kw, "trace": name, "est_scale": probe.est_scale})
+            env_cls(**{**kw, "trace": name, "est_scale": probe.est_scale})
         except (TraceNotFoundError, UnknownTraceError, FileNotFoundError, ValueError) as exc:
             raise ConfigError(f"--mix-traces {name!r}: {exc}") from None
     return probe
@@ -288,7 +290,7 @@ def run_session(
     close_logger(logger)
     if stop.signal is not None:
         raise Interrupted(run, steps, stop.signal, eval_cb.last_checkpoint)
-    print(final_table(summary, cfg.policy, cfg.mode))
+    print(final_table(summary, queue_policy(cfg), run_mode(cfg)))
     return summary
 
 

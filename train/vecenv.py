@@ -49,14 +49,15 @@ class NativeVecEnv(VecEnv):
     """SB3 ``VecEnv`` of ``num_envs`` backfilling envs stepped as one batch.
 
     :param num_envs: ``N``, the number of simulations
-    :param env_kwargs: keywords of :class:`~hpcgym.envs.backfill_env.BackfillEnv`
-        (``trace``, ``mode``, ``window_length``, ``reference``, ``max_queue``...)
+    :param task: ``backfill`` or ``schedule`` (:data:`train.tasks.TASKS`)
+    :param env_kwargs: keywords of the task's env (``trace``, ``window_length``,
+        ``reference``, ``max_queue``...)
     """
 
-    def __init__(self, num_envs: int, **env_kwargs: Any) -> None:
-        from hpcgym.envs.vector import BackfillVectorEnv
+    def __init__(self, num_envs: int, task: str = "backfill", **env_kwargs: Any) -> None:
+        from train.tasks import vector_class
 
-        self.venv = BackfillVectorEnv(int(num_envs), autoreset_mode="Disabled", **env_kwargs)
+        self.venv = vector_class(task)(int(num_envs), autoreset_mode="Disabled", **env_kwargs)
         super().__init__(
             int(num_envs),
             self.venv.single_observation_space,

@@ -34,7 +34,9 @@ __all__ = [
     "BackfillVectorEnv",
     "ScheduleEnv",
     "ScheduleVectorEnv",
+    "TASKS",
     "register_envs",
+    "task_env",
 ]
 
 #: Gymnasium id of :class:`BackfillEnv`
@@ -42,25 +44,43 @@ BACKFILL_ENV_ID = "hpcgym/Backfill-v0"
 #: Gymnasium id of :class:`ScheduleEnv`
 SCHEDULE_ENV_ID = "hpcgym/Schedule-v0"
 
+#: the tasks: name -> (Gymnasium id, env entry point, vector env entry point)
+TASKS: dict[str, tuple[str, str, str]] = {
+    "backfill": (
+        BACKFILL_ENV_ID,
+        "hpcgym.envs.backfill_env:BackfillEnv",
+        "hpcgym.envs.vector:BackfillVectorEnv",
+    ),
+    "schedule": (
+        SCHEDULE_ENV_ID,
+        "hpcgym.envs.schedule_env:ScheduleEnv",
+        "hpcgym.envs.vector:ScheduleVectorEnv",
+    ),
+}
+
+
+def task_env(task: str, vector: bool = False) -> Any:
+    """The env class of ``task`` (``backfill`` or ``schedule``), or its vector env class.
+
+    :raises ValueError: an unknown task, with the valid ones
+    """
+    import importlib
+
+    if task not in TASKS:
+        raise ValueError(f"unknown task {task!r}; valid choices: {', '.join(TASKS)}")
+    module, _, name = TASKS[task][2 if vector else 1].partition(":")
+    return getattr(importlib.import_module(module), name)
+
 
 def register_envs() -> None:
     """Register the hpcgym envs with Gymnasium (idempotent)."""
     import gymnasium
 
-    if BACKFILL_ENV_ID not in gymnasium.registry:
-        gymnasium.register(
-            id=BACKFILL_ENV_ID,
-            entry_point="hpcgym.envs.backfill_env:BackfillEnv",
-            vector_entry_point="hpcgym.envs.vector:BackfillVectorEnv",
-            disable_env_checker=False,
-        )
-    if SCHEDULE_ENV_ID not in gymnasium.registry:
-        gymnasium.register(
-            id=SCHEDULE_ENV_ID,
-            entry_point="hpcgym.envs.schedule_env:ScheduleEnv",
-            vector_entry_point="hpcgym.envs.vector:ScheduleVectorEnv",
-            disable_env_checker=False,
-        )
+    for env_id, entry, vector in TASKS.values():
+        if env_id not in gymnasium.registry:
+            gymnasium.register(
+                id=env_id, entry_point=entry, vector_entry_point=vector, disable_env_checker=False
+            )
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,6 @@ notes and the measured speed.
 
 from __future__ import annotations
 
-import copy
 import operator
 import os
 from typing import Any, SupportsFloat
@@ -447,29 +446,6 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         # batched mode (BackfillVectorEnv): observation and mask are written into these
         # slices of the vector env's buffers instead of fresh arrays
         self._out: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-
-    def _spawn(self, obs_out: np.ndarray, mask_out: np.ndarray) -> BackfillEnv:
-        """A twin of this env for :class:`~hpcgym.envs.vector.BackfillVectorEnv`: the same
-        configuration and the same (read-only) workload, its own generator, episode state
-        and feature predictor, writing its observation and mask into the given slices.
-
-        :param obs_out: ``(K, F)`` float32 C-contiguous slice of the batched observation
-        :param mask_out: ``(K + 1,)`` bool slice of the batched mask
-        :return: the new env (no episode yet: call ``reset``)
-        """
-        twin = copy.copy(self)
-        if isinstance(self._fpred, Estimator):
-            twin._fpred = copy.deepcopy(self._fpred)  # bound to one window at a time
-        twin.observation_space = copy.deepcopy(self.observation_space)
-        twin.action_space = copy.deepcopy(self.action_space)
-        twin._np_random = None
-        twin._np_random_seed = None
-        twin._init_episode_state()
-        twin._out = (obs_out, mask_out, twin._rows)
-        twin._obs, twin._mask = obs_out, mask_out
-        obs_out.fill(0.0)
-        mask_out.fill(False)
-        return twin
 
     # ---------------------------------------------------------------- set-up
     @property

@@ -10,6 +10,7 @@ See ``docs/env.md`` (*Vector env*) for the semantics and the measured speed.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from gymnasium.vector.utils import batch_space
 
 from hpcgym.envs.backfill_env import BackfillEnv
 from hpcgym.envs.schedule_env import ScheduleEnv
+from hpcgym.sim.estimators import Estimator
 
 __all__ = ["BackfillVectorEnv", "ScheduleVectorEnv", "trace_mix"]
 
@@ -48,6 +50,30 @@ def trace_mix(
         probe = env_class(**first)
         scales = {"est_scale": probe.est_scale, "wait_scale": probe.wait_scale}
     return [first, *({**env_kwargs, "trace": t, **scales} for t in traces[1:])]
+
+
+def spawn(env: BackfillEnv, obs_out: np.ndarray, mask_out: np.ndarray) -> BackfillEnv:
+    """A twin of ``env`` for :class:`~hpcgym.envs.vector.BackfillVectorEnv`: the same
+    configuration and the same (read-only) workload, its own generator, episode state
+    and feature predictor, writing its observation and mask into the given slices.
+
+    :param obs_out: ``(K, F)`` float32 C-contiguous slice of the batched observation
+    :param mask_out: ``(K + 1,)`` bool slice of the batched mask
+    :return: the new env (no episode yet: call ``reset``)
+    """
+    twin = copy.copy(env)
+    if isinstance(env._fpred, Estimator):
+        twin._fpred = copy.deepcopy(env._fpred)  # bound to one window at a time
+    twin.observation_space = copy.deepcopy(env.observation_space)
+    twin.action_space = copy.deepcopy(env.action_space)
+    twin._np_random = None
+    twin._np_random_seed = None
+    twin._init_episode_state()
+    twin._out = (obs_out, mask_out, twin._rows)
+    twin._obs, twin._mask = obs_out, mask_out
+    obs_out.fill(0.0)
+    mask_out.fill(False)
+    return twin
 
 
 def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
@@ -171,7 +197,7 @@ class BackfillVectorEnv(VectorEnv):
         self._mask_buf = np.zeros((n, int(first.action_space.n)), dtype=bool)
         #: the sub-envs (read-only use, please: ``envs[i].simulation``, ``candidate_jobs()``)
         self.envs: tuple[BackfillEnv, ...] = tuple(
-            firsts[i % len(firsts)]._spawn(self._obs_buf[i], self._mask_buf[i]) for i in range(n)
+            spawn(firsts[i % len(firsts)], self._obs_buf[i], self._mask_buf[i]) for i in range(n)
         )
         #: the trace of every sub-env (``trace`` given as a list: ``trace[i % len(trace)]``)
         self.traces: tuple[str, ...] = tuple(env.trace_label for env in self.envs)

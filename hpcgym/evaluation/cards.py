@@ -73,6 +73,10 @@ CARD_ENV_KEYS: tuple[str, ...] = (
 )
 
 
+#: card keys of Backfill-v0 only (a Schedule-v0 card's ``policy`` is its env's ``order``)
+_BACKFILL_ONLY: tuple[str, ...] = ("policy", "mode", "feature_predictor", "features")
+
+
 def canonical_trace(name: str | None) -> str:
     """The registry's spelling of a trace name (``sdsc-sp2`` -> ``SDSC-SP2``), else as is."""
     if name is None:
@@ -141,6 +145,9 @@ class ModelCard:
         env = {k: data[k] for k in CARD_ENV_KEYS if data.get(k) is not None}
         env["policy"] = str(data["policy"]).upper()
         env["mode"] = str(data["mode"]).lower()
+        if data.get("task", "backfill") == "schedule":  # a Schedule-v0 agent: its row order
+            env = {k: v for k, v in env.items() if k not in _BACKFILL_ONLY}
+            env.update(task="schedule", order=str(data["policy"]).upper())
 
         def num(key: str) -> float | None:
             v = data.get(key)
@@ -151,8 +158,8 @@ class ModelCard:
             name=name,
             model=mpath,
             trace=canonical_trace(str(data["trace"])),
-            policy=env["policy"],
-            mode=env["mode"],
+            policy=str(data["policy"]).upper(),
+            mode=str(data["mode"]).lower(),
             env=env,
             est_scale=num("est_scale"),
             wait_scale=num("wait_scale"),
@@ -208,6 +215,17 @@ def zip_timesteps(path: Path) -> int | None:
     except (OSError, KeyError, ValueError, zipfile.BadZipFile):
         return None
     return int(value) if isinstance(value, int | float) else None
+
+
+def _task_keys(cfg: dict[str, Any]) -> dict[str, Any]:
+    """``policy`` and ``mode`` of a run's card; a Schedule-v0 run adds ``task`` and writes
+    its row order as ``policy`` (mode ``schedule``)."""
+    if cfg.get("task", "backfill") != "schedule":
+        return {"policy": cfg.get("policy", "FCFS"), "mode": cfg.get("mode", "guarded")}
+    from hpcgym.sim.references import schedule_order
+
+    order = schedule_order(cfg.get("policy"), canonical_trace(cfg.get("trace")))
+    return {"task": "schedule", "policy": order, "mode": "schedule"}
 
 
 def card_from_run(
@@ -287,8 +305,7 @@ def card_from_run(
         "split": "train",
         "train_fraction": cfg.get("train_fraction", 0.7),
         "validation_fraction": cfg.get("validation_fraction", VALIDATION_FRACTION),
-        "policy": cfg.get("policy", "FCFS"),
-        "mode": cfg.get("mode", "guarded"),
+        **_task_keys(cfg),
         "normalizer": cfg.get("reference", cfg.get("normalizer")),  # the reward's reference
         "objective": cfg.get("objective", "bsld"),
         "estimator": cfg.get("estimator", "request"),

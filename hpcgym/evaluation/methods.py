@@ -99,7 +99,7 @@ class Method:
             from hpcgym.sim import get_scheduler
 
             return str(get_scheduler(self.spec).policy).upper()
-        return str(self.env.get("policy", "FCFS")).upper()
+        return str(self.env.get("policy", self.env.get("order", "FCFS"))).upper()
 
     def to_dict(self) -> dict[str, Any]:
         """The method as JSON (``results.json``, ``methods``)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from hpcgym.evaluation.fairness import MAX_WAIT_FLOOR, TAIL_TOLERANCE, tail_cell
 from hpcgym.evaluation.methods import AGENT_HEURISTICS
 from hpcgym.evaluation.results import (
     SUMMARY_COLUMNS,
@@ -66,6 +67,9 @@ def markdown_table(result: EvalResult) -> str:
     has_paper = any(s["paper_table4"] is not None for s in summ)
     ref = result.reference if result.reference in result.labels else None
     head = ["method", "kind", "mean AVEbsld", "median", "min", "max", "mean wait (s)"]
+    fair = any(s["mean_p99_bsld"] is not None for s in summ)
+    if fair:
+        head += ["max wait (h)", "p99 bsld"]
     if ref:
         head.append(f"vs {ref}")
     if has_paper:
@@ -73,6 +77,8 @@ def markdown_table(result: EvalResult) -> str:
     stats = result.ratio_values is not None
     if stats:
         head += [f"ratio vs {result.ratio_reference}", "95% interval", "wins", "verdict"]
+        if fair:
+            head.append("tail: max wait / p99 (upper 95%)")
     delays = any(s["head_delayed"] is not None for s in summ)
     if delays:
         head.append("late heads (mean delay)")
@@ -88,6 +94,9 @@ def markdown_table(result: EvalResult) -> str:
             fmt(s["max_avg_bsld"]),
             fmt(s["mean_avg_wait"], 0),
         ]
+        if fair:
+            mw = s["mean_max_wait"]
+            cells += ["—" if mw is None else fmt(mw / 3600.0, 1), fmt(s["mean_p99_bsld"], 1)]
         if ref:
             v = s["vs_reference_pct"]
             cells.append("—" if v is None else f"{v:+.1f}%")
@@ -100,6 +109,8 @@ def markdown_table(result: EvalResult) -> str:
                 f"{s['wins']}/{s['windows']}",
                 s["verdict"] or "—",
             ]
+            if fair:
+                cells.append(tail_cell(s))
         if delays:
             cells.append(late_heads_cell(s["head_delayed"], s["head_delay"]))
         lines.append("| " + " | ".join(cells) + " |")
@@ -111,6 +122,8 @@ def markdown_table(result: EvalResult) -> str:
         ]
     if stats:
         lines += ["", ratio_caption(result.ratio_reference or "", len(w.starts))]
+    if fair:
+        lines += ["", FAIRNESS_CAPTION]
     if delays:
         lines += ["", LATE_HEADS_CAPTION]
     if has_paper:
@@ -158,6 +171,17 @@ def markdown_table(result: EvalResult) -> str:
     lines += ["", "Replay: `" + result.replay_command() + "`", ""]
     return "\n".join(lines)
 
+
+#: What the fairness columns say.
+FAIRNESS_CAPTION = (
+    "`max wait (h)`, `p99 bsld`: means over the windows of each window's maximum wait and "
+    "99th-percentile bounded slowdown (the tail an SJF-like order can starve). `tail`: the "
+    "upper ends of the 95% intervals of the paired geometric-mean ratios of these two "
+    f"(max wait floored at {MAX_WAIT_FLOOR:.0f} s) against the ratio reference; `not worse` "
+    f"when both are at most {TAIL_TOLERANCE:.2f} (`hpcgym.evaluation.fairness`). A method is "
+    "better than the reference only with an AVEbsld interval below 1 and a tail that is "
+    "not worse."
+)
 
 #: What the "late heads" column counts.
 LATE_HEADS_CAPTION = (

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.evaluation.fairness import FAIRNESS_COLUMNS, fairness
 from hpcgym.evaluation.methods import AGENT_HEURISTICS, Method
 from hpcgym.evaluation.paper.constants import LABEL_TO_T4, PAPER_LENGTH, PAPER_TABLE4
 from hpcgym.evaluation.play import AGENT_COUNTERS, HEAD_DELAY_METRICS, WINDOW_METRICS
@@ -62,6 +63,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "max_avg_bsld",
     "mean_avg_wait",
     "mean_utilization",
+    *FAIRNESS_COLUMNS,
     "vs_reference_pct",
     "paper_table4",
     *STAT_COLUMNS,
@@ -166,6 +168,7 @@ class EvalResult:
                     if ref_mean is None or ref_mean == 0
                     else 100.0 * (ref_mean - mean) / ref_mean,
                     "paper_table4": paper.get(m.label),
+                    **fairness(self, m.label),
                     **self.paired(m.label),
                     **self.head_delays(m.label),
                 }

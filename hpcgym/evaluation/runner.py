@@ -262,9 +262,10 @@ def _make_agent(method: Method, start: int) -> Any:
 
 def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> Any:
     """The (cached) env of an agent method on a trace of the context."""
-    from hpcgym.envs.backfill_env import BackfillEnv
+    from hpcgym.envs import task_env
 
     kw = dict(method.env)
+    env_cls = task_env(kw.pop("task", "backfill"))
     if model is not None:
         shape = tuple(model.observation_space.shape)
         if kw.get("max_queue") is None:
@@ -280,7 +281,7 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
             _ENVS.clear()
         if method.est_scale is not None:
             kw["est_scale"] = float(method.est_scale)
-        env = BackfillEnv(
+        env = env_cls(
             trace=_CTX["traces"][trace_key],
             window_length=length,
             split="all",
@@ -366,7 +367,8 @@ def _head_delays(task: _Task, out: dict[str, Any]) -> dict[str, Any]:
     record: conservative backfilling)."""
     wl: Workload = _CTX["traces"][task.trace]
     window = wl.window(int(task.start), int(task.length))
-    if task.method.policy == "FCFS":
+    schedule_agent = (task.method.env or {}).get("task") == "schedule"
+    if task.method.policy == "FCFS" and not schedule_agent:
         return head_delay_summary(request_reservation_delays(window, out["job_start"]))
     if out["job_head_since"] is None:  # conservative backfilling: no record
         return dict.fromkeys(HEAD_DELAY_METRICS)

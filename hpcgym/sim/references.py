@@ -11,7 +11,7 @@ lookahead schedulers roll out with it.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICY", "reference_policy"]
+__all__ = ["DEFAULT_REFERENCE", "REFERENCE_POLICY", "reference_policy", "schedule_order"]
 
 #: trace name -> its reference queue policy (ratio to EASY-SJBF on the train windows)
 REFERENCE_POLICY: dict[str, str] = {
@@ -40,3 +40,11 @@ def reference_policy(trace: str | None) -> str:
         if name.lower() == key:
             return pol
     return DEFAULT_REFERENCE
+
+
+def schedule_order(policy: str | None, trace: str | None) -> str:
+    """The row order of a Schedule-v0 run or card: ``policy``, where ``None`` or ``FCFS``
+    (the training command line's default) means the trace's reference policy."""
+    if policy is None or str(policy).upper() == "FCFS":
+        return reference_policy(trace)
+    return str(policy).upper()

@@ -1,0 +1,286 @@
+"""The queue decision point (``policy="external"``), the schedule lookahead schedulers and
+the job-ordering env ``hpcgym/Schedule-v0`` with its vector env."""
+
+from __future__ import annotations
+
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from gymnasium.vector import SyncVectorEnv
+from test_vector_env import compare_with_sync
+
+import hpcgym  # noqa: F401 - registers the envs
+from hpcgym.envs.queue_observation import QUEUE_COLUMNS
+from hpcgym.envs.schedule_env import ScheduleEnv
+from hpcgym.envs.vector import ScheduleVectorEnv
+from hpcgym.sim import Event, Simulation, get_scheduler
+from hpcgym.sim.deciders import EasyDecider
+from hpcgym.sim.engine import POLICIES
+from hpcgym.sim.queue_deciders import PolicyChooser, ScheduleOracle, make_chooser
+from hpcgym.sim.references import REFERENCE_POLICY, reference_policy
+from hpcgym.workload import load
+
+QUEUE_POLICIES = [p for p in POLICIES if p not in ("SPF", "LPF")]
+
+
+@pytest.fixture(scope="module")
+def wl():
+    return load("synthetic", n_jobs=400, seed=3)
+
+
+def _same(a, b) -> None:
+    np.testing.assert_array_equal(a.start, b.start)
+    np.testing.assert_array_equal(a.backfilled, b.backfilled)
+    np.testing.assert_array_equal(a.head_since, b.head_since)
+
+
+# ------------------------------------------------------------ the engine
+@pytest.mark.parametrize("policy", QUEUE_POLICIES)
+def test_external_choices_of_a_policy_reproduce_it_exactly(wl, policy):
+    """Choosing the first job of a policy's order at every queue decision is that policy:
+    the same starts, backfills and reservations, for every backfiller and with the
+    starvation rule."""
+    for backfill in ("easy", "sjbf", "none"):
+        for starvation in (None, 5 * 3600.0):
+            for est in ("request", "actual"):
+                ref = Simulation(wl, policy, backfill, est, starvation=starvation).run()
+                sim = Simulation(
+                    wl, "external", backfill, est, starvation=starvation, rest_order=policy
+                )
+                res = sim.run(choose=PolicyChooser(policy))
+                _same(ref, res)
+                assert res.counters["queue_decisions"] > 0
+
+
+def test_both_decisions_external_reproduce_the_builtin_pass(wl):
+    ref = Simulation(wl, "SAF", "easy").run()
+    sim = Simulation(wl, "external", "external", rest_order="SAF", decider=EasyDecider(),
+                     chooser=PolicyChooser("SAF"))  # fmt: skip
+    _same(ref, sim.run())
+
+
+def test_queue_decision_api_errors(wl):
+    sim = Simulation(wl, "external", "sjbf")
+    with pytest.raises(RuntimeError, match="queue decision"):
+        sim.choose(0)
+    assert sim.advance() == Event.QUEUE
+    waiting = sim.waiting()
+    assert len(waiting) >= 2
+    running = int(np.flatnonzero(sim.status == 2)[0])
+    with pytest.raises(ValueError, match="not waiting"):
+        sim.choose(running)
+    with pytest.raises(RuntimeError, match="choose"):
+        Simulation(wl, "external", "sjbf").run()
+    with pytest.raises(ValueError, match="conservative"):
+        Simulation(wl, "external", "conservative")
+    with pytest.raises(ValueError, match="valid choices"):
+        Simulation(wl, "bogus", "sjbf")
+    sim.choose(int(waiting[-1]))
+    assert sim.advance() in (Event.QUEUE, Event.DONE)
+
+
+def test_a_choice_is_the_head_and_commit_keeps_it(wl):
+    """The chosen job starts at once when it fits, else it holds the reservation; with
+    ``commit_head`` no decision is asked until it has started."""
+    for commit in (False, True):
+        sim = Simulation(wl, "external", "sjbf", commit_head=commit)
+        last = -1
+        decisions = 0
+        while (ev := sim.advance()) == Event.QUEUE:
+            decisions += 1
+            if commit and last >= 0:
+                assert sim.status[last] != 1, "asked again while the committed head waits"
+            last = int(sim.waiting()[-1])  # the newest job: an order no policy has
+            fits = sim.workload.procs[last] <= sim.free
+            sim.choose(last)
+            if fits:
+                snap = sim.snapshot()
+                sim.advance()
+                assert sim.status[last] >= 2 and sim.start_times[last] == snap.arrays[2][0]
+                sim.restore(snap)
+        assert ev == Event.DONE and decisions > 10
+        assert np.isfinite(sim.result().start).all()
+
+
+def test_snapshot_at_a_queue_decision_is_exact(wl):
+    chooser = PolicyChooser("F2")
+    ref = Simulation(wl, "external", "sjbf", rest_order="F2").run(choose=chooser)
+    sim = Simulation(wl, "external", "sjbf", rest_order="F2")
+    for _ in range(50):
+        assert sim.advance() == Event.QUEUE
+        sim.choose(chooser(sim))
+    assert sim.advance() == Event.QUEUE
+    snap = sim.snapshot()
+    clone = sim.clone()
+    np.testing.assert_array_equal(sim.run(choose=chooser).start, ref.start)
+    np.testing.assert_array_equal(clone.run(choose=chooser).start, ref.start)
+    sim.restore(snap)
+    np.testing.assert_array_equal(sim.run(choose=chooser).start, ref.start)
+
+
+def test_switch_to_a_builtin_policy_at_a_queue_decision(wl):
+    """A rollout's switch: at a pending queue decision the built-in policy takes over."""
+    ref = Simulation(wl, "SJF", "sjbf").run()
+    sim = Simulation(wl, "external", "sjbf", rest_order="SJF")
+    chooser = PolicyChooser("SJF")
+    for _ in range(30):
+        sim.advance()
+        sim.choose(chooser(sim))
+    assert sim.advance() == Event.QUEUE
+    sim.switch(policy="SJF")
+    assert sim.chooser is None and sim.config["policy"] == "SJF"
+    assert sim.advance() == Event.DONE
+    np.testing.assert_array_equal(sim.result().start, ref.start)
+    with pytest.raises(ValueError, match="built-in"):
+        Simulation(wl, "external", "sjbf").switch(policy="external")
+
+
+# ----------------------------------------------------- lookahead choosers
+def test_schedule_oracle_is_never_worse_than_its_reference():
+    """The rollout guarantee: with the whole window as horizon, the oracle's AVEbsld is
+    never above the reference's; with k=1 it is the reference."""
+    for seed in (1, 2, 3):
+        w = load("synthetic", n_jobs=200, seed=seed)
+        ref = get_scheduler("SAF+EASY-SJBF").simulate(w)
+        one = get_scheduler("SAF+SCHEDULE-ORACLE,k=1").simulate(w)
+        np.testing.assert_array_equal(one.start, ref.start)
+        orc = get_scheduler("SAF+SCHEDULE-ORACLE,k=4").simulate(w)
+        assert orc.metrics["avg_bsld"] <= ref.metrics["avg_bsld"] + 1e-9
+        assert orc.counters["schedule_decisions"] == orc.counters["queue_decisions"]
+        assert orc.config["chooser"] == "schedule-oracle"
+
+
+def test_schedule_oracle_finds_room_on_a_loaded_window():
+    w = load("synthetic", n_jobs=300, seed=5)
+    ref = get_scheduler("F2+EASY-SJBF").simulate(w).metrics["avg_bsld"]
+    orc = get_scheduler("F2+SCHEDULE-ORACLE,k=4").simulate(w)
+    assert orc.metrics["avg_bsld"] < 0.95 * ref
+    assert orc.counters["schedule_not_reference"] > 0
+
+
+def test_schedule_lookahead_runs_online_and_is_seeded():
+    w = load("synthetic", n_jobs=150, seed=2)
+    a = get_scheduler("SAF+SCHEDULE-LOOKAHEAD,k=3,samples=2,seed=4").simulate(w)
+    b = get_scheduler("SAF+SCHEDULE-LOOKAHEAD,k=3,samples=2,seed=4").simulate(w)
+    np.testing.assert_array_equal(a.start, b.start)
+    assert a.counters["schedule_decisions"] > 0
+    with pytest.raises(ValueError, match="valid choices"):
+        make_chooser("nope")
+
+
+def test_horizon_limited_oracle_and_reference_table():
+    w = load("synthetic", n_jobs=150, seed=2)
+    res = get_scheduler("SAF+SCHEDULE-ORACLE,k=3,horizon=20").simulate(w)
+    assert np.isfinite(res.start).all()
+    assert isinstance(ScheduleOracle(horizon="2h").horizon, tuple)
+    assert reference_policy("sdsc-sp2") == REFERENCE_POLICY["SDSC-SP2"] == "SAF"
+    assert reference_policy(None) == REFERENCE_POLICY["synthetic"]
+    assert reference_policy("some/other.swf") == "SAF"
+    assert all(p in POLICIES for p in REFERENCE_POLICY.values())
+
+
+# ------------------------------------------------------------------ env
+def test_env_passes_both_checkers_on_defaults():
+    from stable_baselines3.common.env_checker import check_env as sb3_check
+
+    env = gym.make("hpcgym/Schedule-v0")
+    check_env(env.unwrapped)
+    sb3_check(ScheduleEnv(), warn=False)
+    assert env.unwrapped.reference.name == f"{reference_policy(None)}+EASY-SJBF"
+    assert env.observation_space.shape == (128, len(QUEUE_COLUMNS))
+    assert env.action_space.n == 128
+
+
+def play(env: ScheduleEnv, pick, seed: int = 0, **reset):
+    obs, info = env.reset(seed=seed, **reset)
+    steps, total, done = 0, 0.0, False
+    while not done:
+        obs, r, done, trunc, info = env.step(pick(obs, info))
+        total += r
+        steps += 1
+        assert env.observation_space.contains(obs)
+    return steps, total, info
+
+
+def test_row_zero_plays_the_reference_exactly():
+    env = ScheduleEnv(window_length=200, starvation=4 * 3600.0)
+    assert "starvation" in env.reference.to_dict() and env.reference.starvation == 4 * 3600.0
+    steps, total, info = play(env, lambda o, i: 0)
+    assert steps > 5 and total == 0.0
+    assert info["agent"] == info["reference"]
+    assert {"max_wait", "p99_bsld"} <= set(info["agent"])
+    ref = get_scheduler(env.reference).simulate(env.simulation.workload)
+    np.testing.assert_array_equal(env.simulation.result().start, ref.start)
+
+
+def test_rows_masks_and_features():
+    env = ScheduleEnv(window_length=300, max_queue=16)
+    obs, info = env.reset(seed=3)
+    for _ in range(60):
+        sim = env.simulation
+        n = min(len(sim.waiting()), 16)
+        assert info["action_mask"].sum() == n and info["candidates"] == len(sim.waiting())
+        rows = env.candidate_jobs()
+        np.testing.assert_array_equal(rows[:n], sim.policy_order(env.order)[:n])
+        assert (obs[:n, 0] == 1).all() and not obs[n:].any()
+        procs = sim.workload.procs[rows[:n]]
+        np.testing.assert_array_equal(obs[:n, 5] == 1, procs <= sim.free)
+        assert (obs[:n, 6][procs <= sim.free] == 0).all()
+        assert (obs[:n, 6][procs > sim.free] > 0).all()
+        assert np.allclose(obs[:n, 12], sim.free / sim.workload.machine_size)
+        assert ((obs >= 0) & (obs <= 1)).all()
+        obs, r, done, _, info = env.step(int(np.flatnonzero(info["action_mask"])[-1]))
+        if done:
+            break
+
+
+def test_invalid_actions():
+    env = ScheduleEnv(window_length=120, max_queue=8)
+    obs, info = env.reset(seed=1)
+    while info["action_mask"].all():  # a decision with padding rows
+        obs, r, done, _, info = env.step(0)
+        assert not done
+    bad = int(np.flatnonzero(~info["action_mask"])[0])
+    snap = env.simulation.snapshot()
+    first = int(env.candidate_jobs()[0])
+    obs, r, done, _, info = env.step(bad)
+    assert info["invalid_action"] and r == 0.0
+    after_invalid = env.simulation.JF.copy()
+    env.simulation.restore(snap)  # row 0 from the same state: the same next state
+    env.simulation.choose(first)
+    env.simulation.advance()
+    np.testing.assert_array_equal(env.simulation.JF, after_invalid)
+    env = ScheduleEnv(window_length=120, max_queue=8, invalid_action="raise")
+    obs, info = env.reset(seed=1)
+    with pytest.raises(ValueError, match="valid actions"):
+        env.step(8)
+    with pytest.raises(ValueError, match="valid choices"):
+        ScheduleEnv(backfill="conservative")
+
+
+def test_options_commit_head_reference_and_pickle():
+    env = ScheduleEnv(window_length=150, commit_head=True, reference="SJF", backfill="easy")
+    assert env.reference.name == "SJF+EASY" and env.commit_head
+    steps, total, info = play(env, lambda o, i: int(np.flatnonzero(i["action_mask"])[-1]))
+    assert info["episode_steps"] == steps
+    raw = ScheduleEnv(window_length=150, reference=None, time_scale="log")
+    s2, t2, i2 = play(raw, lambda o, i: 0)
+    assert t2 == pytest.approx(-i2["agent"]["avg_bsld"])
+    clone = pickle.loads(pickle.dumps(raw))
+    a = play(clone, lambda o, i: 0, seed=4)
+    b = play(raw, lambda o, i: 0, seed=4)
+    assert a[0] == b[0] and a[1] == b[1]
+
+
+def test_vector_env_matches_sync_step_for_step():
+    kw = {"window_length": 60, "max_queue": 32}
+    vec = ScheduleVectorEnv(4, **kw)
+    ref = SyncVectorEnv([lambda: ScheduleEnv(**kw) for _ in range(4)])
+    assert compare_with_sync(vec, ref, steps=200, seed=3) >= 4
+    venv = gym.make_vec("hpcgym/Schedule-v0", num_envs=2, window_length=40)
+    assert isinstance(venv.unwrapped, ScheduleVectorEnv)
+    obs, info = venv.reset(seed=0)
+    assert obs.shape == (2, 128, len(QUEUE_COLUMNS)) and info["action_mask"].shape == (2, 128)

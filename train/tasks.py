@@ -1,0 +1,113 @@
+"""The two tasks a run can train: the backfilling decision and the order of the queue.
+
+``--task backfill`` trains on ``hpcgym/Backfill-v0``
+(:class:`~hpcgym.envs.backfill_env.BackfillEnv`); ``--task schedule`` on
+``hpcgym/Schedule-v0`` (:class:`~hpcgym.envs.schedule_env.ScheduleEnv`: which waiting job
+becomes the head; EASY-SJBF backfills inside). Everything else of a run (trainers,
+evaluation, TensorBoard tags, run folders, cards) is shared.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hpcgym.envs import TASKS as _TASK_TABLE
+from hpcgym.envs import task_env
+
+if TYPE_CHECKING:  # pragma: no cover
+    from train.config import TrainConfig
+
+__all__ = [
+    "TASKS",
+    "env_class",
+    "queue_policy",
+    "SCHEDULE_BASELINES",
+    "run_mode",
+    "task_baselines",
+    "task_env_kwargs",
+    "task_problems",
+    "vector_class",
+]
+
+#: the task names (:data:`hpcgym.envs.TASKS`)
+TASKS: tuple[str, ...] = tuple(_TASK_TABLE)
+
+
+def env_class(task: str) -> Any:
+    """The single env class of ``task``."""
+    return task_env(task)
+
+
+def vector_class(task: str) -> Any:
+    """The native batched vector env class of ``task`` (:mod:`hpcgym.envs.vector`)."""
+    return task_env(task, vector=True)
+
+
+def queue_policy(cfg: TrainConfig) -> str:
+    """The queue policy a run's plain baselines and reference are played with: ``--policy``
+    for the backfill task; for the schedule task the order of the env's rows, which is
+    ``--policy`` unless that is FCFS (the default), else the trace's reference heuristic
+    (:func:`hpcgym.sim.references.reference_policy`)."""
+    if cfg.task != "schedule":
+        return cfg.policy
+    from hpcgym.sim.references import schedule_order
+    from hpcgym.workload import trace_spec
+
+    spec = trace_spec(cfg.trace)
+    return schedule_order(cfg.policy, None if spec is None else str(spec))
+
+
+def task_env_kwargs(cfg: TrainConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The env arguments of ``cfg.task`` from the backfill env's ``kwargs``."""
+    if cfg.task == "backfill":
+        return kwargs
+    drop = ("policy", "mode", "feature_predictor", "features")
+    out = {k: v for k, v in kwargs.items() if k not in drop}
+    out["order"] = queue_policy(cfg)
+    return out
+
+
+#: the baselines of a schedule run with the default ``--baselines``: the queue heuristics
+#: (EASY-SJBF backfilling), FCFS first; the run's own order is added when missing
+SCHEDULE_BASELINES: tuple[str, ...] = (
+    "FCFS+EASY-SJBF",
+    "SJF+EASY-SJBF",
+    "SAF+EASY-SJBF",
+    "WFP3+EASY-SJBF",
+    "UNICEF+EASY-SJBF",
+    "F1+EASY-SJBF",
+    "F2+EASY-SJBF",
+)
+
+
+def task_baselines(cfg: TrainConfig) -> tuple[str, ...]:
+    """The schedulers a run evaluates beside the agent: ``--baselines``; for the schedule
+    task with the default ``--baselines``, :data:`SCHEDULE_BASELINES` and the run's order."""
+    from train.config import DEFAULT_BASELINES
+
+    if cfg.task != "schedule" or tuple(cfg.baselines) != tuple(DEFAULT_BASELINES):
+        return tuple(cfg.baselines)
+    own = f"{queue_policy(cfg)}+EASY-SJBF"
+    return SCHEDULE_BASELINES + (() if own in SCHEDULE_BASELINES else (own,))
+
+
+def run_mode(cfg: TrainConfig) -> str:
+    """The mode part of a run's default name: ``--mode`` (backfill) or ``schedule``."""
+    return cfg.mode if cfg.task == "backfill" else "schedule"
+
+
+def task_problems(cfg: TrainConfig) -> list[str]:
+    """Options that do not apply to ``cfg.task``, as ``--flag: ...`` messages."""
+    if cfg.task != "schedule":
+        return []
+    out = []
+    if cfg.mode != "guarded":
+        out.append("--mode: the backfill candidates do not apply to --task schedule")
+    if cfg.features != "paper" or cfg.feature_predictor is not None:
+        out.append(
+            "--features/--feature-predictor: --task schedule has its own columns "
+            "(hpcgym.envs.queue_observation)"
+        )
+    if cfg.stop_score != "learned":
+        out.append("--stop-score: --task schedule has no STOP action")
+    return out
