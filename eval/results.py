@@ -134,15 +134,18 @@ def _run(args: argparse.Namespace) -> int:
 def _leaderboard(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import find_model_cards
     from hpcgym.evaluation.leaderboard import leaderboard, leaderboard_markdown
+    from hpcgym.evaluation.schedule_board import schedule_boards, schedule_markdown
     from hpcgym_agents import load_agent
 
     cards = find_model_cards(C.agents_dir(args.cards))
     if not cards:
         raise UsageError(f"--cards {args.cards}: no model cards there")
     boards = leaderboard(cards, agent_loader=load_agent, jobs=args.jobs, progress=True)
+    sched = schedule_boards(boards, cards, agent_loader=load_agent, jobs=args.jobs)
     command = "python eval/results.py" + (f" --cards {args.cards}" if args.cards else "")
     command += f" --out {args.out}" if args.out else ""
-    C.write_or_print(leaderboard_markdown(boards, command), args.out)
+    text = leaderboard_markdown(boards, command) + "\n" + "\n".join(schedule_markdown(sched))
+    C.write_or_print(text.rstrip() + "\n", args.out)
     return 0
 
 

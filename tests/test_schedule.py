@@ -284,3 +284,103 @@ def test_vector_env_matches_sync_step_for_step():
     assert isinstance(venv.unwrapped, ScheduleVectorEnv)
     obs, info = venv.reset(seed=0)
     assert obs.shape == (2, 128, len(QUEUE_COLUMNS)) and info["action_mask"].shape == (2, 128)
+
+
+# ------------------------------------------------------------ training
+def test_lean_compact_path_without_stop_equals_the_policy():
+    """The lean trainer's compact evaluation of a Discrete(K) kernel policy (no STOP) equals
+    the policy's own, padding rows and the finished-episode pass included."""
+    import torch as th
+    from gymnasium import spaces
+
+    from hpcgym_agents.kernel_policy import KernelPolicy
+    from train.compact import compact_from_dense, evaluate_compact
+
+    k, f, n = 12, len(QUEUE_COLUMNS), 40
+    rng = np.random.default_rng(5)
+    obs = rng.random((n, k, f)).astype(np.float32)
+    counts = rng.integers(0, k + 1, n)
+    counts[:3] = 0  # samples without rows: only the pass (row 0) is allowed
+    for i, c in enumerate(counts):
+        obs[i, :, 0] = 0.0
+        obs[i, :c, 0] = 1.0
+        obs[i, c:, 1:] = 0.0
+    masks = obs[..., 0] > 0.5
+    masks[counts == 0, 0] = True
+    actions = np.array([rng.integers(0, max(c, 1)) for c in counts])
+    policy = KernelPolicy(spaces.Box(0, 1, (k, f), np.float32), spaces.Discrete(k), lambda _: 1e-3)
+    v0, lp0, ent0 = policy.evaluate_actions(
+        th.as_tensor(obs), th.as_tensor(actions), action_masks=masks
+    )
+    batch, _ = compact_from_dense(obs, masks)
+    cols = th.as_tensor(np.where(counts == 0, 0, actions + 1))
+    v1, lp1, ent1 = evaluate_compact(policy, batch, cols)
+    rows = counts > 0
+    th.testing.assert_close(v1, v0.flatten(), rtol=1e-4, atol=1e-5)
+    th.testing.assert_close(lp1[rows], lp0[rows], rtol=1e-5, atol=1e-5)
+    th.testing.assert_close(ent1[rows], ent0[rows], rtol=1e-5, atol=1e-5)
+    assert th.allclose(lp1[~rows], th.zeros(int((~rows).sum())))  # the forced pass
+
+
+@pytest.mark.parametrize("algo", ["lean", "sb3"])
+def test_schedule_runs_train_evaluate_and_make_cards(tmp_path, algo):
+    """``--task schedule`` trains with both trainers; its card plays Schedule-v0 in the
+    evaluation, and a rank prior without training is exactly the reference heuristic."""
+    from hpcgym.evaluation import card_from_run
+    from hpcgym.evaluation.methods import card_method, scheduler_method
+    from hpcgym.evaluation.runner import evaluate
+    from hpcgym.evaluation.windows import select_windows
+    from hpcgym_agents import load_agent
+    from train.ppo import main
+
+    small = [
+        "--task", "schedule", "--seq-len", "48", "--n-envs", "2", "--eval-windows", "2",
+        "--eval-length", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1",
+        "--no-progress", "--algo", algo, "--logdir", str(tmp_path),
+    ]  # fmt: skip
+    trained = main([*small, "--total-steps", "128", "--run-name", "trained"])
+    assert trained["timesteps"] >= 128
+    prior = main([*small, "--total-steps", "0", "--row-prior", "rank=-5", "--run-name", "prior"])
+    card = card_from_run(tmp_path / "prior", model="final")
+    order = reference_policy(None)
+    assert card.data["task"] == "schedule" and card.env == {
+        **{k: v for k, v in card.env.items() if k not in ("task", "order")},
+        "task": "schedule",
+        "order": order,
+    }
+    assert set(prior["baselines"]) >= {"FCFS+EASY-SJBF", f"{order}+EASY-SJBF"}
+    wl = load("synthetic")
+    ws = select_windows(len(wl), 128, count=3, split="validation", seed=3)
+    res = evaluate(
+        wl,
+        [scheduler_method(f"{order}+EASY-SJBF"), card_method(card, label="prior"),
+         card_method(card_from_run(tmp_path / "trained", model="final"), label="trained")],
+        ws, jobs=1, progress=False, agent_loader=load_agent,
+    )  # fmt: skip
+    per = res.per_window("avg_bsld")
+    assert per["prior"] == per[f"{order}+EASY-SJBF"]
+    assert len(per["trained"]) == 3
+
+
+def test_fairness_columns():
+    from hpcgym.evaluation.fairness import TAIL_TOLERANCE, fairness
+    from hpcgym.evaluation.methods import scheduler_method
+    from hpcgym.evaluation.runner import evaluate
+    from hpcgym.evaluation.windows import select_windows
+
+    wl = load("synthetic")
+    ws = select_windows(len(wl), 256, count=4, split="validation", seed=1)
+    names = ["F2+EASY-SJBF", "LJF+EASY-SJBF", "SJF+EASY-SJBF"]
+    res = evaluate(wl, [scheduler_method(s) for s in names], ws, jobs=1, progress=False,
+                   ratio_reference="F2+EASY-SJBF")  # fmt: skip
+    for name in names:
+        f = fairness(res, name)
+        waits = res.job_wait(name).max(axis=1)
+        assert f["mean_max_wait"] == pytest.approx(waits.mean())
+        p99 = np.percentile(res.job_bsld(name), 99, axis=1)
+        assert f["mean_p99_bsld"] == pytest.approx(p99.mean())
+        hi = max(f["tail_max_wait"], f["tail_p99_bsld"])
+        assert f["tail"] == ("not worse" if hi <= TAIL_TOLERANCE else "worse")
+    assert fairness(res, "F2+EASY-SJBF")["tail_max_wait"] == pytest.approx(1.0)
+    summary = {s["method"]: s for s in res.summary()}
+    assert summary["SJF+EASY-SJBF"]["tail"] == "worse"  # SJF starves the long jobs

@@ -64,6 +64,8 @@ def _test_sections(cards: Sequence[ModelCard]) -> dict[str, list[tuple[ModelCard
     """(card, test section) of every card's test on its own trace, by trace."""
     out: dict[str, list[tuple[ModelCard, dict]]] = {}
     for card in cards:
+        if card.data.get("task", "backfill") != "backfill":  # Schedule-v0: schedule_board
+            continue
         sec = (card.data.get("test") or {}).get(card.trace)
         if sec and not sec.get("transfer"):
             out.setdefault(card.trace, []).append((card, sec))
