@@ -261,6 +261,12 @@ def test_invalid_actions():
         ScheduleEnv(backfill="conservative")
 
 
+def test_starvation_applies_to_a_plain_reference():
+    env = ScheduleEnv(window_length=64, reference="EASY-SJBF", starvation=7200.0)
+    assert env.reference.policy == env.order and env.reference.starvation == 7200.0
+    assert ScheduleEnv(window_length=64, starvation="auto").reference.starvation == "auto"
+
+
 def test_options_commit_head_reference_and_pickle():
     env = ScheduleEnv(window_length=150, commit_head=True, reference="SJF", backfill="easy")
     assert env.reference.name == "SJF+EASY" and env.commit_head

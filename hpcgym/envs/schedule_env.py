@@ -5,6 +5,7 @@ See :class:`ScheduleEnv` for the specification and ``docs/env.md`` for the notes
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -203,8 +204,6 @@ class ScheduleEnv(BackfillEnv):
             reference = f"{self.order}+{named}"
         elif isinstance(reference, str) and reference.upper() in POLICIES:
             reference = f"{reference.upper()}+{named}"
-        if starvation is not None and isinstance(reference, str):
-            reference = f"{reference},starvation={starvation}"
         super().__init__(
             trace=trace,
             machine_size=machine_size,
@@ -231,6 +230,10 @@ class ScheduleEnv(BackfillEnv):
             reward_scale=reward_scale,
             time_scale=time_scale,
         )
+        if starvation is not None and self.reference is not None:
+            if self.reference.starvation is None:  # the same rule for the reference
+                self.reference = dataclasses.replace(self.reference, starvation=starvation)
+                self._norm_key = repr(self.reference.to_dict())
         self.backfill = bf
         self._engine_backfill = engine_bf
         self.commit_head = bool(commit_head)
