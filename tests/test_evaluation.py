@@ -225,8 +225,9 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
         wrows = list(csv.DictReader(fh))
     assert list(wrows[0]) == [
         "trace", "method", "kind", "window", "start", "length", "avg_bsld", "avg_wait",
-        "avg_pp_bsld", "max_wait", "p99_bsld", "avg_turnaround", "utilization", "makespan", "backfilled",
-        "decisions", "violations", "overflow_decisions", "steps", "head_delayed", "head_delay",
+        "avg_pp_bsld", "max_wait", "p99_bsld", "avg_turnaround", "utilization", "makespan",
+        "backfilled", "decisions", "violations", "overflow_decisions", "steps", "head_delayed",
+        "head_delay",
     ]  # fmt: skip
     assert len(wrows) == len(labels) * len(windows.starts)
     # request-based reservations are never late, whatever the queue policy

@@ -390,3 +390,15 @@ def test_fairness_columns():
     assert fairness(res, "F2+EASY-SJBF")["tail_max_wait"] == pytest.approx(1.0)
     summary = {s["method"]: s for s in res.summary()}
     assert summary["SJF+EASY-SJBF"]["tail"] == "worse"  # SJF starves the long jobs
+
+
+def test_fair_verdict_needs_the_tail():
+    """'better' survives only with a tail that is not worse; the table shows the same word."""
+    from hpcgym.evaluation.fairness import fair_verdict
+
+    better = {"verdict": "better", "tail": "not worse"}
+    assert fair_verdict(better) == "better"
+    assert fair_verdict({**better, "tail": "worse"}) == "on par (longer tail)"
+    assert fair_verdict({**better, "tail": None}) == "better"  # no reference tail to test
+    assert fair_verdict({"verdict": "worse", "tail": "worse"}) == "worse"
+    assert fair_verdict({"verdict": "on par", "tail": "worse"}) == "on par"

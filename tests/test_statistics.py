@@ -245,6 +245,12 @@ def test_generated_markdown_says_better_only_below_one(tmp_path):
     paths = E.write_outputs(res, tmp_path, plots=False)
     summ = {s["method"]: s for s in res.summary()}
     assert {s["verdict"] for s in summ.values()} >= {"better", "on par"}
+    longer = [m for m, s in summ.items() if s["verdict"] == "better" and s["tail"] == "worse"]
+    assert longer  # SJF-like orders here buy their mean with the tail
+    table = paths["table.md"].read_text()
+    for m in longer:  # the table withdraws the word
+        assert any(ln.startswith(f"| {m} |") and "on par (longer tail)" in ln
+                   for ln in table.splitlines())  # fmt: skip
     for text in (
         paths["table.md"].read_text(),
         results_markdown(compare_json=[paths["results.json"]]),

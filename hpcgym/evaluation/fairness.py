@@ -83,10 +83,20 @@ def fairness(result: EvalResult, label: str) -> dict[str, Any]:
     return out
 
 
+def fair_verdict(summary: dict[str, Any]) -> str | None:
+    """The verdict with the tail in it: ``"better"`` stays only when the tail is not worse.
+
+    A lower mean AVEbsld bought with a longer tail (a starved job, a heavier p99) reads
+    ``"on par (longer tail)"``; every other verdict is the AVEbsld verdict unchanged.
+    """
+    verdict = summary.get("verdict")
+    if verdict == "better" and summary.get("tail") not in (None, "not worse"):
+        return "on par (longer tail)"
+    return verdict
+
+
 def tail_cell(summary: dict[str, Any]) -> str:
     """The report's cell of a method's tail test: the two upper bounds and the verdict."""
     if summary.get("tail") is None:
         return "—"
-    return (
-        f"{summary['tail_max_wait']:.2f} / {summary['tail_p99_bsld']:.2f}: {summary['tail']}"
-    )
+    return f"{summary['tail_max_wait']:.2f} / {summary['tail_p99_bsld']:.2f}: {summary['tail']}"

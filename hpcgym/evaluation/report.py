@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hpcgym.evaluation.fairness import MAX_WAIT_FLOOR, TAIL_TOLERANCE, tail_cell
+from hpcgym.evaluation.fairness import MAX_WAIT_FLOOR, TAIL_TOLERANCE, fair_verdict, tail_cell
 from hpcgym.evaluation.methods import AGENT_HEURISTICS
 from hpcgym.evaluation.results import (
     SUMMARY_COLUMNS,
@@ -107,7 +107,7 @@ def markdown_table(result: EvalResult) -> str:
                 fmt(s["geo_ratio"], 3),
                 f"[{fmt(s['ci_low'], 3)}, {fmt(s['ci_high'], 3)}]",
                 f"{s['wins']}/{s['windows']}",
-                s["verdict"] or "—",
+                (fair_verdict(s) if fair else s["verdict"]) or "—",
             ]
             if fair:
                 cells.append(tail_cell(s))
@@ -178,9 +178,9 @@ FAIRNESS_CAPTION = (
     "99th-percentile bounded slowdown (the tail an SJF-like order can starve). `tail`: the "
     "upper ends of the 95% intervals of the paired geometric-mean ratios of these two "
     f"(max wait floored at {MAX_WAIT_FLOOR:.0f} s) against the ratio reference; `not worse` "
-    f"when both are at most {TAIL_TOLERANCE:.2f} (`hpcgym.evaluation.fairness`). A method is "
-    "better than the reference only with an AVEbsld interval below 1 and a tail that is "
-    "not worse."
+    f"when both are at most {TAIL_TOLERANCE:.2f} (`hpcgym.evaluation.fairness`). A lower AVEbsld "
+    "(interval below 1) with a tail that is worse reads `on par (longer tail)` in the "
+    "verdict column."
 )
 
 #: What the "late heads" column counts.

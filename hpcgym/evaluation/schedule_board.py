@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from hpcgym.evaluation.cards import ModelCard
+from hpcgym.evaluation.fairness import fair_verdict
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
@@ -71,10 +72,7 @@ def schedule_boards(
         )  # fmt: skip
         rows = []
         for s in res.summary():
-            verdict = s["verdict"]
-            if verdict == "better" and s["tail"] != "not worse":
-                verdict = "on par (longer tail)"  # a lower mean bought with starvation
-            rows.append({**s, "verdict": verdict})
+            rows.append({**s, "verdict": fair_verdict(s)})
         rows.sort(key=lambda r: (r["geo_ratio"], r["method"]))
         out.append({**{k: b[k] for k in ("trace", "windows", "length", "seed")}, "rows": rows,
                     "reference": ref, "starts": b["starts"]})  # fmt: skip
