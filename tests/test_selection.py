@@ -67,6 +67,12 @@ def test_run_reference() -> None:
     assert S.run_reference({"reference": "EASY-SJBF"}) == "EASY-SJBF"
     assert S.run_reference({"reference": "EASY-SJBF", "policy": "SJF"}) == "SJF+EASY-SJBF"
     assert S.run_reference({"normalizer": "ELOSS", "policy": "sjf"}) == "SJF+ELOSS"
+    # a Schedule-v0 run: the env's row order, FCFS meaning the trace's reference heuristic
+    sched = {"task": "schedule", "reference": "EASY-SJBF", "policy": "FCFS"}
+    assert S.run_reference({**sched, "trace": "SDSC-SP2"}) == "SAF+EASY-SJBF"
+    assert S.run_reference({**sched, "trace": "KTH-SP2"}) == "F3+EASY-SJBF"
+    assert S.run_reference({**sched, "trace": None}) == "F2+EASY-SJBF"  # synthetic
+    assert S.run_reference({**sched, "trace": "HPC2N", "policy": "SJF"}) == "SJF+EASY-SJBF"
     assert S.run_reference({"reference": "WFP3+EASY", "policy": "SJF"}) == "WFP3+EASY"
     with pytest.raises(ValueError, match="no reference"):
         S.run_reference({"reference": None})

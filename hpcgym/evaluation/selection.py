@@ -53,6 +53,7 @@ from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import HOLDOUT_MIN_WINDOWS, choice_holdout
 from hpcgym.evaluation.windows import load_quartiles, select_windows
+from hpcgym.sim.references import schedule_order
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
@@ -170,7 +171,9 @@ def runs_and_config(rdir: Path) -> tuple[list[Path], dict[str, Any]]:
 
 def run_reference(config: dict[str, Any]) -> str:
     """The scheduler a run's reward was relative to, with the run's queue policy (as the
-    env resolves it: ``EASY-SJBF`` under ``SJF`` is ``SJF+EASY-SJBF``).
+    env resolves it: ``EASY-SJBF`` under ``SJF`` is ``SJF+EASY-SJBF``; for a Schedule-v0
+    run the policy is the env's row order, by default the trace's reference heuristic,
+    :func:`hpcgym.sim.references.schedule_order`).
 
     :param config: the run's ``config.json``
     :raises ValueError: the run had no reference (``--reference none``)
@@ -179,6 +182,9 @@ def run_reference(config: dict[str, Any]) -> str:
     if ref is None or str(ref).lower() == "none":
         raise ValueError("the run has no reference scheduler: give one")
     policy = str(config.get("policy", "FCFS")).upper()
+    if config.get("task") == "schedule":  # the env's row order: FCFS = the trace's reference
+        trace = config.get("trace")
+        policy = schedule_order(policy, None if trace is None else str(trace))
     ref = str(ref)
     return ref if policy == "FCFS" or "+" in ref or "=" in ref else f"{policy}+{ref}"
 
