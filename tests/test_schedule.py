@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import SyncVectorEnv
-from test_vector_env import compare_with_sync
+from test_vector_env import compare_paths, compare_with_sync
 
 import hpcgym  # noqa: F401 - registers the envs
 from hpcgym.envs.queue_observation import QUEUE_COLUMNS
@@ -286,6 +286,10 @@ def test_vector_env_matches_sync_step_for_step():
     vec = ScheduleVectorEnv(4, **kw)
     ref = SyncVectorEnv([lambda: ScheduleEnv(**kw) for _ in range(4)])
     assert compare_with_sync(vec, ref, steps=200, seed=3) >= 4
+    assert vec.compiled  # one compiled call steps the batch
+    for mode in ("NextStep", "SameStep"):  # the compiled step against the Python one
+        cfg = {**kw, "autoreset_mode": mode, "max_episode_steps": 25, "starvation": "auto"}
+        assert compare_paths(ScheduleVectorEnv, 120, 5, **cfg) > 8
     venv = gym.make_vec("hpcgym/Schedule-v0", num_envs=2, window_length=40)
     assert isinstance(venv.unwrapped, ScheduleVectorEnv)
     obs, info = venv.reset(seed=0)

@@ -365,3 +365,82 @@ def test_trace_mix_scales_and_clipping():
     assert single.traces == (a.name, a.name) and "traces=" not in repr(single)
     with pytest.raises(ValueError, match="empty list"):
         BackfillVectorEnv(2, trace=[], window_length=40)
+
+
+# ------------------------------------------------------- compiled batch step
+@pytest.mark.parametrize(
+    ("config", "compiled"),
+    [
+        ({}, True),
+        ({"mode": "penalized", "invalid_action": "penalty", "time_scale": "log"}, True),
+        ({"feature_predictor": "ave2"}, False),
+        ({"reward_mode": "dense"}, False),
+        ({"features": "extended"}, False),
+    ],
+)
+def test_compiled_batch_step_where_the_configuration_allows(config, compiled):
+    vec = BackfillVectorEnv(2, **kwargs(**config))
+    vec.reset(seed=0)
+    assert vec.compiled is compiled
+    full = BackfillVectorEnv(2, full_info=True, **kwargs(**config))
+    full.reset(seed=0)
+    assert not full.compiled
+    if not compiled:
+        with pytest.raises(ValueError, match="compiled=True: this configuration has"):
+            BackfillVectorEnv(2, compiled=True, **kwargs(**config)).reset(seed=0)
+    with pytest.raises(ValueError, match="compiled must be"):
+        BackfillVectorEnv(2, compiled="yes", **kwargs())  # type: ignore[arg-type]
+
+
+def compare_paths(cls: type, steps: int, seed: int, **kw: Any) -> int:
+    """The compiled batch step against one Python step per sub-env (``compiled=False``),
+    same seeds and actions (20 % invalid); returns the number of episode ends."""
+    fast, slow = cls(4, compiled=True, **kw), cls(4, compiled=False, **kw)
+    o1, i1 = fast.reset(seed=seed)
+    o2, i2 = slow.reset(seed=seed)
+    assert fast.compiled and not slow.compiled
+    np.testing.assert_array_equal(o1, o2)
+    rng = np.random.default_rng(seed)
+    ends = 0
+    for t in range(steps):
+        a = random_actions(rng, i1["action_mask"], 0.2)
+        out1, out2 = fast.step(a), slow.step(a)
+        for x, y in zip(out1[:4], out2[:4], strict=True):
+            np.testing.assert_array_equal(x, y, err_msg=f"step {t}")
+        assert_same(out1[4], out2[4], f"step {t}")
+        i1 = out1[4]
+        ends += int(out1[2].sum() + out1[3].sum())
+    assert fast.get_attr("_steps") == slow.get_attr("_steps")
+    assert fast.call("render") == slow.call("render")
+    return ends
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+def test_compiled_step_equals_the_python_step(mode):
+    traces = [TRACE, None] if TRACE else None  # a trace mix: each sub-env its machine
+    kw = kwargs(window_length=48, max_queue=16, autoreset_mode=mode, max_episode_steps=30)
+    assert compare_paths(BackfillVectorEnv, 120, 3, **{**kw, "trace": traces}) > 8
+    kw = kwargs(mode="penalized", invalid_action="penalty", objective="wait")
+    assert compare_paths(BackfillVectorEnv, 120, 4, **kw) >= 4
+
+
+def test_compiled_step_cache_follows_the_files_it_calls(tmp_path):
+    """numba's disk cache checks only the batch step's own file; the step's cache is
+    dropped when a file it calls into changed (here: a stale stamp)."""
+    from hpcgym.envs import batch
+
+    class Cache:
+        _cache_path = str(tmp_path)
+        flushed = 0
+
+        def flush(self) -> None:
+            Cache.flushed += 1
+
+    class Dispatcher:
+        __name__ = "kernel"
+        _cache = Cache()
+
+    (tmp_path / "kernel.deps").write_text("stale", encoding="ascii")
+    assert batch.refresh_cache(Dispatcher()) and Cache.flushed == 1
+    assert not batch.refresh_cache(Dispatcher()) and Cache.flushed == 1  # stamp renewed
+    assert (tmp_path / "kernel.deps").read_text(encoding="ascii") != "stale"

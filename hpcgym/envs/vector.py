@@ -19,7 +19,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hpcgym.envs.backfill_env import BackfillEnv
+from hpcgym.envs.batch import TASK_BACKFILL, TASK_SCHEDULE, BatchState, fast_path_problem
 from hpcgym.envs.schedule_env import ScheduleEnv
+from hpcgym.sim import _core as K
 from hpcgym.sim.estimators import Estimator
 
 __all__ = ["BackfillVectorEnv", "ScheduleVectorEnv", "trace_mix"]
@@ -176,6 +178,7 @@ class BackfillVectorEnv(VectorEnv):
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
         full_info: bool = False,
         max_episode_steps: int | None = None,
+        compiled: bool | None = None,
         **env_kwargs: Any,
     ) -> None:
         if int(num_envs) < 1:
@@ -208,6 +211,39 @@ class BackfillVectorEnv(VectorEnv):
         self._autoreset = np.zeros(n, dtype=bool)
         self._all = np.ones(n, dtype=bool)
         self._started = False
+        if compiled is not None and not isinstance(compiled, bool):
+            raise ValueError(f"compiled must be True, False or None (auto), got {compiled!r}")
+        self._compiled_option = compiled
+        #: the compiled batch step (:mod:`hpcgym.envs.batch`), set at the first reset when
+        #: every sub-env's configuration allows it; ``None``: one Python step per sub-env
+        self.batch: BatchState | None = None
+
+    @property
+    def compiled(self) -> bool:
+        """Whether :meth:`step` is one compiled call for the whole batch (known after the
+        first :meth:`reset`)."""
+        return self.batch is not None
+
+    def _start_batch(self) -> None:
+        """After the first full reset: the compiled batch step, when allowed and possible."""
+        option = self._compiled_option
+        if option is False:
+            return
+        problem = None
+        if self.full_info:
+            problem = "full_info=True (its per-step infos are built in Python)"
+        for env in self.envs:
+            problem = problem or fast_path_problem(env)
+        if problem is not None:
+            if option is True:
+                raise ValueError(f"compiled=True: this configuration has {problem}")
+            return
+        task = TASK_SCHEDULE if isinstance(self.envs[0], ScheduleEnv) else TASK_BACKFILL
+        sim = self.envs[0]._sim
+        assert sim is not None
+        self.batch = BatchState(self.envs, self._obs_buf, self._mask_buf, task, len(sim.workload))
+        for i in range(self.num_envs):
+            self.batch.bind(i)
 
     # ----------------------------------------------------------------- reset
     def reset(
@@ -244,13 +280,18 @@ class BackfillVectorEnv(VectorEnv):
                 raise RuntimeError("the first reset() must reset every sub-env (no reset_mask)")
         opts = options or None
         infos: dict[str, Any] = {}
+        batch = self.batch
         for i in np.flatnonzero(selected).tolist():
             env = self.envs[i]
             env._reset_episode(seeds[i], opts)
+            if batch is not None:
+                batch.bind(i)
             self._autoreset[i] = False
             if self.full_info:
                 self._add_info(infos, env._info(), i)
-        self._started = True
+        if not self._started:
+            self._started = True
+            self._start_batch()
         if not self.full_info:
             self._mask_info(infos, selected)
         return self._observations(), infos
@@ -280,6 +321,8 @@ class BackfillVectorEnv(VectorEnv):
                 f"sub-env(s) {np.flatnonzero(autoreset).tolist()} ended their episode and "
                 "autoreset_mode is DISABLED: reset them with reset(options={'reset_mask': m})"
             )
+        if self.batch is not None:
+            return self._step_batch(acts)
         full = self.full_info
         same_step = mode is AutoresetMode.SAME_STEP
         limit = self.max_episode_steps
@@ -322,6 +365,74 @@ class BackfillVectorEnv(VectorEnv):
             self._mask_info(infos, self._all)
         return self._observations(), np.array(rewards, dtype=np.float64), term, trunc_, infos
 
+    def _step_batch(
+        self, acts: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+        """:meth:`step` by the compiled batch step: the single env's ``_transition`` for
+        every sub-env at once (invalid actions, penalties, the engine, the rows), the
+        episode ends and resets by the single env's own code."""
+        batch = self.batch
+        assert batch is not None
+        envs = self.envs
+        first = envs[0]
+        n = self.num_envs
+        pending = self._autoreset.copy()  # NEXT_STEP: reset now, the action ignored
+        active = ~pending
+        acts = acts.astype(np.int64, copy=True)
+        width = self._mask_buf.shape[1]
+        inside = (acts >= 0) & (acts < width)
+        valid = np.zeros(n, dtype=bool)
+        rows = np.flatnonzero(inside)
+        valid[rows] = self._mask_buf[rows, acts[rows]]
+        invalid = active & ~valid
+        rewards = np.zeros(n, dtype=np.float64)
+        if invalid.any():
+            if first.invalid_action == "raise":
+                i = int(np.flatnonzero(invalid)[0])
+                raise envs[i]._invalid(acts[i])
+            acts[invalid] = first._fallback_action()
+            rewards[invalid] += first.invalid_penalty
+        acts[pending] = 0
+        batch.step(acts, active)
+        if first.mode == "penalized":
+            rewards[batch.violation & active] += first.violation_penalty
+        term = active & (batch.event == K.EV_DONE)
+        limit = self.max_episode_steps
+        trunc = active & (batch.STEPS >= limit) if limit is not None else np.zeros(n, dtype=bool)
+        infos: dict[str, Any] = {}
+        add = self._add_info
+        same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
+        for i in np.flatnonzero(term).tolist():
+            env = envs[i]
+            batch.sync(i)
+            env._done = True
+            rewards[i] += env._terminal()
+            if not same_step:
+                add(infos, env._final_info, i)
+        for i in np.flatnonzero(pending).tolist():
+            envs[i]._reset_episode(None, None)
+            batch.bind(i)
+        if same_step:
+            for i in np.flatnonzero(term | trunc).tolist():
+                env = envs[i]
+                batch.sync(i)
+                final = {"action_mask": env._mask.copy(), **(env._final_info if term[i] else {})}
+                add(infos, {"final_obs": env._obs.copy(), "final_info": final}, i)
+                env._reset_episode(None, None)
+                batch.bind(i)
+            self._autoreset.fill(False)
+        else:
+            np.logical_or(term, trunc, out=self._autoreset)
+        self._mask_info(infos, self._all)
+        return self._observations(), rewards, term, trunc, infos
+
+    def _sync(self) -> None:
+        """The sub-envs' own counters as the compiled step left them (before Python reads
+        a sub-env)."""
+        if self.batch is not None:
+            for i in range(self.num_envs):
+                self.batch.sync(i)
+
     # --------------------------------------------------------------- helpers
     def _observations(self) -> np.ndarray:
         return self._obs_buf.copy() if self.copy else self._obs_buf
@@ -346,6 +457,7 @@ class BackfillVectorEnv(VectorEnv):
 
     def render(self) -> tuple[str | None, ...]:
         """Every sub-env's :meth:`~hpcgym.envs.backfill_env.BackfillEnv.render`."""
+        self._sync()
         return tuple(env.render() for env in self.envs)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
@@ -354,6 +466,7 @@ class BackfillVectorEnv(VectorEnv):
         :param name: method or attribute of :class:`~hpcgym.envs.backfill_env.BackfillEnv`
         :return: one result per sub-env
         """
+        self._sync()
         out = []
         for env in self.envs:
             attr = getattr(env, name)
@@ -366,6 +479,7 @@ class BackfillVectorEnv(VectorEnv):
         :param name: attribute of :class:`~hpcgym.envs.backfill_env.BackfillEnv`
         :return: one value per sub-env
         """
+        self._sync()
         return tuple(getattr(env, name) for env in self.envs)
 
     def __repr__(self) -> str:

@@ -1,0 +1,421 @@
+"""The compiled batch step of the native vector envs (:mod:`hpcgym.envs.vector`).
+
+One numba call steps all ``N`` simulations of a vector env: it applies every sub-env's
+action at its decision point, runs the engine (:func:`hpcgym.sim._core.advance`, the one
+event loop) to the next decision point and writes the observation, the mask and the job
+of every row into the batched buffers with the single env's own row builders
+(:func:`hpcgym.envs.observation._build` for ``Backfill-v0``,
+:func:`hpcgym.envs.queue_observation._build_queue` for ``Schedule-v0``). The sub-envs are
+independent, so the loop over them runs on every core (``numba.prange``); no Python runs
+per sub-env and step.
+
+What stays in Python is what happens once per episode: the reset of a sub-env (its
+window, the engine's initial state, the first decision point) and the end of an episode
+(the reference scheduler's metrics, the terminal reward, the episode-end infos), both by
+the single env's own code. After a reset, :class:`BatchState` copies the new episode's
+state into the sub-env's slot of the batched arrays and points the sub-env's engine at
+that slot, so that the compiled step and the Python code read and write the same memory.
+
+The state of all ``N`` episodes (see :mod:`hpcgym.sim._core` for one):
+
+====================  ====================================================================
+``JF``, ``JI``        ``(N, NF, n)`` / ``(N, NI, n)`` per-job columns (``n`` jobs a window)
+``S``, ``C``, ``PF``  ``(N, NS)``, ``(N, NC)``, ``(N, 2, 1)`` scalars and profile scratch
+``POS``               ``(N, n)`` row-builder scratch
+``PRED``              ``(N, n)`` feature predictions (``(N, 0)`` without a predictor)
+``ROWS``              ``(N, K)`` the job of every row (-1: padding)
+``Q*``                ``Schedule-v0``: the users' columns (``QueueFeatures``)
+``ATDEC``, ``NCAND``  at a decision point; candidates (waiting jobs) of it
+``STEPS``, ``OVER``   steps of the episode; decisions with more candidates than rows
+====================  ====================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numba import njit, prange
+
+from hpcgym.envs import observation as _observation
+from hpcgym.envs import queue_observation as _queue_observation
+from hpcgym.envs.observation import LOG_TAU, _build
+from hpcgym.envs.queue_observation import _build_queue
+from hpcgym.sim import _core as K
+from hpcgym.sim import _core_ext as KX
+from hpcgym.sim import _layout
+
+__all__ = [
+    "TASK_BACKFILL",
+    "TASK_SCHEDULE",
+    "BatchState",
+    "fast_path_problem",
+    "refresh_cache",
+]
+
+#: task ids of the compiled step
+TASK_BACKFILL = 0
+TASK_SCHEDULE = 1
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _step_all(  # pragma: no cover - numba
+    task,
+    JF,
+    JI,
+    S,
+    C,
+    PF,
+    POS,
+    PRED,
+    OBS,
+    MASK,
+    ROWS,
+    ATDEC,
+    NCAND,
+    STEPS,
+    OVER,
+    actions,
+    active,
+    event,
+    violation,
+    est_scale,
+    wait_scale,
+    tau,
+    order_id,
+    ORDER,
+    QUSER,
+    QRATIO,
+    QHIST,
+    QCOUNT,
+    QSCRATCH,
+    QPOP,
+    QSEEN,
+    den_e,
+    den_w,
+):
+    """Step sub-env ``i`` with ``actions[i]`` (a valid action: the caller maps invalid
+    ones) for every ``i`` with ``active[i]``; writes ``event[i]`` (the engine's next stop,
+    ``EV_DONE`` at the end) and ``violation[i]``."""
+    n_envs = JF.shape[0]
+    kq = OBS.shape[1]
+    for i in prange(n_envs):
+        if not active[i]:
+            continue
+        jf = JF[i]
+        ji = JI[i]
+        s = S[i]
+        c = C[i]
+        a = actions[i]
+        viol = False
+        ev = K.EV_DONE
+        if ATDEC[i]:
+            if task == TASK_BACKFILL:
+                if a < kq:
+                    viol = K.backfill_start(jf, ji, s, c, ROWS[i, a]) == 2
+                else:
+                    K.stop_backfilling(c)
+            else:
+                c[K.C_QCHOICE] = ROWS[i, a]
+            s[K.S_UNTIL] = np.inf
+            ev = K.advance(jf, ji, s, c, PF[i])
+        STEPS[i] += 1
+        violation[i] = viol
+        event[i] = ev
+        obs = OBS[i]
+        mask = MASK[i]
+        rows = ROWS[i]
+        if task == TASK_BACKFILL and ev == K.EV_DECISION:
+            total = _build(
+                jf[K.F_SUBMIT],
+                jf[K.F_EST],
+                ji[K.I_PROCS],
+                ji[K.I_QUEUE],
+                c[K.C_QLEN],
+                ji[K.I_ORDER],
+                c[K.C_OLEN],
+                s[K.S_T],
+                s[K.S_SHADOW],
+                c[K.C_M],
+                c[K.C_FREE],
+                c[K.C_EXTRA],
+                c[K.C_HEAD],
+                c[K.C_CANDMODE] == K.CAND_EASY,
+                POS[i],
+                PRED[i],
+                est_scale,
+                wait_scale,
+                tau,
+                obs,
+                mask,
+                rows,
+            )
+            ATDEC[i] = True
+            NCAND[i] = total
+            if total > kq:
+                OVER[i] += 1
+        elif task == TASK_SCHEDULE and ev == K.EV_QUEUE:
+            order = ORDER[i]
+            norder = KX.policy_order(jf, ji, s, c, order_id[i], order)
+            _build_queue(
+                obs,
+                mask,
+                rows,
+                order,
+                norder,
+                ji[K.I_QUEUE],
+                c[K.C_QLEN],
+                ji[K.I_RUN],
+                c[K.C_RLEN],
+                ji[K.I_FIN],
+                c[K.C_NFIN],
+                jf[K.F_SUBMIT],
+                jf[K.F_REQUEST],
+                jf[K.F_EST],
+                ji[K.I_PROCS],
+                jf[K.F_START],
+                jf[K.F_REST],
+                s[K.S_T],
+                c[K.C_FREE],
+                c[K.C_M],
+                QUSER[i],
+                QRATIO[i],
+                QHIST[i],
+                QCOUNT[i],
+                QSCRATCH[i],
+                QPOP[i],
+                QSEEN[i],
+                den_e,
+                den_w,
+                tau,
+            )
+            ATDEC[i] = True
+            NCAND[i] = norder
+            if norder > kq:
+                OVER[i] += 1
+        else:  # the end (or an engine stop this task has no row builder for: see caller)
+            obs[:, :] = 0.0
+            mask[:] = False
+            rows[:] = -1
+            if task == TASK_BACKFILL:
+                mask[kq] = True  # STOP
+            else:
+                mask[0] = True
+            NCAND[i] = 0
+            ATDEC[i] = False
+
+
+#: the files of the compiled functions the batch step calls: numba's disk cache notices
+#: changes of the batch step's own file only, so :func:`refresh_cache` compares these
+_DEPENDENCIES = (K, KX, _layout, _observation, _queue_observation)
+
+
+def _dependency_digest() -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for mod in _DEPENDENCIES:
+        h.update(Path(str(mod.__file__)).read_bytes())
+    return h.hexdigest()
+
+
+def refresh_cache(dispatcher: Any = _step_all) -> bool:
+    """Drop the compiled batch step from numba's disk cache when a file it calls into has
+    changed since it was cached (numba itself only checks the step's own file), so the
+    next call compiles it again. Returns whether the cache was dropped.
+
+    :param dispatcher: the cached numba function (default: the batch step)
+    """
+    cache = getattr(dispatcher, "_cache", None)
+    path = getattr(cache, "_cache_path", None)
+    if cache is None or path is None:
+        return False
+    stamp = Path(path) / f"{dispatcher.__name__}.deps"
+    digest = _dependency_digest()
+    try:
+        if stamp.read_text(encoding="ascii") == digest:
+            return False
+    except OSError:
+        pass
+    cache.flush()
+    try:
+        stamp.write_text(digest, encoding="ascii")
+    except OSError:  # a read-only cache folder: numba then compiles in memory anyway
+        pass
+    return True
+
+
+refresh_cache()
+
+
+def fast_path_problem(env: Any) -> str | None:
+    """Why sub-env ``env`` (after a reset) cannot be stepped by the compiled batch step,
+    or ``None`` when it can: every per-step part of its configuration must be compiled
+    (no online estimator or feature predictor, no extended features, no dense reward, a
+    built-in backfiller inside ``Schedule-v0``)."""
+    sim = env._sim
+    if sim is None:
+        return "no episode"
+    if int(sim.C[K.C_ONLINE]) != 0:
+        return "an online estimator or feature predictor (it predicts in Python at arrivals)"
+    if env._ext is not None:
+        return "extended features (their state is kept in Python)"
+    if env._credit is not None:
+        return "the dense reward (paid in Python job by job)"
+    if int(sim.C[K.C_POLICY]) == K.POL_EXTERNAL and int(sim.C[K.C_BACKFILL]) == K.BF_EXTERNAL:
+        return "an external backfiller inside the queue decision"
+    return None
+
+
+class BatchState:
+    """The batched engine state of a vector env's ``N`` episodes (module docstring) and the
+    compiled step over it.
+
+    :param envs: the sub-envs (each with its slices of ``obs``/``mask`` bound)
+    :param obs: ``(N, K, F)`` float32 batched observations (the sub-envs' slices)
+    :param mask: ``(N, K + 1)`` or ``(N, K)`` bool batched masks
+    :param task: :data:`TASK_BACKFILL` or :data:`TASK_SCHEDULE`
+    :param n_jobs: jobs of every window
+    """
+
+    def __init__(
+        self, envs: tuple[Any, ...], obs: np.ndarray, mask: np.ndarray, task: int, n_jobs: int
+    ) -> None:
+        n = len(envs)
+        kq = obs.shape[1]
+        first = envs[0]
+        self.envs = envs
+        self.task = int(task)
+        self.n_jobs = int(n_jobs)
+        self.obs, self.mask = obs, mask
+        self.JF = np.zeros((n, K.NF, n_jobs))
+        self.JI = np.zeros((n, K.NI, n_jobs), dtype=np.int64)
+        self.S = np.zeros((n, K.NS))
+        self.C = np.zeros((n, K.NC), dtype=np.int64)
+        self.PF = np.zeros((n, 2, 1))
+        self.POS = np.zeros((n, n_jobs), dtype=np.int64)
+        width = n_jobs if first._pred.shape[0] > 0 else 0
+        self.PRED = np.zeros((n, width))
+        self.ROWS = np.full((n, kq), -1, dtype=np.int64)
+        self.ATDEC = np.zeros(n, dtype=np.bool_)
+        self.NCAND = np.zeros(n, dtype=np.int64)
+        self.STEPS = np.zeros(n, dtype=np.int64)
+        self.OVER = np.zeros(n, dtype=np.int64)
+        self.event = np.zeros(n, dtype=np.int64)
+        self.violation = np.zeros(n, dtype=np.bool_)
+        schedule = self.task == TASK_SCHEDULE
+        m = n_jobs if schedule else 0
+        self.ORDER = np.zeros((n, m), dtype=np.int64)
+        self.QUSER = np.zeros((n, m), dtype=np.int64)
+        self.QRATIO = np.zeros((n, m))
+        self.QHIST = np.zeros((n, m, 4))
+        self.QCOUNT = np.zeros((n, m), dtype=np.int64)
+        self.QSCRATCH = np.zeros((n, 2, m), dtype=np.int64)
+        self.QPOP = np.zeros((n, 2 if schedule else 0))
+        self.QSEEN = np.zeros((n, 1 if schedule else 0), dtype=np.int64)
+        self.tau = LOG_TAU if first.time_scale == "log" else 0.0
+        #: the row order's policy id of every sub-env (Schedule-v0: its trace's reference)
+        self.order_id = np.array([int(getattr(e, "_order_id", 0)) for e in envs], dtype=np.int64)
+        tau = self.tau
+        self.den_e = float(np.log1p(first.est_scale / tau) if tau > 0 else first.est_scale)
+        self.den_w = float(np.log1p(first.wait_scale / tau) if tau > 0 else first.wait_scale)
+        for env in envs:
+            if (env.est_scale, env.wait_scale) != (first.est_scale, first.wait_scale):
+                raise ValueError("the sub-envs of a compiled batch share est_scale/wait_scale")
+
+    def bind(self, i: int) -> None:
+        """Move sub-env ``i``'s episode (just reset by its own code) into slot ``i`` and
+        point its engine, scratch and row arrays at the slot.
+
+        :raises ValueError: the window's length differs from the batch's
+        """
+        env = self.envs[i]
+        sim = env._sim
+        if len(sim.workload) != self.n_jobs:
+            raise ValueError(
+                f"window of {len(sim.workload)} jobs in a batch of {self.n_jobs}-job windows"
+            )
+        for name, buf in (("JF", self.JF), ("JI", self.JI), ("S", self.S), ("C", self.C)):
+            buf[i] = getattr(sim, name)
+            setattr(sim, name, buf[i])
+        sim._view = None  # the view is rebuilt on the slot's arrays
+        self.POS[i] = env._pos
+        env._pos = self.POS[i]
+        if self.PRED.shape[1]:
+            self.PRED[i] = env._pred
+            env._pred = self.PRED[i]
+        self.ROWS[i] = env._rows
+        env._rows = self.ROWS[i]
+        env._out = (self.obs[i], self.mask[i], env._rows)
+        if self.task == TASK_SCHEDULE:
+            self._bind_queue(i, env)
+        self.ATDEC[i] = env._at_decision
+        self.NCAND[i] = env._ncand
+        self.STEPS[i] = env._steps
+        self.OVER[i] = env._overflow
+
+    def _bind_queue(self, i: int, env: Any) -> None:
+        qf = env._qf
+        nu = qf.hist.shape[0]
+        self.ORDER[i] = env._order_buf
+        env._order_buf = self.ORDER[i]
+        self.QUSER[i] = qf.user
+        self.QRATIO[i] = qf.ratio
+        self.QHIST[i] = 0.0
+        self.QHIST[i, :nu] = qf.hist
+        self.QCOUNT[i] = 0
+        self.QCOUNT[i, :nu] = qf.count
+        self.QSCRATCH[i] = 0
+        self.QSCRATCH[i, :, :nu] = qf.scratch
+        self.QPOP[i] = qf.pop
+        self.QSEEN[i] = qf.seen
+        qf.user, qf.ratio = self.QUSER[i], self.QRATIO[i]
+        qf.hist, qf.count = self.QHIST[i, :nu], self.QCOUNT[i]
+        qf.scratch, qf.pop, qf.seen = self.QSCRATCH[i], self.QPOP[i], self.QSEEN[i]
+
+    def sync(self, i: int) -> None:
+        """Write slot ``i``'s per-step counters back into sub-env ``i``'s attributes."""
+        env = self.envs[i]
+        env._at_decision = bool(self.ATDEC[i])
+        env._ncand = int(self.NCAND[i])
+        env._steps = int(self.STEPS[i])
+        env._overflow = int(self.OVER[i])
+
+    def step(self, actions: np.ndarray, active: np.ndarray) -> None:
+        """One compiled step of every active sub-env (valid ``actions``); the results are
+        in :attr:`event`, :attr:`violation` and the batched buffers."""
+        _step_all(
+            self.task,
+            self.JF,
+            self.JI,
+            self.S,
+            self.C,
+            self.PF,
+            self.POS,
+            self.PRED,
+            self.obs,
+            self.mask,
+            self.ROWS,
+            self.ATDEC,
+            self.NCAND,
+            self.STEPS,
+            self.OVER,
+            actions,
+            active,
+            self.event,
+            self.violation,
+            self.envs[0].est_scale,
+            self.envs[0].wait_scale,
+            self.tau,
+            self.order_id,
+            self.ORDER,
+            self.QUSER,
+            self.QRATIO,
+            self.QHIST,
+            self.QCOUNT,
+            self.QSCRATCH,
+            self.QPOP,
+            self.QSEEN,
+            self.den_e,
+            self.den_w,
+        )
