@@ -424,6 +424,22 @@ def test_compiled_step_equals_the_python_step(mode):
     assert compare_paths(BackfillVectorEnv, 120, 4, **kw) >= 4
 
 
+@pytest.mark.parametrize(
+    ("reference", "ends_compiled"),
+    [("CONSERVATIVE", True), ("SJF+EASY,starvation=auto", True), (None, True), ("ELOSS", False)],
+)
+def test_compiled_episode_end_and_reference(reference, ends_compiled):
+    """The episode's end (metrics, the reference on the same window) is computed in the
+    compiled step when the reference is a compiled scheduler, else by the sub-env."""
+    kw = kwargs(
+        window_length=32, reference=reference, reward_scale="log" if reference else "linear"
+    )
+    vec = BackfillVectorEnv(2, **kw)
+    vec.reset(seed=0)
+    assert vec.batch is not None and vec.batch.end_on is ends_compiled
+    assert compare_paths(BackfillVectorEnv, 90, 6, **kw) >= 4
+
+
 def test_compiled_step_cache_follows_the_files_it_calls(tmp_path):
     """numba's disk cache checks only the batch step's own file; the step's cache is
     dropped when a file it calls into changed (here: a stale stamp)."""

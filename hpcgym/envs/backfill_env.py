@@ -721,12 +721,21 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     def _norm_cache_key(self) -> tuple[Any, ...]:
         return (self._fingerprint, self._start, self.window_length, self._norm_key)
 
-    def _terminal(self) -> float:
-        """The last step's reward (dense: what job shares left); sets ``_final_info``."""
-        sim = self._sim
-        assert sim is not None
-        agent = deterministic_metrics(sim.result().metrics)
-        norm = self.normalizer_metrics()
+    def _terminal(
+        self, metrics: tuple[dict[str, float], dict[str, float] | None] | None = None
+    ) -> float:
+        """The last step's reward (dense: what job shares left); sets ``_final_info``.
+
+        :param metrics: the agent's and the reference's metrics of the window when the
+            caller has them (the compiled batch step); ``None``: computed here
+        """
+        if metrics is None:
+            sim = self._sim
+            assert sim is not None
+            agent = deterministic_metrics(sim.result().metrics)
+            norm = self.normalizer_metrics()
+        else:
+            agent, norm = metrics
         self._final_info = {
             "agent": agent,
             "reference": norm,

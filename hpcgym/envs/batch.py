@@ -36,6 +36,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -46,11 +47,14 @@ from hpcgym.envs.queue_observation import _build_queue
 from hpcgym.sim import _core as K
 from hpcgym.sim import _core_ext as KX
 from hpcgym.sim import _layout
+from hpcgym.sim import metrics as _metrics
+from hpcgym.sim.metrics import KERNEL_METRICS, metrics_kernel
 
 __all__ = [
     "TASK_BACKFILL",
     "TASK_SCHEDULE",
     "BatchState",
+    "compiled_reference",
     "fast_path_problem",
     "refresh_cache",
 ]
@@ -58,6 +62,9 @@ __all__ = [
 #: task ids of the compiled step
 TASK_BACKFILL = 0
 TASK_SCHEDULE = 1
+#: the float metrics of an episode, then the count of backfilled jobs (rows of AGENT, REF)
+N_FLOAT = len(KERNEL_METRICS)
+EPISODE_METRICS: tuple[str, ...] = (*KERNEL_METRICS, "backfilled")
 
 
 @njit(cache=True, parallel=True, nogil=True)
@@ -95,10 +102,28 @@ def _step_all(  # pragma: no cover - numba
     QSEEN,
     den_e,
     den_w,
+    AGENT,
+    REF,
+    ref_on,
+    RJF,
+    RJI,
+    RS,
+    RC,
+    RPF,
+    RS0,
+    RC0,
+    REST,
+    RAUTO,
+    TRACE,
+    START,
+    REFC,
+    need,
 ):
     """Step sub-env ``i`` with ``actions[i]`` (a valid action: the caller maps invalid
     ones) for every ``i`` with ``active[i]``; writes ``event[i]`` (the engine's next stop,
-    ``EV_DONE`` at the end) and ``violation[i]``."""
+    ``EV_DONE`` at the end) and ``violation[i]``. At an episode's end: the agent's metrics
+    (``AGENT[i]``) and, with ``ref_on``, the reference scheduler's on the same window
+    (``REF[i]``: from the per-window cache ``REFC``, else simulated)."""
     n_envs = JF.shape[0]
     kq = OBS.shape[1]
     for i in prange(n_envs):
@@ -205,11 +230,72 @@ def _step_all(  # pragma: no cover - numba
                 mask[0] = True
             NCAND[i] = 0
             ATDEC[i] = False
+            if ev == K.EV_DONE:
+                _episode_metrics(jf, ji, c, AGENT[i])
+    # ---- the reference on the ended windows: cached, else simulated (in parallel)
+    if ref_on:
+        for i in range(n_envs):
+            need[i] = False
+            if active[i] and event[i] == K.EV_DONE:
+                cached = REFC[TRACE[i], START[i]]
+                if np.isnan(cached[0]):
+                    need[i] = True
+                else:
+                    REF[i, :] = cached
+        for i in prange(n_envs):
+            if need[i]:
+                t = TRACE[i]
+                _run_reference(JF[i], JI[i], RJF[i], RJI[i], RS[i], RC[i], RPF[i], RS0[t],
+                               RC0[t], REST[t], RAUTO[t], REF[i])  # fmt: skip
+        for i in range(n_envs):
+            if need[i]:
+                REFC[TRACE[i], START[i], :] = REF[i]
+
+
+@njit(cache=True)
+def _episode_metrics(jf, ji, c, out):  # pragma: no cover - numba
+    """``out`` := the metrics of a finished episode (:data:`EPISODE_METRICS`)."""
+    metrics_kernel(jf[K.F_SUBMIT], jf[K.F_RUNTIME], ji[K.I_PROCS], jf[K.F_START],
+                   float(c[K.C_M]), out)  # fmt: skip
+    bf = 0
+    for j in range(ji.shape[1]):
+        bf += ji[K.I_BACKFILLED, j]
+    out[N_FLOAT] = bf
+
+
+@njit(cache=True)
+def _run_reference(jf, ji, rjf, rji, rs, rc, rpf, s0, c0, est, auto, out):  # pragma: no cover
+    """Simulate the reference scheduler (its engine state before the first event:
+    ``s0``/``c0``) on the window of ``jf``/``ji`` as :class:`~hpcgym.sim.engine.Simulation`
+    starts it (estimates: the requests, ``est`` 0, or the run times, 1; ``auto``: the
+    starvation threshold is 3x the window's largest request); ``out`` := its metrics."""
+    rjf[:, :] = 0.0
+    rji[:, :] = 0
+    submit = jf[K.F_SUBMIT]
+    rjf[K.F_SUBMIT] = submit
+    rjf[K.F_RUNTIME] = jf[K.F_RUNTIME]
+    rjf[K.F_REQUEST] = jf[K.F_REQUEST]
+    rjf[K.F_EST] = jf[K.F_REQUEST] if est == 0 else jf[K.F_RUNTIME]
+    rjf[K.F_START] = np.nan
+    rjf[K.F_BFSHADOW] = np.nan
+    rjf[K.F_HEADSINCE] = np.nan
+    rji[K.I_PROCS] = ji[K.I_PROCS]
+    rji[K.I_BFHEAD] = -1
+    rs[:] = s0
+    rc[:] = c0
+    rs[K.S_T] = submit[0]
+    if auto:
+        rs[K.S_THETA] = 3.0 * np.max(jf[K.F_REQUEST])
+    rpf[:, :] = 0.0
+    if K.advance(rjf, rji, rs, rc, rpf) != K.EV_DONE:
+        out[:] = np.nan  # not a compiled scheduler: the caller checked this beforehand
+        return
+    _episode_metrics(rjf, rji, rc, out)
 
 
 #: the files of the compiled functions the batch step calls: numba's disk cache notices
-#: changes of the batch step's own file only, so :func:`refresh_cache` compares these
-_DEPENDENCIES = (K, KX, _layout, _observation, _queue_observation)
+#: changes of a function's own file only, so :func:`refresh_cache` compares these
+_DEPENDENCIES = (K, KX, _layout, _metrics, _observation, _queue_observation)
 
 
 def _dependency_digest() -> str:
@@ -219,13 +305,15 @@ def _dependency_digest() -> str:
     return h.hexdigest()
 
 
-def refresh_cache(dispatcher: Any = _step_all) -> bool:
-    """Drop the compiled batch step from numba's disk cache when a file it calls into has
-    changed since it was cached (numba itself only checks the step's own file), so the
-    next call compiles it again. Returns whether the cache was dropped.
+def refresh_cache(dispatcher: Any = None) -> bool:
+    """Drop a compiled function of this module from numba's disk cache when a file it
+    calls into has changed since it was cached (numba itself only checks the function's
+    own file), so that its next call compiles it again. Returns whether it was dropped.
 
-    :param dispatcher: the cached numba function (default: the batch step)
+    :param dispatcher: the cached numba function (default: every one of the batch step)
     """
+    if dispatcher is None:
+        return any([refresh_cache(f) for f in (_step_all, _episode_metrics, _run_reference)])
     cache = getattr(dispatcher, "_cache", None)
     path = getattr(cache, "_cache_path", None)
     if cache is None or path is None:
@@ -267,6 +355,19 @@ def fast_path_problem(env: Any) -> str | None:
     return None
 
 
+def compiled_reference(spec: Any) -> int | None:
+    """How the batch step simulates reference scheduler ``spec`` (a
+    :class:`~hpcgym.sim.schedulers.SchedulerSpec`): its estimates are the requests (0) or
+    the run times (1); ``None`` when it needs Python (a decider, a predictor, a warm start),
+    and the episode's end is then computed by the sub-env itself."""
+    if spec is None or spec.decider is not None or spec.warm is not None:
+        return None
+    est = spec._estimator()
+    if not isinstance(est, str):
+        return None
+    return {"request": 0, "actual": 1}.get(est)
+
+
 class BatchState:
     """The batched engine state of a vector env's ``N`` episodes (module docstring) and the
     compiled step over it.
@@ -276,15 +377,23 @@ class BatchState:
     :param mask: ``(N, K + 1)`` or ``(N, K)`` bool batched masks
     :param task: :data:`TASK_BACKFILL` or :data:`TASK_SCHEDULE`
     :param n_jobs: jobs of every window
+    :param threads: threads of the step (``None``: numba's, every core by default)
     """
 
     def __init__(
-        self, envs: tuple[Any, ...], obs: np.ndarray, mask: np.ndarray, task: int, n_jobs: int
+        self,
+        envs: tuple[Any, ...],
+        obs: np.ndarray,
+        mask: np.ndarray,
+        task: int,
+        n_jobs: int,
+        threads: int | None = 1,
     ) -> None:
         n = len(envs)
         kq = obs.shape[1]
         first = envs[0]
         self.envs = envs
+        self.threads = min(int(threads), numba.config.NUMBA_NUM_THREADS) if threads else None
         self.task = int(task)
         self.n_jobs = int(n_jobs)
         self.obs, self.mask = obs, mask
@@ -322,6 +431,53 @@ class BatchState:
         for env in envs:
             if (env.est_scale, env.wait_scale) != (first.est_scale, first.wait_scale):
                 raise ValueError("the sub-envs of a compiled batch share est_scale/wait_scale")
+        self.AGENT = np.zeros((n, len(EPISODE_METRICS)))
+        self.REF = np.zeros((n, len(EPISODE_METRICS)))
+        self.need = np.zeros(n, dtype=np.bool_)
+        self.START = np.zeros(n, dtype=np.int64)
+        self._init_reference(envs, n, n_jobs)
+
+    def _init_reference(self, envs: tuple[Any, ...], n: int, n_jobs: int) -> None:
+        """The reference scheduler of every trace of the batch, when compiled: its engine
+        state before the first event (from a :class:`~hpcgym.sim.engine.Simulation` the
+        reference itself builds), its estimates and a per-window cache of its metrics."""
+        traces: dict[int, int] = {}  # id of the sub-env's workload -> trace index
+        firsts: list[Any] = []
+        self.TRACE = np.zeros(n, dtype=np.int64)
+        for i, env in enumerate(envs):
+            t = traces.setdefault(id(env._workload), len(traces))
+            if t == len(firsts):
+                firsts.append(env)
+            self.TRACE[i] = t
+        #: the reward compares with a reference scheduler (else with the raw objective)
+        self.has_ref = firsts[0].reference is not None
+        kinds = [compiled_reference(e.reference) for e in firsts] if self.has_ref else []
+        #: whether the batch step simulates the reference
+        self.ref_on = self.has_ref and all(k is not None for k in kinds)
+        #: whether the batch step computes the episode's end (else the sub-env does)
+        self.end_on = self.ref_on or not self.has_ref
+        nt = len(firsts)
+        conservative = self.ref_on and any(e.reference.backfill == "conservative" for e in firsts)
+        self.RS0 = np.zeros((nt, K.NS))
+        self.RC0 = np.zeros((nt, K.NC), dtype=np.int64)
+        self.REST = np.array([k or 0 for k in kinds] or [0] * nt, dtype=np.int64)
+        self.RAUTO = np.zeros(nt, dtype=np.bool_)
+        work = n if self.ref_on else 0
+        self.RJF = np.zeros((work, K.NF, n_jobs))
+        self.RJI = np.zeros((work, K.NI, n_jobs), dtype=np.int64)
+        self.RS = np.zeros((work, K.NS))
+        self.RC = np.zeros((work, K.NC), dtype=np.int64)
+        self.RPF = np.zeros((work, 2, 2 * n_jobs + 4 if conservative else 1))
+        longest = max(len(e._workload) for e in firsts) if self.ref_on else 0
+        self.REFC = np.full((nt, longest, len(EPISODE_METRICS)), np.nan)
+        if not self.ref_on:
+            return
+        for t, env in enumerate(firsts):
+            spec = env.reference
+            template = spec.make_simulation(env._workload.window(0, n_jobs), 0)
+            self.RS0[t] = template.S
+            self.RC0[t] = template.C
+            self.RAUTO[t] = spec.starvation == "auto"
 
     def bind(self, i: int) -> None:
         """Move sub-env ``i``'s episode (just reset by its own code) into slot ``i`` and
@@ -353,6 +509,7 @@ class BatchState:
         self.NCAND[i] = env._ncand
         self.STEPS[i] = env._steps
         self.OVER[i] = env._overflow
+        self.START[i] = env._start
 
     def _bind_queue(self, i: int, env: Any) -> None:
         qf = env._qf
@@ -381,9 +538,37 @@ class BatchState:
         env._steps = int(self.STEPS[i])
         env._overflow = int(self.OVER[i])
 
+    def episode_end(self, i: int) -> tuple[dict[str, float], dict[str, float] | None] | None:
+        """The agent's and the reference's metrics of sub-env ``i``'s ended episode, or
+        ``None`` when the batch step does not compute them (see :attr:`end_on`)."""
+        if not self.end_on:
+            return None
+        return self.metrics(i), self.metrics(i, reference=True) if self.has_ref else None
+
+    def metrics(self, i: int, reference: bool = False) -> dict[str, float]:
+        """The metrics of sub-env ``i``'s ended episode (``reference``: of the reference
+        scheduler on its window) as :func:`~hpcgym.sim.metrics.compute_metrics` gives them."""
+        row = (self.REF if reference else self.AGENT)[i].tolist()
+        out: dict[str, float] = dict(zip(KERNEL_METRICS, row[:N_FLOAT], strict=True))
+        out["backfilled"] = int(row[N_FLOAT])
+        out["jobs"] = self.n_jobs
+        out["machine_size"] = int(self.C[i, K.C_M])
+        return out
+
     def step(self, actions: np.ndarray, active: np.ndarray) -> None:
         """One compiled step of every active sub-env (valid ``actions``); the results are
-        in :attr:`event`, :attr:`violation` and the batched buffers."""
+        in :attr:`event`, :attr:`violation`, the batched buffers and, for the episodes that
+        ended, :meth:`metrics`."""
+        prev = numba.get_num_threads()
+        if self.threads is not None and prev != self.threads:
+            numba.set_num_threads(self.threads)
+        try:
+            self._call(actions, active)
+        finally:
+            if numba.get_num_threads() != prev:
+                numba.set_num_threads(prev)
+
+    def _call(self, actions: np.ndarray, active: np.ndarray) -> None:
         _step_all(
             self.task,
             self.JF,
@@ -418,4 +603,20 @@ class BatchState:
             self.QSEEN,
             self.den_e,
             self.den_w,
+            self.AGENT,
+            self.REF,
+            self.ref_on,
+            self.RJF,
+            self.RJI,
+            self.RS,
+            self.RC,
+            self.RPF,
+            self.RS0,
+            self.RC0,
+            self.REST,
+            self.RAUTO,
+            self.TRACE,
+            self.START,
+            self.REFC,
+            self.need,
         )

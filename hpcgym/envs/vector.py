@@ -179,6 +179,7 @@ class BackfillVectorEnv(VectorEnv):
         full_info: bool = False,
         max_episode_steps: int | None = None,
         compiled: bool | None = None,
+        threads: int | None = 1,
         **env_kwargs: Any,
     ) -> None:
         if int(num_envs) < 1:
@@ -214,6 +215,9 @@ class BackfillVectorEnv(VectorEnv):
         if compiled is not None and not isinstance(compiled, bool):
             raise ValueError(f"compiled must be True, False or None (auto), got {compiled!r}")
         self._compiled_option = compiled
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads must be an int >= 1 or None (every core), got {threads!r}")
+        self.threads = threads
         #: the compiled batch step (:mod:`hpcgym.envs.batch`), set at the first reset when
         #: every sub-env's configuration allows it; ``None``: one Python step per sub-env
         self.batch: BatchState | None = None
@@ -241,7 +245,9 @@ class BackfillVectorEnv(VectorEnv):
         task = TASK_SCHEDULE if isinstance(self.envs[0], ScheduleEnv) else TASK_BACKFILL
         sim = self.envs[0]._sim
         assert sim is not None
-        self.batch = BatchState(self.envs, self._obs_buf, self._mask_buf, task, len(sim.workload))
+        self.batch = BatchState(
+            self.envs, self._obs_buf, self._mask_buf, task, len(sim.workload), self.threads
+        )
         for i in range(self.num_envs):
             self.batch.bind(i)
 
@@ -406,7 +412,7 @@ class BackfillVectorEnv(VectorEnv):
             env = envs[i]
             batch.sync(i)
             env._done = True
-            rewards[i] += env._terminal()
+            rewards[i] += env._terminal(batch.episode_end(i))
             if not same_step:
                 add(infos, env._final_info, i)
         for i in np.flatnonzero(pending).tolist():

@@ -7,16 +7,19 @@ very short jobs (Feitelson et al.; Gaussier et al. SC'15 §2, Carastan-Santos Eq
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from hpcgym.workload.core import Workload
 
 TAU = 10.0
 
 __all__ = [
+    "KERNEL_METRICS",
     "TAU",
     "bounded_slowdown",
     "compute_metrics",
     "head_delay_summary",
+    "metrics_kernel",
     "pp_bounded_slowdown",
     "request_reservation_delays",
 ]
@@ -35,6 +38,141 @@ def pp_bounded_slowdown(
     return np.maximum((wait + runtime) / (procs * np.maximum(runtime, tau)), 1.0)
 
 
+#: the float metrics of :func:`metrics_kernel`, in the order of its output
+KERNEL_METRICS: tuple[str, ...] = (
+    "avg_bsld",
+    "p99_bsld",
+    "avg_pp_bsld",
+    "avg_wait",
+    "max_wait",
+    "avg_turnaround",
+    "utilization",
+    "makespan",
+)
+
+
+@njit(cache=True)
+def _block_sum(a, lo, n):  # pragma: no cover - numba
+    """numpy's float64 sum of at most 128 values: eight partial sums per block."""
+    if n < 8:
+        res = 0.0
+        for i in range(lo, lo + n):
+            res += a[i]
+        return res
+    r0, r1, r2, r3 = a[lo], a[lo + 1], a[lo + 2], a[lo + 3]
+    r4, r5, r6, r7 = a[lo + 4], a[lo + 5], a[lo + 6], a[lo + 7]
+    i = 8
+    while i < n - (n % 8):
+        b = lo + i
+        r0 += a[b]
+        r1 += a[b + 1]
+        r2 += a[b + 2]
+        r3 += a[b + 3]
+        r4 += a[b + 4]
+        r5 += a[b + 5]
+        r6 += a[b + 6]
+        r7 += a[b + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True)
+def _pairwise_sum(a, lo, n):  # pragma: no cover - numba
+    """numpy's own float64 summation (``np.add.reduce`` of a contiguous array): halves
+    (a multiple of 8 on the left) summed down to blocks of at most 128 values, so that a
+    mean here equals numpy's to the bit. Iterative (numba caches no recursion)."""
+    if n <= 128:
+        return _block_sum(a, lo, n)
+    los = np.empty(64, dtype=np.int64)
+    ns = np.empty(64, dtype=np.int64)
+    state = np.zeros(64, dtype=np.int64)
+    vals = np.empty(64)
+    los[0] = lo
+    ns[0] = n
+    sp = 1
+    vp = 0
+    while sp > 0:
+        top = sp - 1
+        at, m = los[top], ns[top]
+        if m <= 128:
+            vals[vp] = _block_sum(a, at, m)
+            vp += 1
+            sp -= 1
+            continue
+        half = m // 2
+        half -= half % 8
+        if state[top] == 0:  # the left half first
+            state[top] = 1
+            los[sp], ns[sp], state[sp] = at, half, 0
+            sp += 1
+        elif state[top] == 1:  # then the right half
+            state[top] = 2
+            los[sp], ns[sp], state[sp] = at + half, m - half, 0
+            sp += 1
+        else:  # both done: left + right
+            vp -= 1
+            vals[vp - 1] = vals[vp - 1] + vals[vp]
+            sp -= 1
+    return vals[0]
+
+
+@njit(cache=True)
+def _percentile(values, q):  # pragma: no cover - numba
+    """``np.percentile(values, q)`` (linear method), computed as numpy computes it."""
+    n = values.shape[0]
+    a = np.sort(values)
+    vi = (n - 1) * (q / 100.0)
+    lo = int(np.floor(vi))
+    hi = lo + 1
+    if vi >= n - 1:
+        lo = hi = n - 1
+        t = vi - np.floor(vi) if n > 1 else 0.0
+    else:
+        t = vi - lo
+    x, y = a[lo], a[hi]
+    d = y - x
+    return y - d * (1.0 - t) if t >= 0.5 else x + d * t
+
+
+@njit(cache=True)
+def metrics_kernel(submit, runtime, procs, start, m, out):  # pragma: no cover - numba
+    """The float metrics of :func:`compute_metrics` (:data:`KERNEL_METRICS`, in order) of
+    one finished window into ``out``; compiled, so that the batched envs compute an
+    episode's metrics without leaving compiled code, with the same numbers."""
+    n = submit.shape[0]
+    wait = np.empty(n)
+    bsld = np.empty(n)
+    pp = np.empty(n)
+    turn = np.empty(n)
+    work = np.empty(n)
+    end_max = -np.inf
+    wait_max = -np.inf
+    for j in range(n):
+        r = runtime[j]
+        w = start[j] - submit[j]
+        wait[j] = w
+        den = max(r, TAU)
+        bsld[j] = max((w + r) / den, 1.0)
+        pp[j] = max((w + r) / (procs[j] * den), 1.0)
+        turn[j] = w + r
+        work[j] = r * procs[j]
+        end_max = max(end_max, start[j] + r)
+        wait_max = max(wait_max, w)
+    makespan = end_max - submit[0]
+    out[0] = _pairwise_sum(bsld, 0, n) / n
+    out[1] = _percentile(bsld, 99.0)
+    out[2] = _pairwise_sum(pp, 0, n) / n
+    out[3] = _pairwise_sum(wait, 0, n) / n
+    out[4] = wait_max
+    out[5] = _pairwise_sum(turn, 0, n) / n
+    out[6] = _pairwise_sum(work, 0, n) / (m * makespan) if makespan > 0 else 0.0
+    out[7] = makespan
+
+
 def compute_metrics(
     workload: Workload, start: np.ndarray, backfilled: np.ndarray | None = None
 ) -> dict[str, float]:
@@ -45,26 +183,18 @@ def compute_metrics(
     ``max_wait``,
     ``avg_turnaround``, ``utilization`` (work / (m x makespan)), ``makespan`` (last
     completion - first submission), ``backfilled`` (count), ``jobs``, ``machine_size``.
+    The float metrics come from :func:`metrics_kernel` (numpy's summation and
+    percentile, reproduced).
     """
-    runtime = workload.runtime
-    wait = start - workload.submit
-    end = start + runtime
-    makespan = float(end.max() - workload.submit[0])
-    work = float(np.dot(runtime, workload.procs.astype(np.float64)))
-    bsld = bounded_slowdown(wait, runtime)
-    return {
-        "avg_bsld": float(bsld.mean()),
-        "p99_bsld": float(np.percentile(bsld, 99)),
-        "avg_pp_bsld": float(pp_bounded_slowdown(wait, runtime, workload.procs).mean()),
-        "avg_wait": float(wait.mean()),
-        "max_wait": float(wait.max()),
-        "avg_turnaround": float((wait + runtime).mean()),
-        "utilization": work / (workload.machine_size * makespan) if makespan > 0 else 0.0,
-        "makespan": makespan,
-        "backfilled": int(backfilled.sum()) if backfilled is not None else 0,
-        "jobs": len(workload),
-        "machine_size": int(workload.machine_size),
-    }
+    out = np.empty(len(KERNEL_METRICS))
+    start = np.ascontiguousarray(start, dtype=np.float64)
+    metrics_kernel(workload.submit, workload.runtime, workload.procs, start,
+                   float(workload.machine_size), out)  # fmt: skip
+    metrics: dict[str, float] = dict(zip(KERNEL_METRICS, out.tolist(), strict=True))
+    metrics["backfilled"] = int(backfilled.sum()) if backfilled is not None else 0
+    metrics["jobs"] = len(workload)
+    metrics["machine_size"] = int(workload.machine_size)
+    return metrics
 
 
 def request_reservation_delays(
