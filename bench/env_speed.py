@@ -15,11 +15,14 @@ steps per episode. Separately: the uncached normalizer simulation of one window 
 profile share of each part of a step (``--profile``). Results are recorded in
 ``docs/env.md``.
 
-The ``vector`` table compares, per (trace, mode), the single env with the batched
-:class:`~hpcgym.envs.vector.BackfillVectorEnv` at ``N`` = ``--vector-sizes`` (default 1,
-16, 64): env-steps/s (autoreset steps, which ignore the action, are not counted), all-in
-(uniformly random valid actions drawn for the whole batch, autoresets, normalizer
-EASY-SJBF with an empty cache), default ``copy=True`` and ``copy=False``.
+The ``vector`` table compares, per task (``--tasks backfill schedule``), trace and mode,
+the single env with four vector envs at ``N`` = ``--vector-sizes`` (default 1, 16, 64),
+in one run, configurations interleaved: Gymnasium's ``SyncVectorEnv`` of single envs,
+the native vector env stepped sub-env by sub-env in Python (``compiled=False``), and its
+compiled batch step on one thread and on two (``compiled=True, threads=1|2``). Reported:
+env-steps/s (autoreset steps, which ignore the action, are not counted), all-in
+(uniformly random valid actions drawn for the whole batch, autoresets, the reference
+scheduler simulated for every new window), and each as a ratio to the single env.
 """
 
 from __future__ import annotations
@@ -31,14 +34,22 @@ import itertools
 import pstats
 import statistics
 import time
+from typing import Any
 
 import numpy as np
+from gymnasium.vector import SyncVectorEnv
 
 from hpcgym.envs.backfill_env import BackfillEnv, clear_normalizer_cache
-from hpcgym.envs.vector import BackfillVectorEnv
+from hpcgym.envs.schedule_env import ScheduleEnv
+from hpcgym.envs.vector import BackfillVectorEnv, ScheduleVectorEnv
 from hpcgym.sim.engine import warmup
 
 REFERENCE_STEPS_PER_S = 1729.0
+#: task -> (single env, native vector env)
+TASK_ENVS: dict[str, tuple[Any, Any]] = {
+    "backfill": (BackfillEnv, BackfillVectorEnv),
+    "schedule": (ScheduleEnv, ScheduleVectorEnv),
+}
 #: the clock of every measurement: wall time (default) or, with ``--clock cpu``, this
 #: process's CPU time (robust on a machine shared with other jobs)
 CLOCK = time.perf_counter
@@ -101,7 +112,7 @@ def bench(
     }
 
 
-def run_vector(venv: BackfillVectorEnv, rng: np.random.Generator, steps: int) -> tuple[float, int]:
+def run_vector(venv: Any, rng: np.random.Generator, steps: int) -> tuple[float, int]:
     """All-in run of ``steps`` batched steps; returns (seconds, env-steps taken)."""
     n = venv.num_envs
     t0 = CLOCK()
@@ -119,22 +130,51 @@ def run_vector(venv: BackfillVectorEnv, rng: np.random.Generator, steps: int) ->
     return CLOCK() - t0, taken
 
 
+#: the vector envs of the ``vector`` table: label -> (kind, native vector env keywords)
+VECTOR_KINDS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sync": ("sync", {}),  # gymnasium.vector.SyncVectorEnv of single envs
+    "python": ("native", {"compiled": False}),  # the native env, one Python step per env
+    "compiled": ("native", {"compiled": True, "threads": 1}),  # one compiled call
+    "compiled-2": ("native", {"compiled": True, "threads": 2}),  # ... on two threads
+}
+
+
+def make_vector(task: str, kind: str, n: int, copy: bool, **kw: Any) -> Any:
+    """A vector env of ``task`` (``backfill``/``schedule``): label ``kind`` of
+    :data:`VECTOR_KINDS` with ``n`` sub-envs."""
+    single, native = TASK_ENVS[task]
+    how, extra = VECTOR_KINDS[kind]
+    if how == "sync":
+        return SyncVectorEnv([lambda: single(**kw) for _ in range(n)], copy=copy)
+    return native(n, copy=copy, **extra, **kw)
+
+
 def vector_rate(
-    trace: str, mode: str, n: int | None, steps: int, seed: int, copy: bool, features: str = "paper"
+    trace: str,
+    mode: str,
+    n: int | None,
+    steps: int,
+    seed: int,
+    copy: bool,
+    features: str = "paper",
+    task: str = "backfill",
+    kind: str = "compiled",
 ) -> float:
-    """One all-in run of about ``steps`` env-steps: the single env (``n=None``) or the vector
-    env with ``n`` sub-envs; returns env-steps/s (empty normalizer cache, after a warm-up)."""
+    """One all-in run of about ``steps`` env-steps: the single env (``n=None``) or a vector
+    env (``kind``) with ``n`` sub-envs; returns env-steps/s (empty normalizer cache, after a
+    warm-up)."""
     clear_normalizer_cache()
     rng = np.random.default_rng(seed)
+    kw: dict[str, Any] = {"trace": trace, "window_length": 256}
+    if task == "backfill":
+        kw.update(mode=mode, features=features)
     if n is None:
-        env = BackfillEnv(trace=trace, mode=mode, window_length=256, features=features)
+        env = TASK_ENVS[task][0](**kw)
         run(env, rng, 500)  # warm-up
         clear_normalizer_cache()
         secs, _, _ = run(env, rng, steps)
         return steps / secs
-    venv = BackfillVectorEnv(
-        n, copy=copy, trace=trace, mode=mode, window_length=256, features=features
-    )
+    venv = make_vector(task, kind, n, copy, **kw)
     run_vector(venv, rng, max(500 // n, 2))  # warm-up
     clear_normalizer_cache()
     secs, taken = run_vector(venv, rng, max(steps // n, 1))
@@ -142,30 +182,31 @@ def vector_rate(
 
 
 def vector_table(args: argparse.Namespace) -> None:
-    """Single env vs vector env: the configurations interleaved within each repeat, and the
-    best of the repeats (the least disturbed run on a shared machine) reported."""
-    sizes = args.vector_sizes
-    head = " | ".join(f"N={n}" for n in sizes)
-    print(f"| trace | mode | copy | single env | {head} | N={sizes[-1]} vs single |")
-    print("|---|---|---|---:|" + "---:|" * len(sizes) + "---:|")
-    configs: list[tuple[int | None, bool]] = [(None, True)]
-    configs += [(n, copy) for copy in (True, False) for n in sizes]
-    for trace in args.traces:
-        for mode in args.modes:
-            best: dict[tuple[int | None, bool], float] = {}
+    """The single env against every vector env of :data:`VECTOR_KINDS` at each ``N``: the
+    configurations interleaved within each repeat, the best of the repeats (the least
+    disturbed run on a shared machine) reported, with its ratio to the single env."""
+    kinds = args.vector_kinds
+    print(f"| task | trace | mode | copy | N | single env | {' | '.join(kinds)} | "
+          f"{' | '.join(f'{k} vs single' for k in kinds)} |")  # fmt: skip
+    print("|---|---|---|---|---:|---:|" + "---:|" * (2 * len(kinds)))
+    for task in args.tasks:
+        modes = args.modes if task == "backfill" else ["-"]
+        for trace, mode, copy in itertools.product(args.traces, modes, args.copies):
+            configs: list[tuple[int | None, str]] = [(None, "single")]
+            configs += [(n, k) for n in args.vector_sizes for k in kinds]
+            best: dict[tuple[int | None, str], float] = {}
             for r in range(args.repeat):
-                for n, copy in configs:
-                    rate = vector_rate(trace, mode, n, args.steps, r, copy, args.features)
-                    best[n, copy] = max(best.get((n, copy), 0.0), rate)
-            single = best[None, True]
-            for copy in (True, False):
-                rates = [best[n, copy] for n in sizes]
-                cells = " | ".join(f"{r:,.0f}" for r in rates)
-                print(
-                    f"| {trace} | {mode} | {copy} | {single:,.0f} | {cells} | "
-                    f"{rates[-1] / single:.2f}x |",
-                    flush=True,
-                )
+                for n, k in configs:
+                    rate = vector_rate(trace, mode, n, args.steps, r, copy, args.features,
+                                       task, k)  # fmt: skip
+                    best[n, k] = max(best.get((n, k), 0.0), rate)
+            single = best[None, "single"]
+            for n in args.vector_sizes:
+                rates = [best[n, k] for k in kinds]
+                cells = " | ".join(f"{x:,.0f}" for x in rates)
+                ratios = " | ".join(f"{x / single:.2f}x" for x in rates)
+                print(f"| {task} | {trace} | {mode} | {copy} | {n} | {single:,.0f} | {cells} | "
+                      f"{ratios} |", flush=True)  # fmt: skip
 
 
 def profile_vector(trace: str, mode: str, n: int, steps: int) -> str:
@@ -223,6 +264,23 @@ def main() -> None:
         help="which tables to print (default both)",
     )
     ap.add_argument("--vector-sizes", nargs="*", type=int, default=[1, 16, 64])
+    ap.add_argument(
+        "--vector-kinds",
+        nargs="*",
+        choices=list(VECTOR_KINDS),
+        default=list(VECTOR_KINDS),
+        help="vector envs of the vector table: SyncVectorEnv, the native env stepped in "
+        "Python, compiled on one thread, on two (default all)",
+    )
+    ap.add_argument(
+        "--tasks", nargs="*", choices=list(TASK_ENVS), default=["backfill"],
+        help="tasks of the vector table (default backfill)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--copies", nargs="*", type=lambda x: x.lower() == "true", default=[False],
+        metavar="BOOL", help="copy= of the vector envs (default False: the rollout "
+        "buffer copies anyway)",
+    )  # fmt: skip
     ap.add_argument(
         "--reward-modes",
         nargs="*",

@@ -130,6 +130,7 @@ class NativeVecEnv(VecEnv):
         :param attr_name: attribute of :class:`~hpcgym.envs.backfill_env.BackfillEnv`
         :param indices: sub-envs (``None``: all)
         """
+        self.venv._sync()  # the counters the compiled batch step keeps
         return [getattr(self.venv.envs[i], attr_name) for i in self._targets(indices)]
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
@@ -158,6 +159,7 @@ class NativeVecEnv(VecEnv):
         """
         if method_name == "action_masks" and indices is None and not method_args:
             return self.venv.action_masks()
+        self.venv._sync()
         return [
             getattr(self.venv.envs[i], method_name)(*method_args, **method_kwargs)
             for i in self._targets(indices)
