@@ -159,13 +159,14 @@ def vector_rate(
     features: str = "paper",
     task: str = "backfill",
     kind: str = "compiled",
+    max_queue: int = 128,
 ) -> float:
     """One all-in run of about ``steps`` env-steps: the single env (``n=None``) or a vector
     env (``kind``) with ``n`` sub-envs; returns env-steps/s (empty normalizer cache, after a
     warm-up)."""
     clear_normalizer_cache()
     rng = np.random.default_rng(seed)
-    kw: dict[str, Any] = {"trace": trace, "window_length": 256}
+    kw: dict[str, Any] = {"trace": trace, "window_length": 256, "max_queue": max_queue}
     if task == "backfill":
         kw.update(mode=mode, features=features)
     if n is None:

@@ -3,11 +3,12 @@
 Runs two ``train/ppo.py --preset fast`` trainings **at the same time** (so they share
 the machine's load) for the same wall-time budget:
 
-* ``before`` -- the fast preset on sb3-contrib's ``MaskablePPO`` (``--algo sb3``: the fast
-  preset before the lean PPO; ``--before-options`` changes it, e.g. ``'--algo sb3 --vec-env
-  dummy --n-envs 2'`` for the one before the native vector env);
-* ``after`` -- the fast preset as configured now (``--algo lean``: compact rollouts and the
-  lean update of ``train/lean_ppo.py``);
+* ``before`` -- the fast preset with the native vector env stepped sub-env by sub-env in
+  Python (``--env-step python``: the fast preset before the compiled batch step; the same
+  episodes, so the two runs take the same updates and differ only in time per step;
+  ``--before-options`` changes it, e.g. ``'--algo sb3'`` for the one before the lean PPO);
+* ``after`` -- the fast preset as configured now (the compiled batch step of
+  :mod:`hpcgym.envs.batch`, the lean PPO of ``train/lean_ppo.py``);
 * optionally more runs (``--also NAME='options'``, e.g. ``after-b512='--batch-size 512'``).
 
 Each run saves a checkpoint every ``--checkpoint-every`` updates (all kept, no evaluation
@@ -39,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 #: The two configurations: extra ``train/ppo.py`` options over ``--preset fast``.
 CONFIGS: dict[str, list[str]] = {
-    "before": ["--algo", "sb3"],
+    "before": ["--env-step", "python"],
     "after": [],
 }
 
@@ -231,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--before-options",
-        default="--algo sb3",
+        default="--env-step python",
         help="train/ppo.py options of the 'before' run over --preset fast",
     )
     parser.add_argument(

@@ -205,7 +205,9 @@ def make_training_envs(
     if cfg.vec_env == "native":
         from train.vecenv import NativeVecEnv
 
-        native = NativeVecEnv(cfg.n_envs, task=cfg.task, **kw)
+        native = NativeVecEnv(
+            cfg.n_envs, task=cfg.task, compiled=False if cfg.env_step == "python" else None, **kw
+        )
         native.seed(seed)
         return native
     # -- end speed helper

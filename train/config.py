@@ -111,6 +111,7 @@ RESUME_OVERRIDABLE: frozenset[str] = frozenset(
         "torch_threads",
         "train_threads",
         "vec_env",
+        "env_step",
         "algo",
         "logdir",
         "run_name",
@@ -353,6 +354,13 @@ class TrainConfig:
         "auto: SubprocVecEnv for n-envs > 1, DummyVecEnv for 1; native: all envs in one "
         "batched BackfillVectorEnv (train/vecenv.py, the fastest on few cores)",
         choices=VEC_ENVS,
+    )
+    env_step: str = _opt(
+        "compiled",
+        "length",
+        "--vec-env native: compiled (one compiled call steps every env, where the env's "
+        "configuration allows) or python (one Python step per env: the same episodes)",
+        choices=("compiled", "python"),
     )
     algo: str = _opt(
         "sb3",

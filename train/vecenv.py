@@ -50,14 +50,24 @@ class NativeVecEnv(VecEnv):
 
     :param num_envs: ``N``, the number of simulations
     :param task: ``backfill`` or ``schedule`` (:data:`train.tasks.TASKS`)
+    :param compiled: the vector env's ``compiled`` (``None``: its compiled batch step where
+        the configuration allows; ``False``: one Python step per sub-env)
     :param env_kwargs: keywords of the task's env (``trace``, ``window_length``,
         ``reference``, ``max_queue``...)
     """
 
-    def __init__(self, num_envs: int, task: str = "backfill", **env_kwargs: Any) -> None:
+    def __init__(
+        self,
+        num_envs: int,
+        task: str = "backfill",
+        compiled: bool | None = None,
+        **env_kwargs: Any,
+    ) -> None:
         from train.tasks import vector_class
 
-        self.venv = vector_class(task)(int(num_envs), autoreset_mode="Disabled", **env_kwargs)
+        self.venv = vector_class(task)(
+            int(num_envs), autoreset_mode="Disabled", compiled=compiled, **env_kwargs
+        )
         super().__init__(
             int(num_envs),
             self.venv.single_observation_space,

@@ -67,189 +67,195 @@ N_FLOAT = len(KERNEL_METRICS)
 EPISODE_METRICS: tuple[str, ...] = (*KERNEL_METRICS, "backfilled")
 
 
-@njit(cache=True, parallel=True, nogil=True)
-def _step_all(  # pragma: no cover - numba
-    task,
-    JF,
-    JI,
-    S,
-    C,
-    PF,
-    POS,
-    PRED,
-    OBS,
-    MASK,
-    ROWS,
-    ATDEC,
-    NCAND,
-    STEPS,
-    OVER,
-    actions,
-    active,
-    event,
-    violation,
-    est_scale,
-    wait_scale,
-    tau,
-    order_id,
-    ORDER,
-    QUSER,
-    QRATIO,
-    QHIST,
-    QCOUNT,
-    QSCRATCH,
-    QPOP,
-    QSEEN,
-    den_e,
-    den_w,
-    AGENT,
-    REF,
-    ref_on,
-    RJF,
-    RJI,
-    RS,
-    RC,
-    RPF,
-    RS0,
-    RC0,
-    REST,
-    RAUTO,
-    TRACE,
-    START,
-    REFC,
-    need,
-):
+#: what the compiled step reads and writes (:meth:`BatchState.step` builds them):
+#: ``sc`` the scalars, ``st`` the episodes' arrays, ``rf`` the reference's
+#: sc = (task, est_scale, wait_scale, tau, den_e, den_w)
+#: st = (JF, JI, S, C, PF, POS, PRED, OBS, MASK, ROWS, ATDEC, NCAND, STEPS, OVER, event,
+#:       violation, order_id, ORDER, QUSER, QRATIO, QHIST, QCOUNT, QSCRATCH, QPOP, QSEEN,
+#:       AGENT)
+#: rf = (REF, RJF, RJI, RS, RC, RPF, RS0, RC0, REST, RAUTO, TRACE, START, REFC, need)
+
+
+@njit(cache=True, nogil=True)
+def _step_env(i, sc, st, actions):  # pragma: no cover - numba
     """Step sub-env ``i`` with ``actions[i]`` (a valid action: the caller maps invalid
-    ones) for every ``i`` with ``active[i]``; writes ``event[i]`` (the engine's next stop,
-    ``EV_DONE`` at the end) and ``violation[i]``. At an episode's end: the agent's metrics
-    (``AGENT[i]``) and, with ``ref_on``, the reference scheduler's on the same window
-    (``REF[i]``: from the per-window cache ``REFC``, else simulated)."""
-    n_envs = JF.shape[0]
+    ones): ``event[i]`` := the engine's next stop (``EV_DONE`` at the end),
+    ``violation[i]``, the observation, mask and rows; at the end the agent's metrics
+    (``AGENT[i]``)."""
+    task, est_scale, wait_scale, tau, den_e, den_w = sc
+    (JF, JI, S, C, PF, POS, PRED, OBS, MASK, ROWS, ATDEC, NCAND, STEPS, OVER, event,
+     violation, order_id, ORDER, QUSER, QRATIO, QHIST, QCOUNT, QSCRATCH, QPOP, QSEEN,
+     AGENT) = st  # fmt: skip
     kq = OBS.shape[1]
-    for i in prange(n_envs):
-        if not active[i]:
-            continue
-        jf = JF[i]
-        ji = JI[i]
-        s = S[i]
-        c = C[i]
-        a = actions[i]
-        viol = False
-        ev = K.EV_DONE
-        if ATDEC[i]:
-            if task == TASK_BACKFILL:
-                if a < kq:
-                    viol = K.backfill_start(jf, ji, s, c, ROWS[i, a]) == 2
-                else:
-                    K.stop_backfilling(c)
+    jf = JF[i]
+    ji = JI[i]
+    s = S[i]
+    c = C[i]
+    a = actions[i]
+    viol = False
+    ev = K.EV_DONE
+    if ATDEC[i]:
+        if task == TASK_BACKFILL:
+            if a < kq:
+                viol = K.backfill_start(jf, ji, s, c, ROWS[i, a]) == 2
             else:
-                c[K.C_QCHOICE] = ROWS[i, a]
-            s[K.S_UNTIL] = np.inf
-            ev = K.advance(jf, ji, s, c, PF[i])
-        STEPS[i] += 1
-        violation[i] = viol
-        event[i] = ev
-        obs = OBS[i]
-        mask = MASK[i]
-        rows = ROWS[i]
-        if task == TASK_BACKFILL and ev == K.EV_DECISION:
-            total = _build(
-                jf[K.F_SUBMIT],
-                jf[K.F_EST],
-                ji[K.I_PROCS],
-                ji[K.I_QUEUE],
-                c[K.C_QLEN],
-                ji[K.I_ORDER],
-                c[K.C_OLEN],
-                s[K.S_T],
-                s[K.S_SHADOW],
-                c[K.C_M],
-                c[K.C_FREE],
-                c[K.C_EXTRA],
-                c[K.C_HEAD],
-                c[K.C_CANDMODE] == K.CAND_EASY,
-                POS[i],
-                PRED[i],
-                est_scale,
-                wait_scale,
-                tau,
-                obs,
-                mask,
-                rows,
-            )
-            ATDEC[i] = True
-            NCAND[i] = total
-            if total > kq:
-                OVER[i] += 1
-        elif task == TASK_SCHEDULE and ev == K.EV_QUEUE:
-            order = ORDER[i]
-            norder = KX.policy_order(jf, ji, s, c, order_id[i], order)
-            _build_queue(
-                obs,
-                mask,
-                rows,
-                order,
-                norder,
-                ji[K.I_QUEUE],
-                c[K.C_QLEN],
-                ji[K.I_RUN],
-                c[K.C_RLEN],
-                ji[K.I_FIN],
-                c[K.C_NFIN],
-                jf[K.F_SUBMIT],
-                jf[K.F_REQUEST],
-                jf[K.F_EST],
-                ji[K.I_PROCS],
-                jf[K.F_START],
-                jf[K.F_REST],
-                s[K.S_T],
-                c[K.C_FREE],
-                c[K.C_M],
-                QUSER[i],
-                QRATIO[i],
-                QHIST[i],
-                QCOUNT[i],
-                QSCRATCH[i],
-                QPOP[i],
-                QSEEN[i],
-                den_e,
-                den_w,
-                tau,
-            )
-            ATDEC[i] = True
-            NCAND[i] = norder
-            if norder > kq:
-                OVER[i] += 1
-        else:  # the end (or an engine stop this task has no row builder for: see caller)
-            obs[:, :] = 0.0
-            mask[:] = False
-            rows[:] = -1
-            if task == TASK_BACKFILL:
-                mask[kq] = True  # STOP
+                K.stop_backfilling(c)
+        else:
+            c[K.C_QCHOICE] = ROWS[i, a]
+        s[K.S_UNTIL] = np.inf
+        ev = K.advance(jf, ji, s, c, PF[i])
+    STEPS[i] += 1
+    violation[i] = viol
+    event[i] = ev
+    obs = OBS[i]
+    mask = MASK[i]
+    rows = ROWS[i]
+    if task == TASK_BACKFILL and ev == K.EV_DECISION:
+        total = _build(
+            jf[K.F_SUBMIT],
+            jf[K.F_EST],
+            ji[K.I_PROCS],
+            ji[K.I_QUEUE],
+            c[K.C_QLEN],
+            ji[K.I_ORDER],
+            c[K.C_OLEN],
+            s[K.S_T],
+            s[K.S_SHADOW],
+            c[K.C_M],
+            c[K.C_FREE],
+            c[K.C_EXTRA],
+            c[K.C_HEAD],
+            c[K.C_CANDMODE] == K.CAND_EASY,
+            POS[i],
+            PRED[i],
+            est_scale,
+            wait_scale,
+            tau,
+            obs,
+            mask,
+            rows,
+        )
+        ATDEC[i] = True
+        NCAND[i] = total
+        if total > kq:
+            OVER[i] += 1
+    elif task == TASK_SCHEDULE and ev == K.EV_QUEUE:
+        order = ORDER[i]
+        norder = KX.policy_order(jf, ji, s, c, order_id[i], order)
+        _build_queue(
+            obs,
+            mask,
+            rows,
+            order,
+            norder,
+            ji[K.I_QUEUE],
+            c[K.C_QLEN],
+            ji[K.I_RUN],
+            c[K.C_RLEN],
+            ji[K.I_FIN],
+            c[K.C_NFIN],
+            jf[K.F_SUBMIT],
+            jf[K.F_REQUEST],
+            jf[K.F_EST],
+            ji[K.I_PROCS],
+            jf[K.F_START],
+            jf[K.F_REST],
+            s[K.S_T],
+            c[K.C_FREE],
+            c[K.C_M],
+            QUSER[i],
+            QRATIO[i],
+            QHIST[i],
+            QCOUNT[i],
+            QSCRATCH[i],
+            QPOP[i],
+            QSEEN[i],
+            den_e,
+            den_w,
+            tau,
+        )
+        ATDEC[i] = True
+        NCAND[i] = norder
+        if norder > kq:
+            OVER[i] += 1
+    else:  # the end (or an engine stop this task has no row builder for: see caller)
+        obs[:, :] = 0.0
+        mask[:] = False
+        rows[:] = -1
+        if task == TASK_BACKFILL:
+            mask[kq] = True  # STOP
+        else:
+            mask[0] = True
+        NCAND[i] = 0
+        ATDEC[i] = False
+        if ev == K.EV_DONE:
+            _episode_metrics(jf, ji, c, AGENT[i])
+
+
+@njit(cache=True, nogil=True)
+def _reference_lookup(st, rf, active):  # pragma: no cover - numba
+    """``REF[i]`` := the cached reference metrics of every sub-env whose episode ended,
+    ``need[i]``: not cached (to simulate)."""
+    event = st[14]
+    REF, REFC, need, TRACE, START = rf[0], rf[12], rf[13], rf[10], rf[11]
+    for i in range(event.shape[0]):
+        need[i] = False
+        if active[i] and event[i] == K.EV_DONE:
+            cached = REFC[TRACE[i], START[i]]
+            if np.isnan(cached[0]):
+                need[i] = True
             else:
-                mask[0] = True
-            NCAND[i] = 0
-            ATDEC[i] = False
-            if ev == K.EV_DONE:
-                _episode_metrics(jf, ji, c, AGENT[i])
-    # ---- the reference on the ended windows: cached, else simulated (in parallel)
+                REF[i, :] = cached
+
+
+@njit(cache=True, nogil=True)
+def _reference_env(i, st, rf):  # pragma: no cover - numba
+    """Simulate the reference on sub-env ``i``'s window: ``REF[i]``."""
+    JF, JI = st[0], st[1]
+    REF, RJF, RJI, RS, RC, RPF, RS0, RC0, REST, RAUTO, TRACE = rf[:11]
+    t = TRACE[i]
+    _run_reference(JF[i], JI[i], RJF[i], RJI[i], RS[i], RC[i], RPF[i], RS0[t], RC0[t],
+                   REST[t], RAUTO[t], REF[i])  # fmt: skip
+
+
+@njit(cache=True, nogil=True)
+def _reference_store(rf):  # pragma: no cover - numba
+    """Keep the simulated reference metrics in the per-window cache."""
+    REF, TRACE, START, REFC, need = rf[0], rf[10], rf[11], rf[12], rf[13]
+    for i in range(need.shape[0]):
+        if need[i]:
+            REFC[TRACE[i], START[i], :] = REF[i]
+
+
+@njit(cache=True, nogil=True)
+def _step_serial(sc, st, rf, ref_on, actions, active):  # pragma: no cover - numba
+    """The batch step on the calling thread: every active sub-env, then (``ref_on``) the
+    reference on the windows that ended."""
+    for i in range(active.shape[0]):
+        if active[i]:
+            _step_env(i, sc, st, actions)
     if ref_on:
-        for i in range(n_envs):
-            need[i] = False
-            if active[i] and event[i] == K.EV_DONE:
-                cached = REFC[TRACE[i], START[i]]
-                if np.isnan(cached[0]):
-                    need[i] = True
-                else:
-                    REF[i, :] = cached
-        for i in prange(n_envs):
+        _reference_lookup(st, rf, active)
+        need = rf[13]
+        for i in range(need.shape[0]):
             if need[i]:
-                t = TRACE[i]
-                _run_reference(JF[i], JI[i], RJF[i], RJI[i], RS[i], RC[i], RPF[i], RS0[t],
-                               RC0[t], REST[t], RAUTO[t], REF[i])  # fmt: skip
-        for i in range(n_envs):
+                _reference_env(i, st, rf)
+        _reference_store(rf)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _step_parallel(sc, st, rf, ref_on, actions, active):  # pragma: no cover - numba
+    """:func:`_step_serial` with the sub-envs spread over numba's threads."""
+    for i in prange(active.shape[0]):
+        if active[i]:
+            _step_env(i, sc, st, actions)
+    if ref_on:
+        _reference_lookup(st, rf, active)
+        need = rf[13]
+        for i in prange(need.shape[0]):
             if need[i]:
-                REFC[TRACE[i], START[i], :] = REF[i]
+                _reference_env(i, st, rf)
+        _reference_store(rf)
 
 
 @njit(cache=True)
@@ -313,7 +319,9 @@ def refresh_cache(dispatcher: Any = None) -> bool:
     :param dispatcher: the cached numba function (default: every one of the batch step)
     """
     if dispatcher is None:
-        return any([refresh_cache(f) for f in (_step_all, _episode_metrics, _run_reference)])
+        kernels = (_step_serial, _step_parallel, _step_env, _reference_lookup, _reference_env,
+                   _reference_store, _episode_metrics, _run_reference)  # fmt: skip
+        return any([refresh_cache(f) for f in kernels])
     cache = getattr(dispatcher, "_cache", None)
     path = getattr(cache, "_cache_path", None)
     if cache is None or path is None:
@@ -436,6 +444,17 @@ class BatchState:
         self.need = np.zeros(n, dtype=np.bool_)
         self.START = np.zeros(n, dtype=np.int64)
         self._init_reference(envs, n, n_jobs)
+        # the compiled step's arguments (module comment above _step_env), built once
+        self._sc = (self.task, float(first.est_scale), float(first.wait_scale), self.tau,
+                    self.den_e, self.den_w)  # fmt: skip
+        self._st = (self.JF, self.JI, self.S, self.C, self.PF, self.POS, self.PRED, self.obs,
+                    self.mask, self.ROWS, self.ATDEC, self.NCAND, self.STEPS, self.OVER,
+                    self.event, self.violation, self.order_id, self.ORDER, self.QUSER,
+                    self.QRATIO, self.QHIST, self.QCOUNT, self.QSCRATCH, self.QPOP, self.QSEEN,
+                    self.AGENT)  # fmt: skip
+        self._rf = (self.REF, self.RJF, self.RJI, self.RS, self.RC, self.RPF, self.RS0,
+                    self.RC0, self.REST, self.RAUTO, self.TRACE, self.START, self.REFC,
+                    self.need)  # fmt: skip
 
     def _init_reference(self, envs: tuple[Any, ...], n: int, n_jobs: int) -> None:
         """The reference scheduler of every trace of the batch, when compiled: its engine
@@ -559,6 +578,9 @@ class BatchState:
         """One compiled step of every active sub-env (valid ``actions``); the results are
         in :attr:`event`, :attr:`violation`, the batched buffers and, for the episodes that
         ended, :meth:`metrics`."""
+        if self.threads == 1:
+            self._call(actions, active)
+            return
         prev = numba.get_num_threads()
         if self.threads is not None and prev != self.threads:
             numba.set_num_threads(self.threads)
@@ -569,54 +591,5 @@ class BatchState:
                 numba.set_num_threads(prev)
 
     def _call(self, actions: np.ndarray, active: np.ndarray) -> None:
-        _step_all(
-            self.task,
-            self.JF,
-            self.JI,
-            self.S,
-            self.C,
-            self.PF,
-            self.POS,
-            self.PRED,
-            self.obs,
-            self.mask,
-            self.ROWS,
-            self.ATDEC,
-            self.NCAND,
-            self.STEPS,
-            self.OVER,
-            actions,
-            active,
-            self.event,
-            self.violation,
-            self.envs[0].est_scale,
-            self.envs[0].wait_scale,
-            self.tau,
-            self.order_id,
-            self.ORDER,
-            self.QUSER,
-            self.QRATIO,
-            self.QHIST,
-            self.QCOUNT,
-            self.QSCRATCH,
-            self.QPOP,
-            self.QSEEN,
-            self.den_e,
-            self.den_w,
-            self.AGENT,
-            self.REF,
-            self.ref_on,
-            self.RJF,
-            self.RJI,
-            self.RS,
-            self.RC,
-            self.RPF,
-            self.RS0,
-            self.RC0,
-            self.REST,
-            self.RAUTO,
-            self.TRACE,
-            self.START,
-            self.REFC,
-            self.need,
-        )
+        step = _step_serial if self.threads == 1 else _step_parallel
+        step(self._sc, self._st, self._rf, self.ref_on, actions, active)

@@ -211,6 +211,7 @@ class BackfillVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, n)
         self._autoreset = np.zeros(n, dtype=bool)
         self._all = np.ones(n, dtype=bool)
+        self._index = np.arange(n)
         self._started = False
         if compiled is not None and not isinstance(compiled, bool):
             raise ValueError(f"compiled must be True, False or None (auto), got {compiled!r}")
@@ -383,22 +384,22 @@ class BackfillVectorEnv(VectorEnv):
         first = envs[0]
         n = self.num_envs
         pending = self._autoreset.copy()  # NEXT_STEP: reset now, the action ignored
+        any_pending = bool(pending.any())
         active = ~pending
         acts = acts.astype(np.int64, copy=True)
-        width = self._mask_buf.shape[1]
-        inside = (acts >= 0) & (acts < width)
-        valid = np.zeros(n, dtype=bool)
-        rows = np.flatnonzero(inside)
-        valid[rows] = self._mask_buf[rows, acts[rows]]
-        invalid = active & ~valid
+        inside = (acts >= 0) & (acts < self._mask_buf.shape[1])
+        valid = inside & self._mask_buf[self._index, np.where(inside, acts, 0)]
         rewards = np.zeros(n, dtype=np.float64)
-        if invalid.any():
-            if first.invalid_action == "raise":
-                i = int(np.flatnonzero(invalid)[0])
-                raise envs[i]._invalid(acts[i])
-            acts[invalid] = first._fallback_action()
-            rewards[invalid] += first.invalid_penalty
-        acts[pending] = 0
+        if not valid.all():
+            invalid = active & ~valid
+            if invalid.any():
+                if first.invalid_action == "raise":
+                    i = int(np.flatnonzero(invalid)[0])
+                    raise envs[i]._invalid(acts[i])
+                acts[invalid] = first._fallback_action()
+                rewards[invalid] += first.invalid_penalty
+        if any_pending:
+            acts[pending] = 0
         batch.step(acts, active)
         if first.mode == "penalized":
             rewards[batch.violation & active] += first.violation_penalty
@@ -406,26 +407,31 @@ class BackfillVectorEnv(VectorEnv):
         limit = self.max_episode_steps
         trunc = active & (batch.STEPS >= limit) if limit is not None else np.zeros(n, dtype=bool)
         infos: dict[str, Any] = {}
-        add = self._add_info
         same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
-        for i in np.flatnonzero(term).tolist():
-            env = envs[i]
-            batch.sync(i)
-            env._done = True
-            rewards[i] += env._terminal(batch.episode_end(i))
-            if not same_step:
-                add(infos, env._final_info, i)
-        for i in np.flatnonzero(pending).tolist():
-            envs[i]._reset_episode(None, None)
-            batch.bind(i)
-        if same_step:
-            for i in np.flatnonzero(term | trunc).tolist():
+        any_term = bool(term.any())
+        if any_term:
+            add = self._add_info
+            for i in np.flatnonzero(term).tolist():
                 env = envs[i]
                 batch.sync(i)
-                final = {"action_mask": env._mask.copy(), **(env._final_info if term[i] else {})}
-                add(infos, {"final_obs": env._obs.copy(), "final_info": final}, i)
-                env._reset_episode(None, None)
+                env._done = True
+                rewards[i] += env._terminal(batch.episode_end(i))
+                if not same_step:
+                    add(infos, env._final_info, i)
+        if any_pending:
+            for i in np.flatnonzero(pending).tolist():
+                envs[i]._reset_episode(None, None)
                 batch.bind(i)
+        if same_step:
+            if any_term or trunc.any():
+                for i in np.flatnonzero(term | trunc).tolist():
+                    env = envs[i]
+                    batch.sync(i)
+                    final_info = env._final_info if term[i] else {}
+                    final = {"action_mask": env._mask.copy(), **final_info}
+                    self._add_info(infos, {"final_obs": env._obs.copy(), "final_info": final}, i)
+                    env._reset_episode(None, None)
+                    batch.bind(i)
             self._autoreset.fill(False)
         else:
             np.logical_or(term, trunc, out=self._autoreset)
