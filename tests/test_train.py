@@ -628,7 +628,6 @@ def test_trains_with_the_policy_on_the_gpu(tmp_path: Path, task: str) -> None:
     """``--device cuda``: the policy and its updates on the GPU, the envs batched on the
     CPU (the fast preset: the native vector env and the lean PPO)."""
     import torch
-
     from stable_baselines3.common.save_util import load_from_zip_file
 
     out = _run(tmp_path, "--preset", "fast", "--task", task, "--n-envs", "4",
