@@ -382,6 +382,7 @@ def test_compiled_batch_step_where_the_configuration_allows(config, compiled):
     vec = BackfillVectorEnv(2, **kwargs(**config))
     vec.reset(seed=0)
     assert vec.compiled is compiled
+    assert not compiled or vec.batch.reset_on  # resets compiled too
     full = BackfillVectorEnv(2, full_info=True, **kwargs(**config))
     full.reset(seed=0)
     assert not full.compiled
@@ -410,7 +411,14 @@ def compare_paths(cls: type, steps: int, seed: int, **kw: Any) -> int:
         assert_same(out1[4], out2[4], f"step {t}")
         i1 = out1[4]
         ends += int(out1[2].sum() + out1[3].sum())
+        if t == steps // 2:  # a reset with seeds and options, mid-run
+            start = int(fast.envs[0].valid_starts[0]) + 3
+            o1, i1 = fast.reset(seed=[1, 2, 3, 4], options={"start": start})
+            o2, i2 = slow.reset(seed=[1, 2, 3, 4], options={"start": start})
+            np.testing.assert_array_equal(o1, o2)
+            assert_same(i1, i2, "reset")
     assert fast.get_attr("_steps") == slow.get_attr("_steps")
+    assert fast.get_attr("_start") == slow.get_attr("_start")
     assert fast.call("render") == slow.call("render")
     return ends
 
@@ -420,7 +428,7 @@ def test_compiled_step_equals_the_python_step(mode):
     traces = [TRACE, None] if TRACE else None  # a trace mix: each sub-env its machine
     kw = kwargs(window_length=48, max_queue=16, autoreset_mode=mode, max_episode_steps=30)
     assert compare_paths(BackfillVectorEnv, 120, 3, **{**kw, "trace": traces}) > 8
-    kw = kwargs(mode="penalized", invalid_action="penalty", objective="wait")
+    kw = kwargs(mode="penalized", invalid_action="penalty", objective="wait", estimator="actual")
     assert compare_paths(BackfillVectorEnv, 120, 4, **kw) >= 4
 
 

@@ -510,6 +510,27 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         :param seed: seed of ``self.np_random`` (``None``: keep the generator)
         :param options: ``None`` or ``{"start": i}``
         """
+        start, sim_seed = self._draw_window(seed, options)
+        window = self._workload.window(start, self.window_length)
+        self._sim = self._make_simulation(window, sim_seed)
+        self._start = start
+        self._steps = 0
+        self._overflow = 0
+        self._pos = np.zeros(len(window), dtype=np.int64)
+        self._setup_predictions(window, sim_seed)
+        if self._ext_ctx is not None:
+            self._ext = EpisodeFeatures(self._ext_ctx, self._sim, start, self.max_queue)
+        self._done = False
+        self._final_info = {}
+        if self.reward_mode == "dense":
+            key = self._norm_cache_key()
+            self._credit = JobCredit.of(self.objective, window, self.reference, key)
+        ev = self._sim.advance()
+        self._observe(ev)
+
+    def _draw_window(self, seed: int | None, options: dict[str, Any] | None) -> tuple[int, int]:
+        """Seed the generator, draw the window's start (or take ``options["start"]``) and
+        the engine's seed: ``(start, seed)`` (shared with the vector env's compiled reset)."""
         super().reset(seed=seed)
         start = None
         if options:
@@ -527,23 +548,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
                     f"start {start} is outside the {self.split!r} split of {self.trace_label}: "
                     f"valid starts are {lo}..{last} (window_length={self.window_length})"
                 )
-        sim_seed = int(self.np_random.integers(0, 2**63 - 1))
-        window = self._workload.window(start, self.window_length)
-        self._sim = self._make_simulation(window, sim_seed)
-        self._start = start
-        self._steps = 0
-        self._overflow = 0
-        self._pos = np.zeros(len(window), dtype=np.int64)
-        self._setup_predictions(window, sim_seed)
-        if self._ext_ctx is not None:
-            self._ext = EpisodeFeatures(self._ext_ctx, self._sim, start, self.max_queue)
-        self._done = False
-        self._final_info = {}
-        if self.reward_mode == "dense":
-            key = self._norm_cache_key()
-            self._credit = JobCredit.of(self.objective, window, self.reference, key)
-        ev = self._sim.advance()
-        self._observe(ev)
+        return start, int(self.np_random.integers(0, 2**63 - 1))
 
     def _make_simulation(self, window: Workload, seed: int) -> Simulation:
         """The episode's engine: the agent's scheduler with external backfilling."""
@@ -725,10 +730,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self, metrics: tuple[dict[str, float], dict[str, float] | None] | None = None
     ) -> float:
         """The last step's reward (dense: what job shares left); sets ``_final_info``.
-
-        :param metrics: the agent's and the reference's metrics of the window when the
-            caller has them (the compiled batch step); ``None``: computed here
-        """
+        ``metrics``: the agent's and the reference's (the compiled batch step has them)."""
         if metrics is None:
             sim = self._sim
             assert sim is not None

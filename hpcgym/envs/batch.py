@@ -32,6 +32,7 @@ The state of all ``N`` episodes (see :mod:`hpcgym.sim._core` for one):
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,22 @@ def _step_env(i, sc, st, actions):  # pragma: no cover - numba
     STEPS[i] += 1
     violation[i] = viol
     event[i] = ev
+    _observe_env(i, ev, sc, st)
+
+
+@njit(cache=True, nogil=True)
+def _observe_env(i, ev, sc, st):  # pragma: no cover - numba
+    """Sub-env ``i``'s observation, mask and rows at the engine's stop ``ev`` (the end:
+    padding, one valid action, and the agent's metrics)."""
+    task, est_scale, wait_scale, tau, den_e, den_w = sc
+    (JF, JI, S, C, PF, POS, PRED, OBS, MASK, ROWS, ATDEC, NCAND, STEPS, OVER, event,
+     violation, order_id, ORDER, QUSER, QRATIO, QHIST, QCOUNT, QSCRATCH, QPOP, QSEEN,
+     AGENT) = st  # fmt: skip
+    kq = OBS.shape[1]
+    jf = JF[i]
+    ji = JI[i]
+    s = S[i]
+    c = C[i]
     obs = OBS[i]
     mask = MASK[i]
     rows = ROWS[i]
@@ -275,28 +292,107 @@ def _run_reference(jf, ji, rjf, rji, rs, rc, rpf, s0, c0, est, auto, out):  # pr
     ``s0``/``c0``) on the window of ``jf``/``ji`` as :class:`~hpcgym.sim.engine.Simulation`
     starts it (estimates: the requests, ``est`` 0, or the run times, 1; ``auto``: the
     starvation threshold is 3x the window's largest request); ``out`` := its metrics."""
-    rjf[:, :] = 0.0
-    rji[:, :] = 0
-    submit = jf[K.F_SUBMIT]
-    rjf[K.F_SUBMIT] = submit
-    rjf[K.F_RUNTIME] = jf[K.F_RUNTIME]
-    rjf[K.F_REQUEST] = jf[K.F_REQUEST]
-    rjf[K.F_EST] = jf[K.F_REQUEST] if est == 0 else jf[K.F_RUNTIME]
-    rjf[K.F_START] = np.nan
-    rjf[K.F_BFSHADOW] = np.nan
-    rjf[K.F_HEADSINCE] = np.nan
-    rji[K.I_PROCS] = ji[K.I_PROCS]
-    rji[K.I_BFHEAD] = -1
-    rs[:] = s0
-    rc[:] = c0
-    rs[K.S_T] = submit[0]
-    if auto:
-        rs[K.S_THETA] = 3.0 * np.max(jf[K.F_REQUEST])
+    _load_state(rjf, rji, rs, rc, jf[K.F_SUBMIT], jf[K.F_RUNTIME], jf[K.F_REQUEST],
+                ji[K.I_PROCS], s0, c0, est, auto)  # fmt: skip
     rpf[:, :] = 0.0
     if K.advance(rjf, rji, rs, rc, rpf) != K.EV_DONE:
         out[:] = np.nan  # not a compiled scheduler: the caller checked this beforehand
         return
     _episode_metrics(rjf, rji, rc, out)
+
+
+@njit(cache=True, nogil=True)
+def _load_state(
+    jf, ji, s, c, submit, runtime, request, procs, s0, c0, est, auto
+):  # pragma: no cover
+    """An engine state before its first event, as :class:`~hpcgym.sim.engine.Simulation`
+    builds it: the jobs' columns, the estimates (the requests, ``est`` 0, or the run
+    times, 1), the scalars of ``s0``/``c0`` (a simulation of the same scheduler just
+    built), the window's first submission as the clock and, with ``auto``, the
+    starvation threshold of the window (3x its largest request)."""
+    jf[:, :] = 0.0
+    ji[:, :] = 0
+    jf[K.F_SUBMIT] = submit
+    jf[K.F_RUNTIME] = runtime
+    jf[K.F_REQUEST] = request
+    jf[K.F_EST] = request if est == 0 else runtime
+    jf[K.F_START] = np.nan
+    jf[K.F_BFSHADOW] = np.nan
+    jf[K.F_HEADSINCE] = np.nan
+    ji[K.I_PROCS] = procs
+    ji[K.I_BFHEAD] = -1
+    s[:] = s0
+    c[:] = c0
+    s[K.S_T] = submit[0]
+    if auto:
+        s[K.S_THETA] = 3.0 * np.max(request)
+
+
+@njit(cache=True, nogil=True)
+def _reset_env(i, sc, st, tr):  # pragma: no cover - numba
+    """Sub-env ``i``'s next episode on the window at ``START[i]`` of its trace (the start
+    drawn by the sub-env): the engine's initial state, the users' columns of
+    ``Schedule-v0``, the run to the first decision point and its observation."""
+    task = sc[0]
+    JF, JI, S, C, PF = st[0], st[1], st[2], st[3], st[4]
+    STEPS, OVER, ORDER = st[12], st[13], st[17]
+    QUSER, QRATIO, QHIST, QCOUNT, QSCRATCH, QPOP, QSEEN = st[18:25]
+    TSUB, TRUN, TREQ, TPROC, TUSER, AS0, AC0, AEST, AAUTO, TRACE, START, NUSERS = tr
+    t = TRACE[i]
+    lo = START[i]
+    n = JF.shape[2]
+    hi = lo + n
+    jf, ji, s, c = JF[i], JI[i], S[i], C[i]
+    _load_state(jf, ji, s, c, TSUB[t, lo:hi], TRUN[t, lo:hi], TREQ[t, lo:hi], TPROC[t, lo:hi],
+                AS0[t], AC0[t], AEST[t], AAUTO[t])  # fmt: skip
+    PF[i] = 0.0
+    STEPS[i] = 0
+    OVER[i] = 0
+    if task == TASK_SCHEDULE:
+        _reset_users(TUSER[t, lo:hi], TRUN[t, lo:hi], TREQ[t, lo:hi], QUSER[i], QRATIO[i])
+        NUSERS[i] = max(np.max(QUSER[i]) + 1, 1)
+        ORDER[i] = 0
+        QHIST[i] = 0.0
+        QCOUNT[i] = 0
+        QSCRATCH[i] = 0
+        QPOP[i] = 0.0
+        QSEEN[i] = 0
+    s[K.S_UNTIL] = np.inf
+    _observe_env(i, K.advance(jf, ji, s, c, PF[i]), sc, st)
+
+
+@njit(cache=True, nogil=True)
+def _reset_users(user, runtime, request, dense, ratio):  # pragma: no cover - numba
+    """The users' columns of :class:`~hpcgym.envs.queue_observation.QueueFeatures`: dense
+    ids (the rank of each known user among the window's distinct users, as
+    ``np.unique``'s inverse; -1: unknown) and each job's accuracy ``runtime / request``."""
+    known = np.sort(user[user >= 0])
+    distinct = np.empty(known.shape[0], dtype=np.int64)
+    nd = 0
+    for k in range(known.shape[0]):
+        if nd == 0 or known[k] != distinct[nd - 1]:
+            distinct[nd] = known[k]
+            nd += 1
+    distinct = distinct[:nd]
+    for j in range(user.shape[0]):
+        dense[j] = np.searchsorted(distinct, user[j]) if user[j] >= 0 else -1
+        ratio[j] = min(max(runtime[j] / max(request[j], 1.0), 0.0), 1.0)
+
+
+@njit(cache=True, nogil=True)
+def _reset_serial(sc, st, tr, resetting):  # pragma: no cover - numba
+    """:func:`_reset_env` of every sub-env of ``resetting``."""
+    for i in range(resetting.shape[0]):
+        if resetting[i]:
+            _reset_env(i, sc, st, tr)
+
+
+@njit(cache=True, parallel=True, nogil=True)
+def _reset_parallel(sc, st, tr, resetting):  # pragma: no cover - numba
+    """:func:`_reset_serial` over numba's threads."""
+    for i in prange(resetting.shape[0]):
+        if resetting[i]:
+            _reset_env(i, sc, st, tr)
 
 
 #: the files of the compiled functions the batch step calls: numba's disk cache notices
@@ -319,8 +415,10 @@ def refresh_cache(dispatcher: Any = None) -> bool:
     :param dispatcher: the cached numba function (default: every one of the batch step)
     """
     if dispatcher is None:
-        kernels = (_step_serial, _step_parallel, _step_env, _reference_lookup, _reference_env,
-                   _reference_store, _episode_metrics, _run_reference)  # fmt: skip
+        kernels = (_step_serial, _step_parallel, _step_env, _observe_env,
+                   _reference_lookup, _reference_env, _reference_store, _episode_metrics,
+                   _run_reference, _load_state, _reset_env, _reset_users, _reset_serial,
+                   _reset_parallel)  # fmt: skip
         return any([refresh_cache(f) for f in kernels])
     cache = getattr(dispatcher, "_cache", None)
     path = getattr(cache, "_cache_path", None)
@@ -444,6 +542,7 @@ class BatchState:
         self.need = np.zeros(n, dtype=np.bool_)
         self.START = np.zeros(n, dtype=np.int64)
         self._init_reference(envs, n, n_jobs)
+        self._init_resets(envs, n, n_jobs)
         # the compiled step's arguments (module comment above _step_env), built once
         self._sc = (self.task, float(first.est_scale), float(first.wait_scale), self.tau,
                     self.den_e, self.den_w)  # fmt: skip
@@ -455,6 +554,17 @@ class BatchState:
         self._rf = (self.REF, self.RJF, self.RJI, self.RS, self.RC, self.RPF, self.RS0,
                     self.RC0, self.REST, self.RAUTO, self.TRACE, self.START, self.REFC,
                     self.need)  # fmt: skip
+        self._tr = (self.TSUB, self.TRUN, self.TREQ, self.TPROC, self.TUSER, self.AS0,
+                    self.AC0, self.AEST, self.AAUTO, self.TRACE, self.START,
+                    self.NUSERS)  # fmt: skip
+        self._resetting = np.zeros(n, dtype=np.bool_)
+        # load (or compile) the kernels now rather than inside the first steps
+        idle = np.zeros(n, dtype=np.int64)
+        none = np.zeros(n, dtype=np.bool_)
+        serial = self.threads == 1
+        (_step_serial if serial else _step_parallel)(self._sc, self._st, self._rf, self.ref_on,
+                                                     idle, none)  # fmt: skip
+        (_reset_serial if serial else _reset_parallel)(self._sc, self._st, self._tr, none)
 
     def _init_reference(self, envs: tuple[Any, ...], n: int, n_jobs: int) -> None:
         """The reference scheduler of every trace of the batch, when compiled: its engine
@@ -497,6 +607,82 @@ class BatchState:
             self.RS0[t] = template.S
             self.RC0[t] = template.C
             self.RAUTO[t] = spec.starvation == "auto"
+
+    def _init_resets(self, envs: tuple[Any, ...], n: int, n_jobs: int) -> None:
+        """What the compiled reset needs: every trace's job columns, the agent's engine
+        state before the first event (from a simulation the sub-env itself builds) and
+        its estimates; :attr:`reset_on` is whether resets are compiled (the sub-envs'
+        estimates are the requests or the run times)."""
+        firsts: list[Any] = []
+        for i, env in enumerate(envs):
+            if int(self.TRACE[i]) == len(firsts):
+                firsts.append(env)
+        kinds = [compiled_reference(e._spec) for e in firsts]
+        #: whether resets are compiled too (else each sub-env resets itself in Python)
+        self.reset_on = all(k is not None for k in kinds)
+        nt = len(firsts)
+        longest = max(len(e._workload) for e in firsts) if self.reset_on else 0
+        self.TSUB = np.zeros((nt, longest))
+        self.TRUN = np.zeros((nt, longest))
+        self.TREQ = np.zeros((nt, longest))
+        self.TPROC = np.zeros((nt, longest), dtype=np.int64)
+        self.TUSER = np.zeros((nt, longest), dtype=np.int64)
+        self.AS0 = np.zeros((nt, K.NS))
+        self.AC0 = np.zeros((nt, K.NC), dtype=np.int64)
+        self.AEST = np.array([k or 0 for k in kinds], dtype=np.int64)
+        self.AAUTO = np.zeros(nt, dtype=np.bool_)
+        self.NUSERS = np.ones(n, dtype=np.int64)
+        if not self.reset_on:
+            return
+        for t, env in enumerate(firsts):
+            w = env._workload
+            m = len(w)
+            self.TSUB[t, :m], self.TRUN[t, :m], self.TREQ[t, :m] = w.submit, w.runtime, w.request
+            self.TPROC[t, :m], self.TUSER[t, :m] = w.procs, w.user
+            # a throwaway twin builds the template (Schedule-v0's _make_simulation sets state)
+            template = copy.copy(env)._make_simulation(w.window(env.valid_starts[0], n_jobs), 0)
+            self.AS0[t] = template.S
+            self.AC0[t] = template.C
+            self.AAUTO[t] = env._spec.starvation == "auto"
+
+    def reset(self, indices: list[int], seed: int | list[int | None] | None = None,
+              options: dict[str, Any] | None = None) -> None:  # fmt: skip
+        """Reset the sub-envs ``indices`` in one compiled call: each draws its window and
+        engine seed with its own generator (the single env's :meth:`_draw_window`: the same
+        windows as its own reset), the rest is compiled; equal to the sub-env's own reset.
+
+        :param indices: the sub-envs
+        :param seed: one seed for every sub-env of ``indices`` (a list: in their order)
+        :param options: the single env's reset options (``{"start": j}``)
+        :raises RuntimeError: resets are not compiled for this batch (:attr:`reset_on`)
+        """
+        if not self.reset_on:
+            raise RuntimeError("the sub-envs' estimates are not compiled: reset them in Python")
+        resetting = self._resetting
+        resetting.fill(False)
+        n_jobs = self.n_jobs
+        for k, i in enumerate(indices):
+            env = self.envs[i]
+            s = seed[k] if isinstance(seed, list) else seed
+            start, sim_seed = env._draw_window(s, options)
+            sim = env._sim
+            sim.workload = env._workload.window(start, n_jobs)
+            sim.rng = np.random.default_rng(sim_seed)
+            env._start = start
+            env._done = False
+            env._final_info = {}
+            self.START[i] = start
+            resetting[i] = True
+        if self.threads == 1:
+            _reset_serial(self._sc, self._st, self._tr, resetting)
+        else:
+            _reset_parallel(self._sc, self._st, self._tr, resetting)
+        for i in indices:
+            self.sync(i)
+            if self.task == TASK_SCHEDULE:
+                qf = self.envs[i]._qf
+                qf.n_users = nu = int(self.NUSERS[i])
+                qf.hist = self.QHIST[i, :nu]
 
     def bind(self, i: int) -> None:
         """Move sub-env ``i``'s episode (just reset by its own code) into slot ``i`` and

@@ -288,7 +288,11 @@ class BackfillVectorEnv(VectorEnv):
         opts = options or None
         infos: dict[str, Any] = {}
         batch = self.batch
-        for i in np.flatnonzero(selected).tolist():
+        chosen = np.flatnonzero(selected).tolist()
+        if batch is not None and batch.reset_on:  # one compiled call for all of them
+            batch.reset(chosen, [seeds[i] for i in chosen], opts)
+            self._autoreset[chosen] = False
+        for i in chosen if batch is None or not batch.reset_on else ():
             env = self.envs[i]
             env._reset_episode(seeds[i], opts)
             if batch is not None:
@@ -419,24 +423,34 @@ class BackfillVectorEnv(VectorEnv):
                 if not same_step:
                     add(infos, env._final_info, i)
         if any_pending:
-            for i in np.flatnonzero(pending).tolist():
-                envs[i]._reset_episode(None, None)
-                batch.bind(i)
+            self._reset_batch(np.flatnonzero(pending).tolist())
         if same_step:
             if any_term or trunc.any():
-                for i in np.flatnonzero(term | trunc).tolist():
+                ended = np.flatnonzero(term | trunc).tolist()
+                for i in ended:
                     env = envs[i]
                     batch.sync(i)
                     final_info = env._final_info if term[i] else {}
                     final = {"action_mask": env._mask.copy(), **final_info}
                     self._add_info(infos, {"final_obs": env._obs.copy(), "final_info": final}, i)
-                    env._reset_episode(None, None)
-                    batch.bind(i)
+                self._reset_batch(ended)
             self._autoreset.fill(False)
         else:
             np.logical_or(term, trunc, out=self._autoreset)
         self._mask_info(infos, self._all)
         return self._observations(), rewards, term, trunc, infos
+
+    def _reset_batch(self, indices: list[int]) -> None:
+        """Autoreset the sub-envs ``indices`` of the compiled batch (no seed, no options):
+        one compiled call, or each by its own reset where resets are not compiled."""
+        batch = self.batch
+        assert batch is not None
+        if batch.reset_on:
+            batch.reset(indices)
+            return
+        for i in indices:
+            self.envs[i]._reset_episode(None, None)
+            batch.bind(i)
 
     def _sync(self) -> None:
         """The sub-envs' own counters as the compiled step left them (before Python reads
