@@ -93,3 +93,13 @@ def tiny_agent_card(directory: Path, **card: object) -> Path:
     }
     (directory / "tiny.json").write_text(json.dumps(data))
     return directory / "tiny.json"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def compiled_kernels() -> None:
+    """Compile the vector envs' batch step once, at the start of the session, into numba's
+    disk cache: the training and sweep tests start processes that then load it instead
+    of each compiling it at the same time."""
+    from hpcgym.envs.vector import BackfillVectorEnv
+
+    BackfillVectorEnv(1, window_length=8).reset(seed=0)

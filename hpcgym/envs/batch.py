@@ -244,37 +244,6 @@ def _reference_store(rf):  # pragma: no cover - numba
             REFC[TRACE[i], START[i], :] = REF[i]
 
 
-@njit(cache=True, nogil=True)
-def _step_serial(sc, st, rf, ref_on, actions, active):  # pragma: no cover - numba
-    """The batch step on the calling thread: every active sub-env, then (``ref_on``) the
-    reference on the windows that ended."""
-    for i in range(active.shape[0]):
-        if active[i]:
-            _step_env(i, sc, st, actions)
-    if ref_on:
-        _reference_lookup(st, rf, active)
-        need = rf[13]
-        for i in range(need.shape[0]):
-            if need[i]:
-                _reference_env(i, st, rf)
-        _reference_store(rf)
-
-
-@njit(cache=True, parallel=True, nogil=True)
-def _step_parallel(sc, st, rf, ref_on, actions, active):  # pragma: no cover - numba
-    """:func:`_step_serial` with the sub-envs spread over numba's threads."""
-    for i in prange(active.shape[0]):
-        if active[i]:
-            _step_env(i, sc, st, actions)
-    if ref_on:
-        _reference_lookup(st, rf, active)
-        need = rf[13]
-        for i in prange(need.shape[0]):
-            if need[i]:
-                _reference_env(i, st, rf)
-        _reference_store(rf)
-
-
 @njit(cache=True)
 def _episode_metrics(jf, ji, c, out):  # pragma: no cover - numba
     """``out`` := the metrics of a finished episode (:data:`EPISODE_METRICS`)."""
@@ -380,19 +349,41 @@ def _reset_users(user, runtime, request, dense, ratio):  # pragma: no cover - nu
 
 
 @njit(cache=True, nogil=True)
-def _reset_serial(sc, st, tr, resetting):  # pragma: no cover - numba
-    """:func:`_reset_env` of every sub-env of ``resetting``."""
+def _batch_serial(sc, st, rf, tr, ref_on, actions, active, resetting):  # pragma: no cover
+    """One call of the batch on the calling thread: reset the sub-envs of ``resetting``,
+    step those of ``active``, then (``ref_on``) simulate the reference on the windows that
+    ended (one kernel for both, so that numba compiles the engine into one of them)."""
     for i in range(resetting.shape[0]):
         if resetting[i]:
             _reset_env(i, sc, st, tr)
+    for i in range(active.shape[0]):
+        if active[i]:
+            _step_env(i, sc, st, actions)
+    if ref_on:
+        _reference_lookup(st, rf, active)
+        need = rf[13]
+        for i in range(need.shape[0]):
+            if need[i]:
+                _reference_env(i, st, rf)
+        _reference_store(rf)
 
 
 @njit(cache=True, parallel=True, nogil=True)
-def _reset_parallel(sc, st, tr, resetting):  # pragma: no cover - numba
-    """:func:`_reset_serial` over numba's threads."""
+def _batch_parallel(sc, st, rf, tr, ref_on, actions, active, resetting):  # pragma: no cover
+    """:func:`_batch_serial` with the sub-envs spread over numba's threads."""
     for i in prange(resetting.shape[0]):
         if resetting[i]:
             _reset_env(i, sc, st, tr)
+    for i in prange(active.shape[0]):
+        if active[i]:
+            _step_env(i, sc, st, actions)
+    if ref_on:
+        _reference_lookup(st, rf, active)
+        need = rf[13]
+        for i in prange(need.shape[0]):
+            if need[i]:
+                _reference_env(i, st, rf)
+        _reference_store(rf)
 
 
 #: the files of the compiled functions the batch step calls: numba's disk cache notices
@@ -415,10 +406,9 @@ def refresh_cache(dispatcher: Any = None) -> bool:
     :param dispatcher: the cached numba function (default: every one of the batch step)
     """
     if dispatcher is None:
-        kernels = (_step_serial, _step_parallel, _step_env, _observe_env,
+        kernels = (_batch_serial, _batch_parallel, _step_env, _observe_env,
                    _reference_lookup, _reference_env, _reference_store, _episode_metrics,
-                   _run_reference, _load_state, _reset_env, _reset_users, _reset_serial,
-                   _reset_parallel)  # fmt: skip
+                   _run_reference, _load_state, _reset_env, _reset_users)  # fmt: skip
         return any([refresh_cache(f) for f in kernels])
     cache = getattr(dispatcher, "_cache", None)
     path = getattr(cache, "_cache_path", None)
@@ -558,13 +548,9 @@ class BatchState:
                     self.AC0, self.AEST, self.AAUTO, self.TRACE, self.START,
                     self.NUSERS)  # fmt: skip
         self._resetting = np.zeros(n, dtype=np.bool_)
-        # load (or compile) the kernels now rather than inside the first steps
-        idle = np.zeros(n, dtype=np.int64)
-        none = np.zeros(n, dtype=np.bool_)
-        serial = self.threads == 1
-        (_step_serial if serial else _step_parallel)(self._sc, self._st, self._rf, self.ref_on,
-                                                     idle, none)  # fmt: skip
-        (_reset_serial if serial else _reset_parallel)(self._sc, self._st, self._tr, none)
+        self._idle = np.zeros(n, dtype=np.int64)
+        self._none = np.zeros(n, dtype=np.bool_)
+        self._threaded(self._idle, self._none, self._none)  # load (or compile) the kernel
 
     def _init_reference(self, envs: tuple[Any, ...], n: int, n_jobs: int) -> None:
         """The reference scheduler of every trace of the batch, when compiled: its engine
@@ -673,10 +659,7 @@ class BatchState:
             env._final_info = {}
             self.START[i] = start
             resetting[i] = True
-        if self.threads == 1:
-            _reset_serial(self._sc, self._st, self._tr, resetting)
-        else:
-            _reset_parallel(self._sc, self._st, self._tr, resetting)
+        self._threaded(self._idle, self._none, resetting)
         for i in indices:
             self.sync(i)
             if self.task == TASK_SCHEDULE:
@@ -764,18 +747,20 @@ class BatchState:
         """One compiled step of every active sub-env (valid ``actions``); the results are
         in :attr:`event`, :attr:`violation`, the batched buffers and, for the episodes that
         ended, :meth:`metrics`."""
+        self._threaded(actions, active, self._none)
+
+    def _threaded(self, actions: np.ndarray, active: np.ndarray, resetting: np.ndarray) -> None:
+        """The kernel on :attr:`threads` threads (numba's count restored after)."""
         if self.threads == 1:
-            self._call(actions, active)
+            _batch_serial(self._sc, self._st, self._rf, self._tr, self.ref_on, actions, active,
+                          resetting)  # fmt: skip
             return
         prev = numba.get_num_threads()
         if self.threads is not None and prev != self.threads:
             numba.set_num_threads(self.threads)
         try:
-            self._call(actions, active)
+            _batch_parallel(self._sc, self._st, self._rf, self._tr, self.ref_on, actions, active,
+                            resetting)  # fmt: skip
         finally:
             if numba.get_num_threads() != prev:
                 numba.set_num_threads(prev)
-
-    def _call(self, actions: np.ndarray, active: np.ndarray) -> None:
-        step = _step_serial if self.threads == 1 else _step_parallel
-        step(self._sc, self._st, self._rf, self.ref_on, actions, active)
