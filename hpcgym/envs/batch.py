@@ -6,15 +6,21 @@ event loop) to the next decision point and writes the observation, the mask and 
 of every row into the batched buffers with the single env's own row builders
 (:func:`hpcgym.envs.observation._build` for ``Backfill-v0``,
 :func:`hpcgym.envs.queue_observation._build_queue` for ``Schedule-v0``). The sub-envs are
-independent, so the loop over them runs on every core (``numba.prange``); no Python runs
-per sub-env and step.
+independent, so the loop over them can run on several cores (``numba.prange``,
+``threads``); no Python runs per sub-env and step.
 
-What stays in Python is what happens once per episode: the reset of a sub-env (its
-window, the engine's initial state, the first decision point) and the end of an episode
-(the reference scheduler's metrics, the terminal reward, the episode-end infos), both by
-the single env's own code. After a reset, :class:`BatchState` copies the new episode's
-state into the sub-env's slot of the batched arrays and points the sub-env's engine at
-that slot, so that the compiled step and the Python code read and write the same memory.
+The same call ends episodes and starts new ones. At an episode's end it computes the
+agent's metrics (:func:`hpcgym.sim.metrics.metrics_kernel`, the kernel of
+``compute_metrics``) and simulates the reference scheduler on the same window when that
+scheduler is compiled (a per-window cache keeps its metrics); the terminal reward and the
+episode-end infos are then the single env's ``_terminal``. A reset draws the window and
+the engine seed in Python with the sub-env's own generator (``_draw_window``, the first
+part of the single env's reset), and the rest is compiled: the engine's initial state as
+:class:`~hpcgym.sim.engine.Simulation` builds it, the users' columns of ``Schedule-v0``,
+the run to the first decision point and its observation. Where a part needs Python (a
+reference with a predictor, estimates other than the requests or run times), the
+sub-env does that part itself, and :meth:`BatchState.bind` copies its new episode into
+its slot of the batched arrays, where its engine then points.
 
 The state of all ``N`` episodes (see :mod:`hpcgym.sim._core` for one):
 
