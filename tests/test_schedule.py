@@ -372,6 +372,41 @@ def test_schedule_runs_train_evaluate_and_make_cards(tmp_path, algo):
     assert len(per["trained"]) == 3
 
 
+def test_heldout_test_of_a_schedule_card(tmp_path):
+    """A Schedule-v0 card is tested against the queue heuristics with the fairness columns:
+    the rank prior is the reference heuristic, so its ratio and tails are exactly 1."""
+    from hpcgym.evaluation import card_from_run
+    from hpcgym.evaluation.heldout import (
+        heldout_markdown,
+        heldout_test,
+        schedule_heldout_references,
+        schedule_heldout_schedulers,
+    )
+    from hpcgym_agents import load_agent
+    from train.ppo import main
+
+    main(["--task", "schedule", "--seq-len", "48", "--n-envs", "2", "--eval-windows", "2",
+          "--eval-length", "64", "--no-progress", "--logdir", str(tmp_path), "--total-steps",
+          "0", "--row-prior", "rank=-5", "--run-name", "prior"])  # fmt: skip
+    card = card_from_run(tmp_path / "prior", model="final")
+    order = reference_policy(None)
+    ref = f"{order}+EASY-SJBF"
+    assert schedule_heldout_references(card, "synthetic") == [ref, "EASY-SJBF"]
+    assert len(schedule_heldout_schedulers(card)) == 13
+    sec = heldout_test(card, agent_loader=load_agent, windows=3, length=128, seed=9, jobs=1)
+    assert sec["fairness_reference"] == ref and set(sec["paired"]) == {ref, "EASY-SJBF"}
+    assert sec["methods"][card.name]["per_window"] == sec["methods"][ref]["per_window"]
+    main_ref = sec["paired"][ref]
+    assert main_ref["geo_ratio"] == pytest.approx(1.0)
+    assert main_ref["tail_max_wait"] == pytest.approx(1.0)
+    assert main_ref["tail"] == "not worse" and main_ref["verdict"] != "better"
+    agent, heuristic = sec["methods"][card.name], sec["methods"][ref]
+    assert agent["mean_p99_bsld"] == heuristic["mean_p99_bsld"] > 0
+    text = "\n".join(heldout_markdown(sec, card.name))
+    assert "p99 bsld" in text and f"Tail against {ref}" in text
+    assert f"--reference {ref}" in sec["command"] and "F4+EASY-SJBF" in sec["command"]
+
+
 def test_fairness_columns():
     from hpcgym.evaluation.fairness import TAIL_TOLERANCE, fairness
     from hpcgym.evaluation.methods import scheduler_method

@@ -12,7 +12,14 @@ interval, the wins and the verdict; the agent's reservation violations; and the 
 that reproduces the table (``eval/compare.py``). :func:`heldout_markdown` renders it for
 the card and ``docs/results.md``. :func:`section_differences` says where a replay of a
 recorded test departs from it (``eval/heldout.py --check``: any row of ``docs/results.md``
-checked against its card)."""
+checked against its card).
+
+A **Schedule-v0** agent (a card with ``task: schedule``) is tested against the thirteen
+queue policies of :data:`hpcgym.evaluation.schedule_board.SCHEDULE_POLICIES` with EASY-SJBF
+backfilling (and the card's starvation rule), on the same windows. Its paired statistics
+are against the evaluated trace's reference heuristic, its own row order and FCFS, and
+the section adds the fairness columns of :mod:`hpcgym.evaluation.fairness` against the
+reference (``fairness_reference``), so that ``better`` needs a tail that is not worse."""
 
 from __future__ import annotations
 
@@ -24,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard
+from hpcgym.evaluation.fairness import fair_verdict, fairness, tail_cell
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
 from hpcgym.evaluation.numerics import numeric_environment
@@ -45,6 +53,8 @@ __all__ = [
     "heldout_markdown",
     "heldout_schedulers",
     "heldout_test",
+    "schedule_heldout_references",
+    "schedule_heldout_schedulers",
     "replay_heldout",
     "section_differences",
     "tied_windows",
@@ -96,9 +106,54 @@ def heldout_references(policy: str, warm: str | None = None) -> list[str]:
     return [policy_name(s, str(policy)) for s in names]
 
 
+def _is_schedule(card: ModelCard) -> bool:
+    return card.data.get("task", "backfill") == "schedule"
+
+
+def _starvation_suffix(card: ModelCard) -> str:
+    starvation = card.data.get("starvation")
+    return "" if starvation in (None, "") else f",starvation={starvation}"
+
+
+def schedule_heldout_schedulers(card: ModelCard) -> list[str]:
+    """The heuristics of a Schedule-v0 agent's test: every queue policy of
+    :data:`~hpcgym.evaluation.schedule_board.SCHEDULE_POLICIES` with EASY-SJBF backfilling
+    and the card's starvation rule (``SAF+EASY-SJBF``...; FCFS is ``EASY-SJBF``).
+
+    :param card: the agent's model card (``task: schedule``)
+    """
+    from hpcgym.evaluation.schedule_board import SCHEDULE_POLICIES
+
+    suffix = _starvation_suffix(card)
+    return [policy_name("EASY-SJBF", p) + suffix for p in SCHEDULE_POLICIES]
+
+
+def schedule_heldout_references(card: ModelCard, trace: str) -> list[str]:
+    """The references of a Schedule-v0 agent's paired statistics on ``trace``: the
+    trace's reference heuristic first (the fairness columns are against it), then the
+    agent's own row order and FCFS (each once).
+
+    :param card: the agent's model card (``task: schedule``)
+    :param trace: the evaluated trace
+    """
+    from hpcgym.sim.references import reference_policy
+
+    suffix = _starvation_suffix(card)
+    out: list[str] = []
+    for p in (reference_policy(trace), card.policy, "FCFS"):
+        name = policy_name("EASY-SJBF", p) + suffix
+        if name not in out:
+            out.append(name)
+    return out
+
+
 def _command(card: ModelCard, trace: str, windows: int, length: int, seed: int, scales: str) -> str:
-    scheds = " ".join(heldout_schedulers(card.policy, card_warm(card)))
-    ref = heldout_schedulers(card.policy)[1]
+    if _is_schedule(card):
+        scheds = " ".join(schedule_heldout_schedulers(card))
+        ref = schedule_heldout_references(card, trace)[0]
+    else:
+        scheds = " ".join(heldout_schedulers(card.policy, card_warm(card)))
+        ref = heldout_schedulers(card.policy)[1]
     return (
         f"python eval/compare.py --trace {trace} --agents {card.name} --schedulers {scheds} "
         f"--windows {windows} --length {length} --split test --seed {seed} "
@@ -146,7 +201,12 @@ def heldout_test(
         seed,
         float(card.data.get("train_fraction", 0.7)) if trace is None else 0.7,
     )
-    scheds = heldout_schedulers(card.policy, card_warm(card))
+    ratio_reference: str | None = None
+    if _is_schedule(card):
+        scheds = schedule_heldout_schedulers(card)
+        ratio_reference = schedule_heldout_references(card, name)[0]
+    else:
+        scheds = heldout_schedulers(card.policy, card_warm(card))
     methods = [scheduler_method(s) for s in scheds]
     methods.append(card_method(card, scales=scales))
     res = evaluate(
@@ -156,6 +216,7 @@ def heldout_test(
         jobs=jobs,
         progress=progress,
         reference=None,
+        ratio_reference=ratio_reference,
         agent_loader=agent_loader,
         backend=backend,
     )
@@ -174,7 +235,10 @@ def _section(
     scheds: Sequence[str],
 ) -> dict[str, Any]:
     per = res.per_window("avg_bsld")
-    refs = [r for r in heldout_references(card.policy, card_warm(card)) if r in scheds]
+    if _is_schedule(card):
+        refs = schedule_heldout_references(card, trace)
+    else:
+        refs = [r for r in heldout_references(card.policy, card_warm(card)) if r in scheds]
     methods: dict[str, Any] = {}
     for m in res.methods:
         b = np.asarray(per[m.label], dtype=np.float64)
@@ -190,6 +254,18 @@ def _section(
     for ref in refs:
         pc = paired_comparison(per[card.name], per[ref])
         paired[ref] = {**pc.to_dict(), "verdict": pc.verdict}
+    extra: dict[str, Any] = {}
+    if _is_schedule(card):  # the tail against the reference (the first of refs)
+        for m in res.methods:
+            f = fairness(res, m.label)
+            methods[m.label].update(
+                mean_max_wait=f["mean_max_wait"], mean_p99_bsld=f["mean_p99_bsld"]
+            )
+        mine = fairness(res, card.name)
+        main = paired[refs[0]]
+        main.update({k: mine[k] for k in ("tail_max_wait", "tail_p99_bsld", "tail")})
+        main["verdict"] = fair_verdict(main)
+        extra["fairness_reference"] = refs[0]
     return {
         "split": "test",
         "trace": trace,
@@ -210,6 +286,7 @@ def _section(
             **_departures(agent_rows),
         },
         "paired": paired,
+        **extra,
     }
 
 
@@ -227,6 +304,7 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
     :param section: the section of :func:`heldout_test`
     :param agent: the agent's label in it
     """
+    fair = section.get("fairness_reference")
     lines = [
         f"Held-out test on **{section['trace']}**"
         + (" (transfer: never trained on)" if section.get("transfer") else "")
@@ -242,14 +320,16 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
         + "). "
         f"Reproduce: `{section['command']}`",
         "",
-        "| method | mean AVEbsld | median | late heads (mean delay) |",
-        "|---|---:|---:|---:|",
+        "| method | mean AVEbsld | median | late heads (mean delay) |"
+        + (" max wait (h) | p99 bsld |" if fair else ""),
+        "|---|---:|---:|---:|" + ("---:|---:|" if fair else ""),
     ]
     for label, m in section["methods"].items():
         name = f"**{label}** (this agent)" if label == agent else label
         lines.append(
             f"| {name} | {m['mean_avg_bsld']:.2f} | {m['median_avg_bsld']:.2f} | "
             f"{late_heads_cell(m.get('head_delayed'), m.get('head_delay'))} |"
+            + (_tail_cells(m) if fair else "")
         )
     a = section.get("agent") or {}
     lines += [
@@ -270,6 +350,14 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
             f"| {ref} | {p['geo_ratio']:.3f} | [{p['ci_low']:.3f}, {p['ci_high']:.3f}] | "
             f"{p['wins']}/{p['windows']} | {p['verdict']} |"
         )
+    if fair and fair in section["paired"]:
+        lines += [
+            "",
+            f"Tail against {fair} (upper ends of the 95% intervals of the paired ratios of the "
+            "maximum wait and of the p99 bounded slowdown; not worse up to 1.10): "
+            f"{tail_cell(section['paired'][fair])}. The verdict against it is *better* only "
+            "with a tail that is not worse.",
+        ]
     ties = tied_windows(section)
     if ties:
         lines += [
@@ -279,6 +367,13 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
             "each counts as a ratio of 1, so the ratios above are pulled toward 1.",
         ]
     return lines
+
+
+def _tail_cells(m: dict[str, Any]) -> str:
+    """The max wait (hours) and p99 bounded slowdown cells of a method of a section."""
+    if m.get("mean_max_wait") is None:
+        return " — | — |"
+    return f" {m['mean_max_wait'] / 3600:.1f} | {m['mean_p99_bsld']:.0f} |"
 
 
 def tied_windows(section: dict[str, Any]) -> int | None:
