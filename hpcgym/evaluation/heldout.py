@@ -147,13 +147,20 @@ def schedule_heldout_references(card: ModelCard, trace: str) -> list[str]:
     return out
 
 
-def _command(card: ModelCard, trace: str, windows: int, length: int, seed: int, scales: str) -> str:
+def _plan(card: ModelCard, trace: str) -> tuple[list[str], list[str]]:
+    """The heuristics of ``card``'s test on ``trace`` and the references of its paired
+    statistics (the first is the command's ``--reference``)."""
     if _is_schedule(card):
-        scheds = " ".join(schedule_heldout_schedulers(card))
-        ref = schedule_heldout_references(card, trace)[0]
-    else:
-        scheds = " ".join(heldout_schedulers(card.policy, card_warm(card)))
-        ref = heldout_schedulers(card.policy)[1]
+        return schedule_heldout_schedulers(card), schedule_heldout_references(card, trace)
+    scheds = heldout_schedulers(card.policy, card_warm(card))
+    refs = [r for r in heldout_references(card.policy, card_warm(card)) if r in scheds]
+    return scheds, refs
+
+
+def _command(card: ModelCard, trace: str, windows: int, length: int, seed: int, scales: str) -> str:
+    scheds_list, refs = _plan(card, trace)
+    scheds = " ".join(scheds_list)
+    ref = refs[0]
     return (
         f"python eval/compare.py --trace {trace} --agents {card.name} --schedulers {scheds} "
         f"--windows {windows} --length {length} --split test --seed {seed} "
@@ -201,12 +208,7 @@ def heldout_test(
         seed,
         float(card.data.get("train_fraction", 0.7)) if trace is None else 0.7,
     )
-    ratio_reference: str | None = None
-    if _is_schedule(card):
-        scheds = schedule_heldout_schedulers(card)
-        ratio_reference = schedule_heldout_references(card, name)[0]
-    else:
-        scheds = heldout_schedulers(card.policy, card_warm(card))
+    scheds, refs = _plan(card, name)
     methods = [scheduler_method(s) for s in scheds]
     methods.append(card_method(card, scales=scales))
     res = evaluate(
@@ -216,11 +218,11 @@ def heldout_test(
         jobs=jobs,
         progress=progress,
         reference=None,
-        ratio_reference=ratio_reference,
+        ratio_reference=refs[0] if _is_schedule(card) else None,
         agent_loader=agent_loader,
         backend=backend,
     )
-    section = _section(card, res, name, windows, length, seed, scales, scheds)
+    section = _section(card, res, name, windows, length, seed, scales, refs)
     return {**section, "offered_load": load_quartiles(wl, ws)}
 
 
@@ -232,13 +234,9 @@ def _section(
     length: int,
     seed: int,
     scales: str,
-    scheds: Sequence[str],
+    refs: Sequence[str],
 ) -> dict[str, Any]:
     per = res.per_window("avg_bsld")
-    if _is_schedule(card):
-        refs = schedule_heldout_references(card, trace)
-    else:
-        refs = [r for r in heldout_references(card.policy, card_warm(card)) if r in scheds]
     methods: dict[str, Any] = {}
     for m in res.methods:
         b = np.asarray(per[m.label], dtype=np.float64)
@@ -256,12 +254,12 @@ def _section(
         paired[ref] = {**pc.to_dict(), "verdict": pc.verdict}
     extra: dict[str, Any] = {}
     if _is_schedule(card):  # the tail against the reference (the first of refs)
-        for m in res.methods:
-            f = fairness(res, m.label)
-            methods[m.label].update(
+        fair = {m.label: fairness(res, m.label) for m in res.methods}
+        for label, f in fair.items():
+            methods[label].update(
                 mean_max_wait=f["mean_max_wait"], mean_p99_bsld=f["mean_p99_bsld"]
             )
-        mine = fairness(res, card.name)
+        mine = fair[card.name]
         main = paired[refs[0]]
         main.update({k: mine[k] for k in ("tail_max_wait", "tail_p99_bsld", "tail")})
         main["verdict"] = fair_verdict(main)

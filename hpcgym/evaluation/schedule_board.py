@@ -21,6 +21,7 @@ from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.windows import select_windows
+from hpcgym.sim.schedulers import policy_name
 
 __all__ = ["SCHEDULE_POLICIES", "schedule_boards", "schedule_markdown"]
 
@@ -31,7 +32,7 @@ SCHEDULE_POLICIES: tuple[str, ...] = (
 
 
 def _name(policy: str) -> str:
-    return "EASY-SJBF" if policy == "FCFS" else f"{policy}+EASY-SJBF"
+    return policy_name("EASY-SJBF", policy)
 
 
 def schedule_boards(
