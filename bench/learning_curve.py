@@ -18,6 +18,12 @@ training script's own windows and reference) and placed at its wall time since t
 start of training. Output in ``--out``: ``curve.csv``, ``curve.md`` (a Markdown table of
 the validation geo-mean ratio vs EASY-SJBF over time) and ``curve.png``.
 
+With ``--seeds 0 1 2`` the runs are repeated for each seed (one seed after the other, in
+``--out``/``seed-<s>``) and ``--out`` also gets ``seeds.md`` and ``seeds.png``: for every
+configuration and every minute of the budget, the validation ratio of the latest
+checkpoint saved by then (the model that run would hand over if stopped at that minute),
+as the mean over the seeds with its range, and each seed's final model.
+
 Usage (in the background)::
 
     HPCGYM_TRACE_DIR=path/to/traces nohup python bench/learning_curve.py \\
@@ -210,6 +216,145 @@ def write_outputs(rows: list[dict[str, Any]], out: Path) -> None:
     fig.savefig(out / "curve.png", dpi=120)
 
 
+def at_minutes(rows: list[dict[str, Any]], grid: list[float]) -> list[float]:
+    """The validation ratio of the latest checkpoint saved by each minute of ``grid``.
+
+    :param rows: one configuration's rows of one seed (:func:`evaluate_checkpoints`),
+        the untrained policy at minute 0 first
+    :param grid: minutes since the start of training
+    :return: one ratio per minute of ``grid`` (the untrained policy's before the first
+        checkpoint)
+    """
+    ordered = sorted(rows, key=lambda r: r["minutes"])
+    values = []
+    for t in grid:
+        saved = [r for r in ordered if r["minutes"] <= t + 1e-9]
+        values.append(float((saved or ordered[:1])[-1]["geo_ratio"]))
+    return values
+
+
+def aggregate_seeds(
+    per_seed: dict[int, list[dict[str, Any]]], minutes: float
+) -> tuple[list[float], dict[str, dict[str, Any]]]:
+    """Mean, range and final models over the seeds, per configuration.
+
+    :param per_seed: the rows of every seed (all configurations)
+    :param minutes: the training budget; the grid is every whole minute up to it
+    :return: the grid and, per configuration, ``mean``/``low``/``high`` (one value per
+        grid minute), ``finals`` (each seed's final model's ratio) and ``steps`` (each
+        seed's steps at its final checkpoint)
+    """
+    grid = [float(m) for m in range(0, int(math.floor(minutes)) + 1)]
+    configs = list(dict.fromkeys(r["config"] for rows in per_seed.values() for r in rows))
+    out: dict[str, dict[str, Any]] = {}
+    for name in configs:
+        curves, finals, steps = [], [], []
+        for rows in per_seed.values():
+            mine = [r for r in rows if r["config"] == name]
+            if not mine:
+                continue
+            curves.append(at_minutes(mine, grid))
+            last = max(mine, key=lambda r: r["minutes"])
+            finals.append(float(last["geo_ratio"]))
+            steps.append(int(last["steps"]))
+        out[name] = {
+            "mean": [sum(c[i] for c in curves) / len(curves) for i in range(len(grid))],
+            "low": [min(c[i] for c in curves) for i in range(len(grid))],
+            "high": [max(c[i] for c in curves) for i in range(len(grid))],
+            "finals": finals,
+            "steps": steps,
+        }
+    return grid, out
+
+
+def write_seed_outputs(
+    per_seed: dict[int, list[dict[str, Any]]], minutes: float, out: Path, trace: str
+) -> str:
+    """``seeds.md`` and ``seeds.png`` in ``out``; returns the Markdown.
+
+    :param per_seed: the rows of every seed
+    :param minutes: the training budget of each run
+    :param out: the output folder
+    :param trace: the trace's name (for the figure's title)
+    """
+    grid, agg = aggregate_seeds(per_seed, minutes)
+    shown = [t for t in grid if t > 0 and (t % 2 == 0 or t == grid[-1])]
+    seeds = ", ".join(str(s) for s in per_seed)
+    lines = [
+        f"Validation geo-mean ratio vs EASY-SJBF of the latest checkpoint by each minute, "
+        f"mean over seeds {seeds} (range in brackets):",
+        "",
+        "| configuration | " + " | ".join(f"{t:g} min" for t in shown) + " | final models | "
+        "steps at the end |",
+        "|---|" + "---:|" * (len(shown) + 2),
+    ]
+    for name, a in agg.items():
+        cells = [
+            f"{a['mean'][grid.index(t)]:.3f} [{a['low'][grid.index(t)]:.2f}, "
+            f"{a['high'][grid.index(t)]:.2f}]"
+            for t in shown
+        ]
+        finals = " / ".join(f"{f:.3f}" for f in a["finals"])
+        steps = sum(a["steps"]) / len(a["steps"])
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {finals} | {steps:,.0f} |")
+    text = "\n".join(lines) + "\n"
+    (out / "seeds.md").write_text(text)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    for name, a in agg.items():
+        (line,) = ax.step(grid, a["mean"], where="post", label=name)
+        ax.fill_between(grid, a["low"], a["high"], step="post", alpha=0.15, color=line.get_color())
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--", label="EASY-SJBF")
+    ax.set_xlabel("wall-clock minutes of training")
+    ax.set_ylabel("validation geo-mean ratio vs EASY-SJBF")
+    ax.set_title(f"{trace}: mean of {len(per_seed)} seeds (band: range)")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "seeds.png", dpi=120)
+    plt.close(fig)
+    return text
+
+
+def run_seed(args: argparse.Namespace, out: Path) -> list[dict[str, Any]]:
+    """Train (unless ``--evaluate-only``) and evaluate every configuration of one seed.
+
+    :param args: the parsed options (``args.seed`` is the seed)
+    :param out: this seed's output folder
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    done = out / "curve.csv"
+    if done.exists() and not args.evaluate_only:
+        import csv
+
+        with done.open() as fh:
+            rows = [dict(r) for r in csv.DictReader(fh)]
+        if {r["config"] for r in rows} == set(CONFIGS):
+            print(f"{out}: finished before, reusing {done}", flush=True)
+            for r in rows:
+                r["minutes"], r["steps"] = float(r["minutes"]), int(r["steps"])
+                for key in ("avg_bsld", "reference_avg_bsld", "geo_ratio"):
+                    r[key] = float(r[key])
+            return rows
+    t0 = time.time()
+    if args.evaluate_only:
+        runs = {name: out / "runs" / name for name in CONFIGS}
+    else:
+        runs = train_both(args, out)
+    print(f"trained in {(time.time() - t0) / 60:.1f} min; evaluating checkpoints", flush=True)
+    rows = [row for name, run in runs.items() for row in evaluate_checkpoints(name, run)]
+    write_outputs(rows, out)
+    print((out / "curve.md").read_text())
+    finals = {name: [r for r in rows if r["config"] == name][-1] for name in CONFIGS}
+    for name, r in finals.items():
+        print(f"{name}: final geo-mean ratio {r['geo_ratio']:.3f} at {r['minutes']:.1f} min")
+    print(f"outputs: {out}/curve.md, curve.csv, curve.png", flush=True)
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     """Train both configurations, evaluate their checkpoints, write the curve.
 
@@ -223,6 +368,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trace", default="SDSC-SP2")
     parser.add_argument("--minutes", type=float, default=10.0, help="training budget of each")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        nargs="+",
+        default=None,
+        help="repeat for each seed (in --out/seed-<s>) and aggregate them (seeds.md, seeds.png)",
+    )
     parser.add_argument("--eval-windows", type=int, default=10)
     parser.add_argument(
         "--checkpoint-every",
@@ -259,21 +411,15 @@ def main(argv: list[str] | None = None) -> int:
     every += every[-1:] * (len(CONFIGS) - len(every))
     args.checkpoint_every = dict(zip(CONFIGS, every, strict=False))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    t0 = time.time()
-    if args.evaluate_only:
-        runs = {name: out / "runs" / name for name in CONFIGS}
-    else:
-        runs = train_both(args, out)
-    print(f"trained in {(time.time() - t0) / 60:.1f} min; evaluating checkpoints", flush=True)
-    rows = [row for name, run in runs.items() for row in evaluate_checkpoints(name, run)]
-    write_outputs(rows, out)
-    print((out / "curve.md").read_text())
-    finals = {name: [r for r in rows if r["config"] == name][-1] for name in CONFIGS}
-    for name, r in finals.items():
-        print(f"{name}: final geo-mean ratio {r['geo_ratio']:.3f} at {r['minutes']:.1f} min")
-    if math.isfinite(finals["after"]["geo_ratio"]):
-        print(f"outputs: {out}/curve.md, curve.csv, curve.png")
+    if not args.seeds:
+        run_seed(args, out)
+        return 0
+    per_seed: dict[int, list[dict[str, Any]]] = {}
+    for seed in args.seeds:
+        args.seed = seed
+        per_seed[seed] = run_seed(args, out / f"seed-{seed}")
+    print(write_seed_outputs(per_seed, args.minutes, out, args.trace))
+    print(f"outputs: {out}/seeds.md, seeds.png", flush=True)
     return 0
 
 
