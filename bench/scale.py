@@ -2,7 +2,7 @@
 the machine size and the number of envs ``N``.
 
 Three axes, one at a time, the others at their defaults (``K`` = 128 rows, Lublin-1, N =
-64 envs for the env and 16 for training):
+64 envs for the env and the fast preset's ``n_envs`` for training):
 
 * ``queue``: ``K`` in ``--queue`` (default 16 64 128 256 512) on Lublin-1;
 * ``machine``: the traces of ``--traces`` (default Lublin-1 (256 processors), SDSC-SP2
@@ -34,9 +34,15 @@ from env_speed import vector_rate  # noqa: E402
 from train_speed import measure  # noqa: E402
 
 from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
+from train.config import PRESETS  # noqa: E402
 
-#: the default of each axis: (trace, K, N of the env, N of training)
-DEFAULTS: dict[str, Any] = {"trace": "Lublin-1", "K": 128, "env_n": 64, "train_n": 16}
+#: the default of each axis: (trace, K, N of the env, N of training: the fast preset's)
+DEFAULTS: dict[str, Any] = {
+    "trace": "Lublin-1",
+    "K": 128,
+    "env_n": 64,
+    "train_n": PRESETS["fast"]["n_envs"],
+}
 
 
 def point(args: argparse.Namespace, trace: str, k: int, env_n: int, train_n: int | None) -> str:
@@ -94,8 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         elif axis == "machine":
             rows = [(t, t, d["K"], d["env_n"], d["train_n"]) for t in args.traces]
         else:
-            rows = [(f"N = {n}", d["trace"], d["K"], n, n if n >= 2 else None)
-                    for n in args.envs]  # fmt: skip
+            rows = [(f"N = {n}", d["trace"], d["K"], n, n) for n in args.envs]
         for label, trace, k, env_n, train_n in rows:
             print(f"| {axis} | {label} | {point(args, trace, k, env_n, train_n)} |", flush=True)
     return 0
