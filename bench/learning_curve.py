@@ -239,12 +239,16 @@ def aggregate_seeds(
     """Mean, range and final models over the seeds, per configuration.
 
     :param per_seed: the rows of every seed (all configurations)
-    :param minutes: the training budget; the grid is every whole minute up to it
+    :param minutes: the training budget; the grid is every whole minute up to it, its last
+        minute the end of the runs (their final models)
     :return: the grid and, per configuration, ``mean``/``low``/``high`` (one value per
         grid minute), ``finals`` (each seed's final model's ratio) and ``steps`` (each
         seed's steps at its final checkpoint)
     """
     grid = [float(m) for m in range(0, int(math.floor(minutes)) + 1)]
+    # the last minute is the end of the budget: the final models (a run saves its last
+    # checkpoint a few seconds after its time limit)
+    lookup = [*grid[:-1], math.inf]
     configs = list(dict.fromkeys(r["config"] for rows in per_seed.values() for r in rows))
     out: dict[str, dict[str, Any]] = {}
     for name in configs:
@@ -253,7 +257,7 @@ def aggregate_seeds(
             mine = [r for r in rows if r["config"] == name]
             if not mine:
                 continue
-            curves.append(at_minutes(mine, grid))
+            curves.append(at_minutes(mine, lookup))
             last = max(mine, key=lambda r: r["minutes"])
             finals.append(float(last["geo_ratio"]))
             steps.append(int(last["steps"]))
@@ -284,7 +288,9 @@ def write_seed_outputs(
         f"Validation geo-mean ratio vs EASY-SJBF of the latest checkpoint by each minute, "
         f"mean over seeds {seeds} (range in brackets):",
         "",
-        "| configuration | " + " | ".join(f"{t:g} min" for t in shown) + " | final models | "
+        "| configuration | "
+        + " | ".join(f"{t:g} min" if t < grid[-1] else f"end ({t:g} min)" for t in shown)
+        + " | final models | "
         "steps at the end |",
         "|---|" + "---:|" * (len(shown) + 2),
     ]

@@ -35,7 +35,7 @@ def test_mean_range_and_finals_over_seeds(tmp_path: Path) -> None:
         0: [_row("a", 0.0, 0, 1.2), _row("a", 1.0, 5, 1.0), _row("b", 0.0, 0, 1.2)],
         1: [_row("a", 0.0, 0, 1.4), _row("a", 1.5, 7, 0.8), _row("b", 0.0, 0, 1.4)],
     }
-    per_seed[1].append(_row("b", 2.0, 9, 1.1))
+    per_seed[1].append(_row("b", 2.1, 9, 1.1))  # the last checkpoint after the budget
     grid, agg = aggregate_seeds(per_seed, 2.5)
     assert grid == [0.0, 1.0, 2.0]
     assert agg["a"]["mean"] == pytest.approx([1.3, 1.2, 0.9])
