@@ -256,7 +256,7 @@ def test_sweep_parse_grid() -> None:
     "after, n_envs",
     [
         ([], 3),  # the paper's defaults: one env per CPU of the trial
-        (["--preset", "fast"], None),  # the preset's 16 native envs, not 3
+        (["--preset", "fast"], None),  # the preset's 64 native envs, not 3
         (["--preset", "fast", "--n-envs", "4"], 4),
         (["--n-envs", "5"], 5),
     ],
@@ -270,7 +270,7 @@ def test_sweep_cpus_per_trial_is_n_envs_unless_set(after: list[str], n_envs: int
     options = sweep._base_options(args, after)
     assert options.get("n_envs") == n_envs
     cfg = config.TrainConfig.create(**options, trace="synthetic")
-    assert cfg.n_envs == (16 if n_envs is None else n_envs)
+    assert cfg.n_envs == (config.PRESETS["fast"]["n_envs"] if n_envs is None else n_envs)
 
 
 # --------------------------------------------------------------------------- RLlib

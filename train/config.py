@@ -79,7 +79,7 @@ NO_TARGET = 10**9
 PRESETS: dict[str, dict[str, Any]] = {
     "paper": {},
     "fast": {
-        "n_envs": 16,  # 16 sims stepped as one batch (train/vecenv.py)
+        "n_envs": 64,  # 64 sims stepped as one compiled batch (train/vecenv.py)
         "vec_env": "native",
         "algo": "lean",  # compact rollouts + lean update (train/lean_ppo.py)
         "trajectories": 20,

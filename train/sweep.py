@@ -207,7 +207,7 @@ def _base_options(args: argparse.Namespace, train_argv: list[str]) -> dict[str, 
         raise ConfigError(f"after --: the sweep sets {', '.join(bad)} itself")
     options = dict(parsed.options)
     # --cpus-per-trial is the trial's --n-envs unless the options or their preset set it
-    # (``--preset fast`` steps its 16 envs as one batch in one process)
+    # (``--preset fast`` steps its 64 envs as one batch in one process)
     preset = PRESETS.get(options.get("preset", "paper"), {})
     if "n_envs" not in options and "n_envs" not in preset:
         options["n_envs"] = args.cpus_per_trial
