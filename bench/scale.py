@@ -12,8 +12,10 @@ Three axes, one at a time, the others at their defaults (``K`` = 128 rows, Lubli
 Each point reports the compiled vector env's env-steps/s (``bench/env_speed.py``'s all-in
 loop: random valid actions, autoresets, the reference simulated for every new window;
 one thread) and the end-to-end training steps/s of ``--preset fast`` (rollouts and
-updates, ``bench/train_speed.py``'s measurement) with the same ``K`` / trace / ``N``,
-each also as microseconds per step. ``--task schedule`` measures ``Schedule-v0``.
+updates, ``bench/train_speed.py``'s measurement) with the same ``K`` / trace / ``N`` and
+the same update size at every point (``--rollout`` steps, 3,072 by default: the fast
+preset's on SDSC-SP2; the preset's own size follows the decisions per window, which differ
+by trace), each also as microseconds per step. ``--task schedule`` measures ``Schedule-v0``.
 
 Usage::
 
@@ -23,6 +25,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,7 +68,8 @@ def point(args: argparse.Namespace, trace: str, k: int, env_n: int, train_n: int
     cells = [f"{procs:,}", f"{env:,.0f}", f"{1e6 / env:.2f}"]
     if train_n is None or args.train_steps <= 0:
         return " | ".join([*cells, "-", "-"])
-    name = f"fast+max_queue={k}+n_envs={train_n}+task={args.task}"
+    n_steps = max(1, math.ceil(args.rollout / train_n))  # the same update size everywhere
+    name = f"fast+max_queue={k}+n_envs={train_n}+task={args.task}+n_steps={n_steps}"
     train = max(
         measure(name, trace, args.train_steps, r)["steps_per_s"] for r in range(args.repeat)
     )
@@ -89,6 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--train-steps", type=int, default=20_000,
                    help="training steps per point (0: the env only)")  # fmt: skip
     p.add_argument("--repeat", type=int, default=1, help="runs per point (the best kept)")
+    p.add_argument(
+        "--rollout", type=int, default=3072, help="training steps per update (n_steps = rollout/N)"
+    )
     args = p.parse_args(argv)
     d = DEFAULTS
     print("| axis | value | processors | env-steps/s | µs per env-step | training steps/s "

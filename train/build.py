@@ -174,7 +174,12 @@ def plan_rollout(cfg: TrainConfig, saved: Mapping[str, Any] | None = None) -> Ro
     rollout_size = n_steps * cfg.n_envs
     batch_size = rollout_size if cfg.batch_size == "full" else int(cfg.batch_size)
     if batch_size > rollout_size:
-        raise ConfigError(f"--batch-size {batch_size} exceeds the rollout size {rollout_size}")
+        per = f" ({calib['mean']:.1f} decisions per window)" if calib else ""
+        raise ConfigError(
+            f"--batch-size {batch_size} exceeds the rollout size {rollout_size} "
+            f"({n_steps} steps x {cfg.n_envs} envs{per}): raise --trajectories or --n-steps, "
+            "or lower --batch-size"
+        )
     if batch_size == 1:
         raise ConfigError("--batch-size must be > 1 (advantage normalization needs 2 samples)")
     if cfg.total_steps is not None:
