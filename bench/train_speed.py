@@ -9,7 +9,8 @@ median reported), on the same env (``hpcgym/Backfill-v0``, 256-job training wind
   kernel policy's dense path (kernel on all K rows, torch's ``Categorical``, per-tensor
   Adam), restored for the measurement by :func:`legacy_kernel`;
 * ``fast-sb3`` -- ``--preset fast --algo sb3``: the fast preset on sb3-contrib's
-  ``MaskablePPO`` (16 native envs; the fast preset before the lean PPO);
+  ``MaskablePPO`` (the preset's native envs; add ``+n_envs=16`` for the fast preset
+  before the lean PPO);
 * ``fast`` -- ``--preset fast`` as configured now (:data:`train.config.PRESETS`; ``--algo
   lean``: :class:`train.lean_ppo.LeanMaskablePPO`);
 * ``default`` -- the paper preset (``--preset paper``) as configured now, ``default-native``
