@@ -390,7 +390,7 @@ def test_real_trace_counts(name, jobs, size):
 
 @pytest.mark.traces
 def test_hpc2n_requested_memory_aligned():
-    w = load("HPC2N")
+    w = read_swf(require_trace("HPC2N"))
     win = w.window(100_000, 500)
     raw = workload_fields(win, ["requested memory", "job number"])
     np.testing.assert_array_equal(raw["job number"], win.job_id)
