@@ -258,8 +258,9 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
 
 
 def test_tensorboard_scalars(wl, windows, tmp_path):
-    """eval/compare.py's scalars use training's tag scheme (eval/avg_bsld/<method>) and
-    carry the paired ratio with its interval; several traces get a trace level."""
+    """eval/compare.py's scalars use training's layout: every method its own run with the
+    same tags (eval/avg_bsld), a method renamed "agent" in the folder itself, the paired
+    ratio tags naming their reference; several traces get a trace level."""
     pytest.importorskip("tensorboard")
     from hpcgym.evaluation.plots import read_scalars
 
@@ -267,20 +268,24 @@ def test_tensorboard_scalars(wl, windows, tmp_path):
         wl, _methods()[:2], windows, jobs=1, progress=False, ratio_reference="EASY-SJBF"
     )
     E.write_tensorboard(res, tmp_path / "one", step=42, rename={"EASY": "agent"})
-    sc = read_scalars(tmp_path / "one")
-    steps, vals = sc["eval/avg_bsld/EASY-SJBF"]
+    sc = read_scalars(tmp_path / "one" / "EASY-SJBF")
+    steps, vals = sc["eval/avg_bsld"]
     assert steps.tolist() == [42]
     assert vals[0] == pytest.approx(res.mean("EASY-SJBF"), rel=1e-6)
-    assert sc["eval/avg_bsld/agent"][1][0] == pytest.approx(res.mean("EASY"), rel=1e-6)
-    assert E.tag("avg_bsld", "agent") == "eval/avg_bsld/agent"  # what training writes
+    assert sc["eval/ratio_vs_EASY-SJBF"][1][0] == pytest.approx(1.0)
+    sc = read_scalars(tmp_path / "one")  # "agent": the folder itself (a training run)
+    assert sc["eval/avg_bsld"][1][0] == pytest.approx(res.mean("EASY"), rel=1e-6)
+    assert sc["eval/avg_wait"][1][0] == pytest.approx(res.mean("EASY", "avg_wait"), rel=1e-6)
     summ = {s["method"]: s for s in res.summary()}
-    for metric in ("geo_ratio", "ci_low", "ci_high", "wins"):
-        assert sc[f"eval/{metric}/agent"][1][0] == pytest.approx(summ["EASY"][metric], rel=1e-6)
-    steps, vals = sc["eval_windows/avg_bsld/agent"]
+    for stat, metric in (("ratio", "geo_ratio"), ("ci_low", "ci_low"), ("wins", "wins")):
+        got = sc[E.ratio_tag("EASY-SJBF", stat)][1][0]
+        assert got == pytest.approx(summ["EASY"][metric], rel=1e-6)
+    assert E.ratio_tag("EASY-SJBF", "ci_high") == "eval/ratio_vs_EASY-SJBF_ci_high"
+    steps, vals = sc["eval_windows/avg_bsld"]
     assert steps.tolist() == [0, 1, 2]
     np.testing.assert_allclose(vals, res.per_window()["EASY"], rtol=1e-6)
     E.write_tensorboard([res, res], tmp_path / "two", step=1, prefix="table4")
-    assert f"table4/{res.trace}/avg_bsld/EASY" in read_scalars(tmp_path / "two")
+    assert f"table4/{res.trace}/avg_bsld" in read_scalars(tmp_path / "two" / "EASY")
 
 
 def test_plot_training_from_events(tmp_path):
@@ -573,9 +578,10 @@ def test_compare_cli(tmp_path, capsys):
     if importlib.util.find_spec("tensorboard"):  # training's tags: the shared charts
         from hpcgym.evaluation.plots import read_scalars
 
-        tags = set(read_scalars(tmp_path / "tb"))
-        assert {"eval/avg_bsld/agent", "eval/geo_ratio/agent", "eval/ci_low/agent"} <= tags
-        assert {"eval/avg_bsld/EASY", "eval/ci_high/EasyAgent"} <= tags
+        tags = set(read_scalars(tmp_path / "tb"))  # --tb-agent: the folder itself
+        assert {"eval/avg_bsld", "eval/ratio_vs_EASY-SJBF", "eval/wins_vs_EASY-SJBF"} <= tags
+        assert "eval/avg_bsld" in read_scalars(tmp_path / "tb" / "EASY")
+        assert "eval/ratio_vs_EASY-SJBF_ci_high" in read_scalars(tmp_path / "tb" / "EasyAgent")
     assert main(["--schedulers", "EASY", "NOPE", "--windows", "1", "--length", "64"]) == 2
     assert "unknown scheduler 'NOPE'" in capsys.readouterr().err  # tests/test_cli_errors.py
     rc = main(
@@ -685,8 +691,8 @@ def test_plot_colours_and_groups(tmp_path):
 
 
 def test_compare_tb_dir_of_the_run_continues_its_charts(tiny_model, tmp_path):
-    """A model evaluated into the folder it was trained in is written as ``agent`` (the
-    label training uses), at its card's training steps: the same charts."""
+    """A model evaluated into the folder it was trained in is written into that run (the
+    label ``agent``), at its card's training steps: the same charts."""
     pytest.importorskip("tensorboard")
     from eval.compare import main
     from hpcgym.evaluation.plots import read_scalars
@@ -702,5 +708,6 @@ def test_compare_tb_dir_of_the_run_continues_its_charts(tiny_model, tmp_path):
     )  # fmt: skip
     assert rc == 0
     sc = read_scalars(run)
-    assert sc["eval/avg_bsld/agent"][0].tolist() == [128]  # the card's steps
-    assert "eval/avg_bsld/EASY-SJBF" in sc and "eval/ci_high/agent" in sc
+    assert sc["eval/avg_bsld"][0].tolist() == [128]  # the card's steps
+    assert "eval/ratio_vs_EASY-SJBF_ci_high" in sc
+    assert "eval/avg_bsld" in read_scalars(run / "EASY-SJBF")  # each method its own run

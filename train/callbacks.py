@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
@@ -37,6 +38,8 @@ __all__ = [
     "TqdmProgressCallback",
     "bar_options",
 ]
+
+log = logging.getLogger(__name__)
 
 _EPISODE_KEYS: tuple[str, ...] = ("avg_bsld", "norm", "reward", "steps", "backfilled", "violations")
 
@@ -318,7 +321,9 @@ class EvalCheckpointCallback(BaseCallback):
     - every ``eval_every`` updates (and before the first update of a fresh run, and at the
       end): ``evaluator.evaluate(model)``, recorded with
       :func:`train.logs.record_evaluation` and appended to ``evaluations.jsonl``; a better
-      mean AVEbsld saves the best model;
+      mean AVEbsld saves the best model; the heuristics' TensorBoard runs beside the run
+      are written (once) or extended to the evaluation's step
+      (:meth:`train.evaluator.Evaluator.write_baselines`);
     - every ``checkpoint_every`` updates (and at the end): a checkpoint
       (:meth:`train.rundir.RunDir.checkpoint`); only the newest ``keep_checkpoints`` are
       kept (0: all; the best model is ``best_model.zip``, never pruned);
@@ -367,6 +372,8 @@ class EvalCheckpointCallback(BaseCallback):
         self.last_checkpoint: Path | None = None
         self.eval_seconds = 0.0
         self.overhead_seconds = 0.0
+        self.baselines_folder: Path | None = None
+        self.baselines_error: str | None = None
 
     @property
     def updates(self) -> int:
@@ -395,8 +402,27 @@ class EvalCheckpointCallback(BaseCallback):
             self.run.save_best(self.model, rec)
         self.history.append(rec)
         self.run.append_evaluation(rec)
-        record_evaluation(self.logger, rec, self.evaluator.baselines)
+        ref = self.evaluator.reference_result
+        record_evaluation(
+            self.logger,
+            rec,
+            None if ref is None else self.evaluator.reference,
+            None if ref is None else ref["per_window"],
+        )
+        self.write_baselines(rec["timesteps"])
         return rec
+
+    def write_baselines(self, step: int) -> None:
+        """Write or extend the heuristics' TensorBoard runs beside the run
+        (:meth:`train.evaluator.Evaluator.write_baselines`) to reach ``step``; a folder
+        that cannot be written is reported once, and training goes on."""
+        if self.baselines_error is not None:
+            return
+        try:
+            self.baselines_folder = self.evaluator.write_baselines(self.run.path.parent, step)
+        except OSError as exc:
+            self.baselines_error = f"{type(exc).__name__}: {exc}"
+            log.warning("the heuristics' TensorBoard runs not written: %s", self.baselines_error)
 
     def checkpoint(self) -> Path:
         """Save a checkpoint of the current model and prune the old ones; returns its path."""

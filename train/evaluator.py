@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from hpcgym.evaluation.play import Policy, play_windows
-from hpcgym.evaluation.runner import run_baselines
+from hpcgym.evaluation.play import WINDOW_METRICS, Policy, play_windows
+from hpcgym.evaluation.runner import run_baselines, simulate_window
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.workload.sequences import VALIDATION_FRACTION
@@ -152,6 +153,10 @@ class Evaluator:
     :param reference: the scheduler of the paired ratio (:func:`ratio_reference`)
     :param reference_result: its result on the windows (as a baseline's), ``None``: it
         could not run (no paired statistics)
+    :param workload: the run's whole trace (the heuristics' TensorBoard runs simulate
+        their other metrics on it; ``None``: AVEbsld only)
+    :param settings: the options that define the windows (``trace``, ``eval_split``,
+        ``eval_length``, ``eval_windows``, ``policy``...: the heuristics' runs' hparams)
     """
 
     envs: list[Any]
@@ -163,6 +168,8 @@ class Evaluator:
     seed: int = 0
     reference: str = DEFAULT_RATIO_REFERENCE
     reference_result: dict[str, Any] | None = None
+    workload: Any = None
+    settings: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def for_config(
@@ -212,16 +219,110 @@ class Evaluator:
             skipped,
             reference=ref,
             reference_result=ref_result,
+            workload=workload,
+            settings={
+                "trace": cfg.trace,
+                "task": cfg.task,
+                "policy": policy,
+                "eval_split": cfg.eval_split,
+                "eval_length": length,
+                "eval_windows": len(starts),
+                "reference": ref,
+            },
         )
 
     def describe(self) -> dict[str, Any]:
-        """``split``, ``length``, ``starts``, ``reference`` (for the summary)."""
+        """``split``, ``length``, ``starts``, ``reference``, ``windows_key`` (for the
+        summary)."""
         return {
             "split": self.split,
             "length": self.length,
             "starts": list(self.starts),
             "reference": self.reference,
+            "windows_key": self.windows_key(),
         }
+
+    def windows_key(self) -> str:
+        """The name of these windows (:func:`hpcgym.evaluation.tensorboard.windows_key`):
+        the split, their number and length, a hash of the starts, the queue policy and
+        the trace's size."""
+        from hpcgym.evaluation.tensorboard import windows_key
+
+        wl = self.workload
+        return windows_key(
+            self.split,
+            self.starts,
+            self.length,
+            trace=self.settings.get("trace"),
+            policy=self.settings.get("policy"),
+            jobs=None if wl is None else len(wl),
+            machine_size=None if wl is None else int(wl.machine_size),
+        )
+
+    def heuristics(self) -> dict[str, dict[str, Any]]:
+        """The heuristics of the evaluation by the name they ran as (``SJF+EASY`` for
+        ``EASY`` under ``--policy SJF``): the baselines and the reference of the ratio."""
+        out = {str(r["name"]): r for r in self.baselines.values()}
+        ref = self.reference_result
+        if ref is not None:
+            out.setdefault(str(ref["name"]), ref)
+        return out
+
+    def heuristic_rows(self, name: str) -> list[dict[str, Any]]:
+        """A heuristic's metrics per window (:data:`~hpcgym.evaluation.play.WINDOW_METRICS`,
+        simulated again with the spec it ran as); AVEbsld only when that spec cannot be
+        rebuilt from its name or without the workload.
+
+        :param name: a key of :meth:`heuristics`
+        :raises RuntimeError: the simulation does not reproduce the baseline's AVEbsld
+        """
+        from hpcgym.sim import get_scheduler
+
+        res = self.heuristics()[name]
+        plain = [{"avg_bsld": float(v)} for v in res["per_window"]]
+        if self.workload is None:
+            return plain
+        try:
+            spec = get_scheduler(name)
+        except ValueError:
+            return plain
+        if spec.to_dict() != res["spec"]:
+            return plain
+        rows = []
+        for s, v in zip(self.starts, res["per_window"], strict=True):
+            out = simulate_window(self.workload, spec, int(s), self.length)
+            row = {k: float(out[k]) for k in WINDOW_METRICS if out.get(k) is not None}
+            if not np.isclose(row["avg_bsld"], float(v), rtol=1e-9):
+                raise RuntimeError(
+                    f"{name} on the window at {s}: AVEbsld {row['avg_bsld']} simulated again, "
+                    f"{v} in the evaluation"
+                )
+            rows.append(row)
+        return rows
+
+    def write_baselines(self, logdir: str | Path, step: int) -> Path:
+        """Write (once) or extend the heuristics' TensorBoard runs of these windows,
+        ``<logdir>/baselines/<trace>-<windows key>/<method>/``
+        (:func:`hpcgym.evaluation.tensorboard.write_baseline_runs`), to reach ``step``.
+
+        :param logdir: the folder that holds the run
+        :param step: the evaluation's step
+        :return: the baselines folder
+        """
+        from hpcgym.evaluation.tensorboard import baselines_folder, write_baseline_runs
+
+        ref = self.reference_result
+        trace = Path(str(self.settings.get("trace"))).name.split(".")[0] or "trace"
+        folder = baselines_folder(logdir, trace, self.windows_key())
+        return write_baseline_runs(
+            folder,
+            list(self.heuristics()),
+            self.heuristic_rows,
+            step=step,
+            reference=None if ref is None else self.reference,
+            reference_values=None if ref is None else ref["per_window"],
+            hparams=self.settings,
+        )
 
     def evaluate(self, policy: Policy) -> dict[str, Any]:
         """Play ``policy`` deterministically on every window.

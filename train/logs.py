@@ -1,36 +1,40 @@
 """Logging of a run: SB3's logger with TensorBoard (in the run folder), CSV and stdout,
 the Custom Scalars layout, hparams, and the evaluation scalars.
 
-Evaluation tags follow the one scheme of :func:`hpcgym.evaluation.tensorboard.tag`
-(``eval/avg_bsld/agent``, ``eval/avg_bsld/<baseline>``, the paired ratio
-``eval/geo_ratio/agent`` with ``eval/ci_low/agent``, ``eval/ci_high/agent`` and
-``eval/wins/agent``), so training and ``eval/`` runs share charts.
+The run folder is the agent's TensorBoard run; its evaluation tags are those every
+method's run writes (:mod:`hpcgym.evaluation.tensorboard`): ``eval/avg_bsld``,
+``eval/avg_wait``... and ``eval/ratio_vs_<reference>`` with its interval, so the
+heuristics' runs (``<logdir>/baselines/...``, written by the evaluator) and other agents'
+runs overlay it on the same charts.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stable_baselines3.common.logger import (
     CSVOutputFormat,
-    HParam,
     HumanOutputFormat,
     Logger,
     TensorBoardOutputFormat,
 )
 
-from hpcgym.evaluation.tensorboard import tag
+from hpcgym.evaluation.tensorboard import (
+    method_scalars,
+    metric_tag,
+    ratio_tag,
+    write_session_hparams,
+)
 from train.rundir import RunDir, json_default
 
 __all__ = [
     "PurgingTensorBoardFormat",
-    "HPARAM_METRICS",
     "add_custom_scalars_layout",
+    "hparam_metrics",
     "make_logger",
     "record_evaluation",
     "tensorboard_writer",
@@ -38,21 +42,25 @@ __all__ = [
     "write_hparams",
 ]
 
-#: The agent's label in the evaluation tags.
-AGENT = "agent"
 
-#: The metrics of the HParams tab (:func:`write_hparams`, at the end of every session):
-#: the last values of these scalars -- the final validation ratio vs the reference and its
-#: interval, the final and the best validation AVEbsld, the wall time and the steps.
-HPARAM_METRICS: tuple[str, ...] = (
-    tag("geo_ratio", AGENT),
-    tag("ci_low", AGENT),
-    tag("ci_high", AGENT),
-    tag("avg_bsld", AGENT),
-    "eval/best_avg_bsld",
-    "run/wall_time_s",
-    "run/timesteps",
-)
+def hparam_metrics(reference: str) -> tuple[str, ...]:
+    """The final metrics a run's HParams entry is read for: the validation ratio vs
+    ``reference`` and its interval, the final and the best validation AVEbsld, the wall
+    time and the steps. (The HParams tab lists the last value of every scalar tag; these
+    are the ones :func:`write_hparams` makes sure exist.)
+
+    :param reference: the scheduler of the paired ratio
+    """
+    return (
+        ratio_tag(reference),
+        ratio_tag(reference, "ci_low"),
+        ratio_tag(reference, "ci_high"),
+        metric_tag("avg_bsld"),
+        "eval/best_avg_bsld",
+        "run/wall_time_s",
+        "run/timesteps",
+    )
+
 
 #: config.json keys left out of the hparams (not settings of the learning).
 _NOT_HPARAMS: frozenset[str] = frozenset({"calibration", "progress", "verbose", "logdir"})
@@ -113,37 +121,24 @@ def tensorboard_writer(logger: Logger) -> Any | None:
     return None
 
 
-def add_custom_scalars_layout(
-    logger: Logger, baseline_names: Sequence[str], reference: str = "EASY-SJBF"
-) -> None:
-    """Write a TensorBoard *Custom Scalars* layout: the agent's and the baselines'
-    evaluation AVEbsld in one chart, the agent's paired ratio vs the reference with its
-    95% interval (a margin chart), and the training episodes' AVEbsld against the
-    reference scheduler's.
+def add_custom_scalars_layout(logger: Logger, reference: str = "EASY-SJBF") -> None:
+    """Write a TensorBoard *Custom Scalars* layout: the paired ratio of AVEbsld vs the
+    reference with its 95% interval (a margin chart, one per run). The comparison of
+    methods needs no layout: every method is a run with the same tags, so the Scalars
+    tab's ``eval/avg_bsld`` chart overlays them with TensorBoard's colours and legend.
 
     :param logger: the run's logger
-    :param baseline_names: the baselines evaluated next to the agent
-    :param reference: the scheduler of the paired ratio (for the chart's title)
+    :param reference: the scheduler of the paired ratio
     """
     writer = tensorboard_writer(logger)
     if writer is None:
         return
-    evals = [tag("avg_bsld", AGENT)] + [tag("avg_bsld", n) for n in baseline_names]
     layout = {
         "hpcgym": {
-            "eval: AVEbsld on the evaluation windows (agent vs baselines)": [
-                "Multiline",
-                [re.escape(evals[0])] + [re.escape(t) + "$" for t in evals[1:]],
-            ],
-            f"eval: paired geo-mean ratio of AVEbsld vs {reference} (95% interval)": [
+            f"eval: paired geo-mean ratio of AVEbsld vs {reference} [95% interval]": [
                 "Margin",
-                [tag("geo_ratio", AGENT), tag("ci_low", AGENT), tag("ci_high", AGENT)],
+                [ratio_tag(reference, stat) for stat in ("ratio", "ci_low", "ci_high")],
             ],
-            "train episodes: AVEbsld (agent vs reference)": [
-                "Multiline",
-                ["rollout/avg_bsld$", "rollout/avg_bsld_reference$"],
-            ],
-            "train episodes: terminal reward": ["Multiline", ["rollout/reward$"]],
         }
     }
     writer.add_custom_scalars(layout)
@@ -165,10 +160,12 @@ def write_config_text(logger: Logger, config: Mapping[str, Any]) -> None:
 def write_hparams(
     logger: Logger, config: Mapping[str, Any], summary: Mapping[str, Any], steps: int
 ) -> None:
-    """Record the run's settings as TensorBoard hparams with its final metrics
-    (:data:`HPARAM_METRICS`): ``run/wall_time_s`` (every session) and ``run/timesteps``
-    are written here at ``steps``; the others are the last evaluation's scalars. The
-    test ratio is not among them: training never reads the test split
+    """Record the run's settings for the HParams tab
+    (:func:`hpcgym.evaluation.tensorboard.write_session_hparams`: a session without an
+    experiment summary, so the tab lists these settings beside the heuristics' and other
+    runs', with the last value of every scalar as metrics, :func:`hparam_metrics` among
+    them). ``run/wall_time_s`` (every session) and ``run/timesteps`` are written here at
+    ``steps``. The test ratio is not among them: training never reads the test split
     (``eval/compare.py --tb-dir <run>`` adds it later).
 
     :param logger: the run's logger
@@ -176,44 +173,38 @@ def write_hparams(
     :param summary: the run's summary (``wall_time_s``, ``timesteps``)
     :param steps: the step counter at the end of the session
     """
-    hparams = {
-        k: (v if isinstance(v, (int, float, str, bool)) else str(v))
-        for k, v in config.items()
-        if k not in _NOT_HPARAMS
-    }
+    hparams = {k: v for k, v in config.items() if k not in _NOT_HPARAMS}
+    hparams.update(method=str(config.get("run_name")), kind="agent", clairvoyant=False)
     tb_only = ("stdout", "log", "json", "csv")
     logger.record("run/wall_time_s", float(summary["wall_time_s"]), exclude=tb_only)
     logger.record("run/timesteps", int(summary["timesteps"]), exclude=tb_only)
-    metrics = dict.fromkeys(HPARAM_METRICS, 0.0)
-    logger.record("hparams", HParam(hparams, metrics), exclude=tb_only)
     logger.dump(int(steps))
+    writer = tensorboard_writer(logger)
+    if writer is not None:
+        write_session_hparams(writer, hparams)
 
 
 def record_evaluation(
-    logger: Logger, record: Mapping[str, Any], baselines: Mapping[str, Mapping[str, Any]]
+    logger: Logger,
+    record: Mapping[str, Any],
+    reference: str | None = None,
+    reference_values: Sequence[float] | None = None,
 ) -> None:
-    """Record one evaluation: the agent's and every baseline's mean AVEbsld (the
-    baselines again at every evaluation, so they draw flat reference lines), the agent's
-    paired statistics vs the reference (``eval/geo_ratio/agent``, ``eval/ci_low/agent``,
-    ``eval/ci_high/agent``, ``eval/wins/agent``), ``eval/improvement_vs_EASY``,
-    ``eval/avg_bsld_reference``, ``eval/reward``, ``eval/best_avg_bsld`` and
-    ``eval/seconds``.
+    """Record one evaluation of the agent with the tags of every method's run
+    (:func:`hpcgym.evaluation.tensorboard.method_scalars`): ``eval/<metric>`` (the mean
+    over the windows of ``avg_bsld``, ``avg_wait``, ``utilization``...) and, with the
+    reference's values, ``eval/ratio_vs_<reference>`` with ``_ci_low``, ``_ci_high``,
+    ``eval/wins_vs_<reference>`` and ``eval/mean_ratio_vs_<reference>``; then
+    ``eval/avg_bsld_reference`` (the env's reward reference on the windows),
+    ``eval/reward``, ``eval/best_avg_bsld`` and ``eval/seconds``.
 
     :param logger: the run's logger
     :param record: the evaluation record (:meth:`train.evaluator.Evaluator.evaluate`)
-    :param baselines: the baselines' results by name (``mean``)
+    :param reference: the scheduler of the paired ratio, or ``None``
+    :param reference_values: its AVEbsld per window
     """
-    mean = float(record["avg_bsld"])
-    logger.record(tag("avg_bsld", AGENT), mean)
-    for name, res in baselines.items():
-        logger.record(tag("avg_bsld", name), float(res["mean"]))
-    if "EASY" in baselines:
-        easy = float(baselines["EASY"]["mean"])
-        logger.record("eval/improvement_vs_EASY", (easy - mean) / easy)
-    paired = record.get("paired")
-    if paired:
-        for key in ("geo_ratio", "ci_low", "ci_high", "wins"):
-            logger.record(tag(key, AGENT), paired[key])
+    for key, value in method_scalars(record["per_window"], reference, reference_values).items():
+        logger.record(key, value)
     if math.isfinite(record["reference_avg_bsld"]):
         logger.record("eval/avg_bsld_reference", record["reference_avg_bsld"])
     logger.record("eval/reward", record["reward"])

@@ -201,7 +201,7 @@ def run_session(
 
     logger = make_logger(run, start_steps, cfg.verbose)
     model.set_logger(logger)
-    add_custom_scalars_layout(logger, list(evaluator.baselines), evaluator.reference)
+    add_custom_scalars_layout(logger, evaluator.reference)
     if checkpoint is None:
         write_config_text(logger, config)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import platform
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -15,11 +16,13 @@ from train.rundir import RunDir
 
 __all__ = [
     "Session",
+    "CLAIRVOYANT_MARK",
     "build_summary",
     "final_table",
     "format_paired",
     "format_table",
     "overlap",
+    "tied_windows",
     "versions",
 ]
 
@@ -157,6 +160,8 @@ def build_summary(
     :param skipped: baselines that could not run: name -> reason
     :param warnings: warnings of the session
     """
+    from hpcgym.sim.schedulers import is_clairvoyant
+
     best = run.best()
     last_checkpoint = run.latest_checkpoint()
     return {
@@ -186,7 +191,9 @@ def build_summary(
                 for r in history
             ],
         },
-        "baselines": {k: dict(v) for k, v in baselines.items()},
+        "baselines": {
+            k: {**dict(v), "clairvoyant": is_clairvoyant(k)} for k, v in baselines.items()
+        },
         "skipped_baselines": dict(skipped),
         "warnings": list(warnings),
         "paths": {
@@ -203,19 +210,44 @@ def build_summary(
     }
 
 
-def format_table(starts: Sequence[int], length: int, columns: Mapping[str, Sequence[float]]) -> str:
-    """A text table: one row per window (``[start:end]``), one column per method, and
-    the mean.
+#: The mark of a clairvoyant method's column (:func:`hpcgym.sim.schedulers.is_clairvoyant`).
+CLAIRVOYANT_MARK = "\u2020"
+
+
+def tied_windows(columns: Mapping[str, Sequence[float]], digits: int = 2) -> list[int]:
+    """The windows where every method shows the same value at ``digits`` decimals (e.g.
+    all 1.00: no job waited): nothing to compare there.
+
+    :param columns: method -> value per window
+    :param digits: the printed decimals
+    """
+    cols = list(columns.values())
+    n = len(cols[0]) if cols else 0
+    return [i for i in range(n) if len({f"{c[i]:.{digits}f}" for c in cols}) == 1]
+
+
+def format_table(
+    starts: Sequence[int],
+    length: int,
+    columns: Mapping[str, Sequence[float]],
+    hide: Sequence[int] = (),
+) -> str:
+    """A text table: one row per window (``[start:end]``: jobs ``start..end-1`` of the
+    trace), one column per method, and the mean over every window.
 
     :param starts: window starts
     :param length: jobs per window
-    :param columns: method -> AVEbsld per window
+    :param columns: method (the column's heading) -> AVEbsld per window
+    :param hide: indices of windows left out of the rows (still in the mean)
     """
     names = list(columns)
     width = max(10, *(len(n) + 1 for n in names))
     head = f"{'window':>16}" + "".join(f"{n:>{width}}" for n in names)
     lines = [head, "-" * len(head)]
+    hidden = set(hide)
     for i, s in enumerate(starts):
+        if i in hidden:
+            continue
         row = f"{f'[{s}:{s + length}]':>16}"
         row += "".join(f"{columns[n][i]:>{width}.2f}" for n in names)
         lines.append(row)
@@ -236,36 +268,101 @@ def overlap(starts: Sequence[int], length: int) -> str:
     return "non-overlapping" if apart else "overlapping"
 
 
+def _split_jobs(summary: Mapping[str, Any], split: str) -> str:
+    """``jobs 126000..139999 of 200000`` -- the range of ``split`` in the trace."""
+    from hpcgym.workload import split_range
+
+    args = summary.get("args") or {}
+    try:
+        lo, hi = split_range(
+            int(summary["jobs"]),
+            split,
+            float(args.get("train_fraction", 0.7)),
+            float(args.get("validation_fraction", 0.1)),
+        )
+    except (KeyError, TypeError, ValueError):
+        return f"the {split} split"
+    return f"the {split} split, jobs {lo}..{hi - 1} of {summary['jobs']}"
+
+
 def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
     """The text printed at the end of a run: AVEbsld of the final model (``agent``), of
     the best model (``agent*``, when it is another one) and of the baselines per window,
-    skipped baselines and the session's throughput.
+    with a caption saying what the rows and columns are, then the paired ratio vs the
+    reference, skipped baselines and the session's throughput.
+
+    Windows where every method shows the same value (e.g. all 1.00) are left out of the
+    rows, and counted in the caption (the mean is over every window). ``agent*`` is the
+    best of the run's evaluations *on these same windows*, so its figures are biased in
+    its favour: the caption says so, and the verdict to trust is the final model's (or a
+    test-split evaluation's, ``eval/compare.py --split test``). A clairvoyant baseline
+    (:func:`hpcgym.sim.schedulers.is_clairvoyant`, e.g. EASY-AR) carries
+    :data:`CLAIRVOYANT_MARK` and a footnote.
 
     :param summary: the run's summary (:func:`build_summary`)
     :param policy: the base queue policy (for the caption)
     :param mode: the agent's mode (for the caption)
     """
+    from hpcgym.sim.schedulers import is_clairvoyant
+
     ev = summary["eval"]
     final, best = ev["final"], ev["best"]
     columns: dict[str, list[float]] = {"agent": [w["avg_bsld"] for w in final["per_window"]]}
     if best is not None and best["timesteps"] != final["timesteps"]:
         columns["agent*"] = [w["avg_bsld"] for w in best["per_window"]]
+    clairvoyant = []
     for name, res in summary["baselines"].items():
-        columns[name] = list(res["per_window"])
-    caption = (
-        f"AVEbsld on {len(ev['starts'])} {ev['split']} windows of {ev['length']} jobs, "
-        f"{overlap(ev['starts'], ev['length'])} "
-        f"({summary['trace']}, {policy}, {mode}; agent = final model at "
-        f"{final['timesteps']} steps"
-        + (f", agent* = best model at {best['timesteps']} steps" if "agent*" in columns else "")
-        + ")"
-    )
-    lines = ["", caption, format_table(ev["starts"], ev["length"], columns)]
+        head = name
+        if is_clairvoyant(name):
+            head = name + CLAIRVOYANT_MARK
+            clairvoyant.append(name)
+        columns[head] = list(res["per_window"])
+    starts, length = ev["starts"], ev["length"]
+    ties = tied_windows(columns)
+    n = len(starts)
+    evaluations = len(ev.get("history") or [])
     reference = ev.get("reference", "the reference")
-    lines.append(f"paired geo-mean ratio of AVEbsld vs {reference} [95% bootstrap interval]:")
+    caption = [
+        f"AVEbsld (mean bounded slowdown, lower is better) on {n} "
+        f"{overlap(starts, length)} windows of {length} jobs in "
+        f"{_split_jobs(summary, ev['split'])} ({summary['trace']}"
+        + ("; never trained on)" if ev["split"] == "validation" else ")"),
+        "  rows: a window [a:b] holds jobs a..b-1 of the trace (cleaned, in submit order); "
+        "every column runs the same jobs",
+        f"  agent: the final model at {final['timesteps']} steps ({policy}, {mode})",
+    ]
+    if "agent*" in columns:
+        caption.append(
+            f"  agent*: the best model ({best['timesteps']} steps), chosen as the lowest mean "
+            f"of {evaluations} evaluations on THESE windows: its figures are biased in its "
+            "favour; judge it on test windows (eval/compare.py --split test)"
+        )
+    caption.append(
+        "  other columns: heuristics on the same windows, played by the same engine"
+        + (f" with queue policy {policy}" if policy.upper() != "FCFS" else "")
+    )
+    if clairvoyant:
+        caption.append(
+            f"  {CLAIRVOYANT_MARK} clairvoyant ({', '.join(clairvoyant)}): uses the jobs' "
+            "actual run times, which no scheduler knows in advance -- a reference point, "
+            "not a competitor"
+        )
+    if ties:
+        caption.append(
+            f"  {len(ties)} of {n} windows where every column shows the same value (e.g. "
+            f"1.00: no job waited) are not listed; the mean is over all {n}"
+        )
+    wrapped = [textwrap.fill(c, 100, subsequent_indent="    ") for c in caption]
+    lines = ["", *wrapped, format_table(starts, length, columns, hide=ties)]
+    lines.append(
+        f"paired geo-mean ratio of AVEbsld vs {reference} over the {n} windows "
+        "[95% bootstrap interval] (< 1: lower slowdowns than it):"
+    )
     lines.append(f"{'agent':>16}  {format_paired(final.get('paired'))}")
     if "agent*" in columns:
-        lines.append(f"{'agent*':>16}  {format_paired(best.get('paired'))}")
+        lines.append(
+            f"{'agent*':>16}  {format_paired(best.get('paired'))} (chosen on these windows)"
+        )
     skipped = summary["skipped_baselines"]
     if skipped:
         lines.append("skipped baselines: " + "; ".join(f"{k} ({v})" for k, v in skipped.items()))

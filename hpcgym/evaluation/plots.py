@@ -9,6 +9,7 @@ path; :mod:`hpcgym.evaluation` calls them with its results. Needs matplotlib (``
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -243,7 +244,8 @@ def plot_noise_sweep(
 #: Panels of :func:`plot_training`: (title, y label, tag regexes); a panel is drawn when at
 #: least one tag matches. Tags are those of ``train/ppo.py`` (docs/training.md).
 TRAINING_PANELS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("AVEbsld on the test windows", "AVEbsld", (r"^eval/avg_bsld/.+$",)),
+    # eval/avg_bsld: the run's agent; eval/avg_bsld/<method>: runs of earlier versions
+    ("AVEbsld on the evaluation windows", "AVEbsld", (r"^eval/avg_bsld(/.+)?$",)),
     (
         "Training episodes: AVEbsld",
         "AVEbsld",
@@ -291,6 +293,13 @@ def plot_training(
     :param path: output PNG (default ``<run_dir>/training_curves.png``)
     """
     scalars = read_scalars(run_dir)
+    summary = Path(run_dir) / "summary.json"
+    if "eval/avg_bsld" in scalars and summary.is_file():
+        # the heuristics are runs of their own (hpcgym.evaluation.tensorboard); their
+        # constant means are in the run's summary
+        steps = scalars["eval/avg_bsld"][0]
+        for name, res in json.loads(summary.read_text()).get("baselines", {}).items():
+            scalars[f"eval/avg_bsld/{name}"] = (steps, np.full(len(steps), float(res["mean"])))
     panels = []
     for ptitle, ylabel, pats in TRAINING_PANELS:
         tags = sorted(t for t in scalars if any(re.match(p, t) for p in pats))
@@ -311,8 +320,8 @@ def plot_training(
         for tag in tags:
             steps, v = scalars[tag]
             vals.extend(v.tolist())
-            agent = tag in ("eval/avg_bsld/agent", "rollout/avg_bsld")
-            name = "agent" if tag == "eval/avg_bsld/agent" else tag
+            agent = tag in ("eval/avg_bsld", "eval/avg_bsld/agent", "rollout/avg_bsld")
+            name = "agent" if tag in ("eval/avg_bsld", "eval/avg_bsld/agent") else tag
             if tag.startswith("eval/avg_bsld/") and not agent:
                 # baselines are constant across evaluations: dashed lines
                 ax.plot(steps, v, ls="--", lw=1, label=tag.split("/")[-1])

@@ -40,7 +40,7 @@ from hpcgym.sim.estimators import make_estimator
 from hpcgym.sim.warmstart import warm_label
 from hpcgym.workload.core import Workload
 
-__all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "list_schedulers"]
+__all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "is_clairvoyant", "list_schedulers"]
 
 
 @dataclass(frozen=True)
@@ -399,3 +399,24 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
         "correction, starvation, decider, warm, and the decider's options), or "
         "NAME,key=value,..."
     )
+
+
+#: Deciders that see the window's actual future (the ORACLE reference points).
+CLAIRVOYANT_DECIDERS: frozenset[str] = frozenset({"lookahead-oracle", "schedule-oracle"})
+
+
+def is_clairvoyant(scheduler: str | SchedulerSpec) -> bool:
+    """Whether a scheduler uses what no scheduler knows in advance: the jobs' actual run
+    times (``estimate=actual``: ``EASY-AR``, ``SJF+EASY-SJBF-AR``...) or the window's future
+    (the ORACLE deciders, :data:`CLAIRVOYANT_DECIDERS`). Such a method is a reference point,
+    not a competitor; tables and TensorBoard runs mark it. A name that is no scheduler (an
+    agent's label) is not clairvoyant.
+
+    :param scheduler: a name or spec of :func:`get_scheduler`, or a spec
+    """
+    try:
+        spec = get_scheduler(scheduler)
+    except (ValueError, KeyError, TypeError):
+        return False
+    decider = (spec.decider or "").lower()
+    return spec.estimate.lower() == "actual" or decider in CLAIRVOYANT_DECIDERS
