@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--tb-agent",
         default=None,
         metavar="METHOD",
-        help="write this method's TensorBoard scalars as 'agent' (training's label: "
-        "eval/avg_bsld/agent); default: the model whose file lies inside --tb-dir",
+        help="write this method's TensorBoard scalars into --tb-dir itself (the training "
+        "run's folder; the other methods get runs of their own inside it); default: the "
+        "model whose file lies inside --tb-dir",
     )
     return p
 

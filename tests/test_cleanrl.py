@@ -70,5 +70,7 @@ def test_short_real_run(tmp_path: Path) -> None:
     from hpcgym.evaluation.plots import read_scalars
 
     tags = set(read_scalars(run))
-    assert {"eval/avg_bsld/agent", "eval/avg_bsld/EASY-SJBF", "eval/geo_ratio/agent"} <= tags
+    assert {"eval/avg_bsld", "eval/ratio_vs_EASY-SJBF", "eval/ratio_vs_EASY-SJBF_ci_low"} <= tags
+    (folder,) = (tmp_path / "baselines").iterdir()  # the heuristics: runs of their own
+    assert "eval/avg_bsld" in read_scalars(folder / "EASY-SJBF")
     assert "rollout/avg_bsld" in tags

@@ -5,10 +5,11 @@ A single readable script to copy and modify: the batched vector env
 that scores every candidate row (RLBackfilling's architecture: a shared MLP over the rows
 plus a learned STOP logit, a value head over the pooled rows), invalid actions masked out
 of the softmax, GAE, clipped PPO updates, and TensorBoard logging with the tags
-``train/ppo.py`` uses (``rollout/avg_bsld``, ``eval/avg_bsld/agent``,
-``eval/avg_bsld/<baseline>``, ``eval/geo_ratio/agent`` with ``eval/ci_low``/``ci_high``), so
-runs of both trainers share TensorBoard charts. Training episodes come from the ``train``
-split; evaluation uses ``validation`` windows (never ``test``).
+``train/ppo.py`` uses (``rollout/avg_bsld``, ``eval/avg_bsld``, ``eval/ratio_vs_<reference>``
+with its interval; the baselines as runs of their own in ``<run-dir>/baselines/``,
+:mod:`hpcgym.evaluation.tensorboard`), so runs of both trainers share TensorBoard charts.
+Training episodes come from the ``train`` split; evaluation uses ``validation`` windows
+(never ``test``).
 
 Usage::
 
@@ -41,7 +42,14 @@ from hpcgym.envs.vector import BackfillVectorEnv
 from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.statistics import paired_comparison
-from hpcgym.evaluation.tensorboard import tag
+from hpcgym.evaluation.tensorboard import (
+    baseline_rows,
+    baselines_folder,
+    metric_tag,
+    ratio_tag,
+    windows_key,
+    write_baseline_runs,
+)
 from hpcgym.evaluation.windows import select_windows
 
 MASKED = -1e8  # logit of an invalid action (probability exactly 0 in float32)
@@ -173,6 +181,14 @@ def evaluate(agent: KernelAgent, env: BackfillEnv, starts: list[int], baselines:
     return out
 
 
+def tb_scalars(ev: dict, reference: str) -> dict[str, float]:
+    """An evaluation of :func:`evaluate` as the tags of every run (``eval/avg_bsld``,
+    ``eval/ratio_vs_<reference>``...)."""
+    names = {"avg_bsld": metric_tag("avg_bsld"), "geo_ratio": ratio_tag(reference)}
+    names.update({k: ratio_tag(reference, k) for k in ("ci_low", "ci_high", "wins")})
+    return {names[k]: v for k, v in ev.items() if k in names}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     name = args.run_name or f"cleanrl-{args.trace}-{args.mode}-s{args.seed}-{int(time.time())}"
@@ -204,8 +220,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     baselines, _ = run_baselines(
         envs.envs[0].workload, starts, args.eval_length, names, policy=args.policy
     )
-    for bname, res in baselines.items():
-        writer.add_scalar(tag("avg_bsld", bname), res["mean"], 0)
+    wl = envs.envs[0].workload
+    key = windows_key(
+        "validation", starts, args.eval_length, trace=args.trace, policy=args.policy,
+        jobs=len(wl), machine_size=int(wl.machine_size),
+    )  # fmt: skip
+    tb_baselines = baselines_folder(args.run_dir, args.trace, key)
+    ref_values = baselines[args.reference]["per_window"] if args.reference in baselines else None
+
+    def write_baselines(step: int) -> None:  # the heuristics as runs of their own, once
+        write_baseline_runs(
+            tb_baselines, list(baselines),
+            lambda b: baseline_rows(wl, baselines[b], starts, args.eval_length),
+            step=step, reference=args.reference if ref_values else None,
+            reference_values=ref_values,
+        )  # fmt: skip
+
     eval_env = BackfillEnv(
         trace=args.trace, mode=args.mode, policy=args.policy, reference=None,
         window_length=args.eval_length, split="validation", max_queue=args.max_queue,
@@ -294,12 +324,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             episodes.clear()
         if update % args.eval_every == 0:
             last_eval = evaluate(agent, eval_env, starts, baselines, args.reference)
-            for metric, value in last_eval.items():
-                writer.add_scalar(tag(metric, "agent"), value, step)
+            for t, value in tb_scalars(last_eval, args.reference).items():
+                writer.add_scalar(t, value, step)
+            write_baselines(step)
             print(f"step {step:>9,}  {sps:8.0f} steps/s  validation {last_eval}", flush=True)
     last_eval = evaluate(agent, eval_env, starts, baselines, args.reference)
-    for metric, value in last_eval.items():
-        writer.add_scalar(tag(metric, "agent"), value, step)
+    for t, value in tb_scalars(last_eval, args.reference).items():
+        writer.add_scalar(t, value, step)
+    write_baselines(step)
     writer.close()
     torch.save({"state_dict": agent.state_dict(), "args": asdict(args)}, run / "agent.pt")
     summary = {

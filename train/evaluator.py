@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.evaluation.play import WINDOW_METRICS, Policy, play_windows
-from hpcgym.evaluation.runner import run_baselines, simulate_window
+from hpcgym.evaluation.play import Policy, play_windows
+from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.workload.sequences import VALIDATION_FRACTION
@@ -269,36 +269,18 @@ class Evaluator:
         return out
 
     def heuristic_rows(self, name: str) -> list[dict[str, Any]]:
-        """A heuristic's metrics per window (:data:`~hpcgym.evaluation.play.WINDOW_METRICS`,
-        simulated again with the spec it ran as); AVEbsld only when that spec cannot be
-        rebuilt from its name or without the workload.
+        """A heuristic's metrics per window
+        (:func:`hpcgym.evaluation.tensorboard.baseline_rows`; AVEbsld only without the
+        workload).
 
         :param name: a key of :meth:`heuristics`
-        :raises RuntimeError: the simulation does not reproduce the baseline's AVEbsld
         """
-        from hpcgym.sim import get_scheduler
+        from hpcgym.evaluation.tensorboard import baseline_rows
 
         res = self.heuristics()[name]
-        plain = [{"avg_bsld": float(v)} for v in res["per_window"]]
         if self.workload is None:
-            return plain
-        try:
-            spec = get_scheduler(name)
-        except ValueError:
-            return plain
-        if spec.to_dict() != res["spec"]:
-            return plain
-        rows = []
-        for s, v in zip(self.starts, res["per_window"], strict=True):
-            out = simulate_window(self.workload, spec, int(s), self.length)
-            row = {k: float(out[k]) for k in WINDOW_METRICS if out.get(k) is not None}
-            if not np.isclose(row["avg_bsld"], float(v), rtol=1e-9):
-                raise RuntimeError(
-                    f"{name} on the window at {s}: AVEbsld {row['avg_bsld']} simulated again, "
-                    f"{v} in the evaluation"
-                )
-            rows.append(row)
-        return rows
+            return [{"avg_bsld": float(v)} for v in res["per_window"]]
+        return baseline_rows(self.workload, res, self.starts, self.length)
 
     def write_baselines(self, logdir: str | Path, step: int) -> Path:
         """Write (once) or extend the heuristics' TensorBoard runs of these windows,
@@ -312,8 +294,7 @@ class Evaluator:
         from hpcgym.evaluation.tensorboard import baselines_folder, write_baseline_runs
 
         ref = self.reference_result
-        trace = Path(str(self.settings.get("trace"))).name.split(".")[0] or "trace"
-        folder = baselines_folder(logdir, trace, self.windows_key())
+        folder = baselines_folder(logdir, str(self.settings.get("trace")), self.windows_key())
         return write_baseline_runs(
             folder,
             list(self.heuristics()),

@@ -56,6 +56,7 @@ __all__ = [
     "BASELINES_DIR",
     "EVAL_PREFIX",
     "RATIO_STATS",
+    "baseline_rows",
     "baselines_folder",
     "method_scalars",
     "metric_tag",
@@ -233,6 +234,44 @@ def write_session_hparams(writer: Any, hparams: Mapping[str, Any]) -> None:
     writer.flush()
 
 
+def baseline_rows(
+    workload: Any, result: Mapping[str, Any], starts: Sequence[int], length: int
+) -> list[dict[str, float]]:
+    """A heuristic's metrics per window (:data:`~hpcgym.evaluation.play.WINDOW_METRICS`)
+    for its TensorBoard run: simulated again with the spec it ran as in
+    :func:`hpcgym.evaluation.runner.run_baselines` (``result``); AVEbsld only when that
+    spec cannot be rebuilt from its name.
+
+    :param workload: the whole trace
+    :param result: the heuristic's result of ``run_baselines`` (``name``, ``spec``,
+        ``per_window``)
+    :param starts: the windows' first jobs
+    :param length: jobs per window
+    :raises RuntimeError: the simulation does not reproduce the result's AVEbsld
+    """
+    from hpcgym.evaluation.runner import simulate_window
+    from hpcgym.sim.schedulers import get_scheduler
+
+    plain = [{"avg_bsld": float(v)} for v in result["per_window"]]
+    try:
+        spec = get_scheduler(str(result["name"]))
+    except ValueError:
+        return plain
+    if spec.to_dict() != result.get("spec"):
+        return plain
+    rows = []
+    for s, v in zip(starts, result["per_window"], strict=True):
+        out = simulate_window(workload, spec, int(s), int(length))
+        row = {k: float(out[k]) for k in WINDOW_METRICS if out.get(k) is not None}
+        if not math.isclose(row["avg_bsld"], float(v), rel_tol=1e-9):
+            raise RuntimeError(
+                f"{result['name']} on the window at {s}: AVEbsld {row['avg_bsld']} simulated "
+                f"again, {v} in the evaluation"
+            )
+        rows.append(row)
+    return rows
+
+
 def windows_key(split: str, starts: Sequence[int], length: int, **settings: Any) -> str:
     """The name of a set of evaluation windows, e.g. ``validation-30x256-3f9c0a1b``: the
     split, the number and length of the windows, and a hash of the starts and of every
@@ -257,10 +296,11 @@ def baselines_folder(logdir: str | os.PathLike[str], trace: str, key: str) -> Pa
     """``<logdir>/baselines/<trace>-<key>``: the heuristics' runs of a trace's windows.
 
     :param logdir: the folder that holds the training runs
-    :param trace: the trace's label
+    :param trace: the trace's name or file (its stem, as in run names)
     :param key: :func:`windows_key`
     """
-    return Path(logdir) / BASELINES_DIR / f"{sanitize(trace)}-{key}"
+    label = Path(str(trace)).name.split(".")[0] or "trace"
+    return Path(logdir) / BASELINES_DIR / f"{sanitize(label)}-{key}"
 
 
 @contextlib.contextmanager
