@@ -4,11 +4,12 @@ browser (the docs' figure docs/figures/tensorboard_overlay.png).
 Trains two small agents (``train/ppo.py`` on the embedded synthetic trace, two seeds, into
 one log folder; the first evaluation writes the heuristics' runs once, the second training
 reuses them), starts TensorBoard on a free localhost port, loads the Scalars tab filtered
-to ``eval/avg_bsld`` in headless Chromium, saves the screenshot and stops TensorBoard by
-its PID::
+to ``eval/avg_bsld`` (docs/figures/tensorboard_overlay.png) and its HParams tab
+(docs/figures/tensorboard_hparams.png) in headless Chromium, and stops TensorBoard by its
+PID::
 
     python bench/tensorboard_screenshot.py                      # the docs' figure
-    python bench/tensorboard_screenshot.py --logdir runs/ --no-train --tag 'eval/ratio_vs'
+    python bench/tensorboard_screenshot.py --logdir runs/ --no-train --tag eval/ratio_vs_EASY-SJBF
 
 Needs ``chromium`` (``apt-get install chromium``) and the ``train`` extra (tensorboard).
 """
@@ -16,6 +17,7 @@ Needs ``chromium`` (``apt-get install chromium``) and the ``train`` extra (tenso
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import socket
@@ -25,6 +27,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,27 +126,101 @@ def wait_for_tag(base: str, tag: str, runs: int, timeout: float = 90.0) -> None:
     raise TimeoutError(f"TensorBoard at {base} served {tag!r} for {seen} of {runs} runs")
 
 
+@contextlib.contextmanager
+def serve(logdir: Path) -> Iterator[str]:
+    """TensorBoard on ``logdir`` on a free localhost port, stopped by its PID on exit.
+
+    :param logdir: the log folder
+    :return: (yields) its base URL
+    """
+    port = free_port()
+    cmd = [sys.executable, "-m", "tensorboard.main", "--logdir", str(logdir)]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1"]
+    with tempfile.TemporaryFile("w+") as log:
+        tb = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            yield f"http://127.0.0.1:{port}"
+        except BaseException:
+            log.seek(0)
+            sys.stderr.write(log.read()[-3000:])
+            raise
+        finally:
+            tb.terminate()  # by its PID: the process started here
+            try:
+                tb.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                tb.kill()
+                tb.wait()
+
+
+def shoot(
+    exe: str,
+    url: str,
+    out: Path,
+    size: tuple[int, int] = (820, 900),
+    scale: float = 1.5,
+    budget_ms: int = 20000,
+) -> Path:
+    """A headless-browser screenshot of ``url`` into ``out``.
+
+    :param exe: the browser
+    :param url: the page
+    :param out: the PNG
+    :param size: window width and height (CSS pixels)
+    :param scale: device pixels per CSS pixel (a sharper, larger chart)
+    :param budget_ms: the browser's virtual time budget (page scripts and charts)
+    :raises RuntimeError: it wrote no PNG
+    """
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.unlink(missing_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run(
+            [
+                exe,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                f"--user-data-dir={profile}",
+                f"--window-size={size[0]},{size[1]}",
+                f"--force-device-scale-factor={scale}",
+                f"--virtual-time-budget={budget_ms}",
+                f"--screenshot={out}",
+                url,
+            ],
+            check=False,
+            capture_output=True,
+            timeout=180,
+        )
+    if not out.is_file() or out.stat().st_size == 0:
+        raise RuntimeError(f"{exe} wrote no screenshot to {out}")
+    return out
+
+
+def scalars_url(base: str, tag: str) -> str:
+    """The Scalars tab showing the tags matching ``^tag$``, without smoothing."""
+    flt = urllib.parse.quote(f"^{tag}$", safe="")
+    return f"{base}/?darkMode=false#scalars&tagFilter={flt}&_smoothingWeight=0"
+
+
 def screenshot(
     logdir: Path,
     out: Path,
     tag: str = "eval/avg_bsld",
     runs: int = 2,
     browser: str | None = None,
-    size: tuple[int, int] = (820, 900),
-    scale: float = 1.5,
-    budget_ms: int = 20000,
+    hparams_out: Path | None = None,
 ) -> Path:
     """Start TensorBoard on ``logdir`` (free localhost port), screenshot its Scalars tab
-    filtered to ``tag`` with headless Chromium into ``out``, stop TensorBoard by its PID.
+    filtered to ``tag`` with headless Chromium into ``out`` (and its HParams tab into
+    ``hparams_out``), stop TensorBoard by its PID.
 
     :param logdir: the log folder
-    :param out: the PNG
-    :param tag: the tag filter (a regex; ``^tag$`` for the exact tag)
+    :param out: the PNG of the chart
+    :param tag: the chart's tag (matched exactly)
     :param runs: runs that must have the tag before the screenshot
     :param browser: the browser command (default: :func:`find_browser`)
-    :param size: window width and height (CSS pixels)
-    :param scale: device pixels per CSS pixel (a sharper, larger chart)
-    :param budget_ms: Chromium's virtual time budget (page scripts and charts)
+    :param hparams_out: the PNG of the HParams tab, or ``None``
     :raises RuntimeError: no browser, or it wrote no PNG
     """
     exe = find_browser(browser)
@@ -151,60 +228,11 @@ def screenshot(
         raise RuntimeError(
             f"no headless browser found ({', '.join(BROWSERS)}): apt-get install chromium"
         )
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    cmd = [
-        sys.executable,
-        "-m",
-        "tensorboard.main",
-        "--logdir",
-        str(logdir),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--reload_interval",
-        "1",
-    ]
-    log = open(out.with_suffix(".tensorboard.log"), "w")  # noqa: SIM115 - closed below
-    tb = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with serve(logdir) as base:
         wait_for_tag(base, tag, runs)
-        flt = urllib.parse.quote(f"^{tag}$", safe="")
-        url = f"{base}/?darkMode=false#scalars&tagFilter={flt}&_smoothingWeight=0"
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if out.exists():
-            out.unlink()
-        with tempfile.TemporaryDirectory() as profile:
-            subprocess.run(
-                [
-                    exe,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--hide-scrollbars",
-                    f"--user-data-dir={profile}",
-                    f"--window-size={size[0]},{size[1]}",
-                    f"--force-device-scale-factor={scale}",
-                    f"--virtual-time-budget={budget_ms}",
-                    f"--screenshot={out}",
-                    url,
-                ],
-                check=False,
-                capture_output=True,
-                timeout=180,
-            )
-    finally:
-        tb.terminate()  # by its PID: the process this function started
-        try:
-            tb.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            tb.kill()
-            tb.wait()
-        log.close()
-        out.with_suffix(".tensorboard.log").unlink(missing_ok=True)
-    if not out.is_file() or out.stat().st_size == 0:
-        raise RuntimeError(f"{exe} wrote no screenshot to {out}")
+        shoot(exe, scalars_url(base, tag), out)
+        if hparams_out is not None:
+            shoot(exe, f"{base}/?darkMode=false#hparams", hparams_out, size=(1300, 520))
     return out
 
 
@@ -213,6 +241,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logdir", type=Path, help="log folder (default: a temporary one)")
     p.add_argument(
         "--out", type=Path, default=REPO / "docs" / "figures" / "tensorboard_overlay.png"
+    )
+    p.add_argument(
+        "--hparams-out",
+        type=Path,
+        default=REPO / "docs" / "figures" / "tensorboard_hparams.png",
+        help="the HParams tab's screenshot ('none': not taken)",
     )
     p.add_argument("--steps", type=int, default=1536, help="training steps of each agent")
     p.add_argument("--no-train", action="store_true", help="screenshot --logdir as it is")
@@ -226,8 +260,11 @@ def main(argv: list[str] | None = None) -> int:
         logdir = args.logdir or Path(tmp) / "runs"
         if not args.no_train:
             train_agents(logdir, args.steps)
-        png = screenshot(logdir, args.out, args.tag, browser=args.browser)
-    print(f"screenshot: {png} ({png.stat().st_size} bytes)")
+        hp = None if str(args.hparams_out).lower() == "none" else args.hparams_out
+        png = screenshot(logdir, args.out, args.tag, browser=args.browser, hparams_out=hp)
+    for f in (png, hp):
+        if f is not None:
+            print(f"screenshot: {f} ({f.stat().st_size} bytes)")
     return 0
 
 

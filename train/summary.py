@@ -355,8 +355,12 @@ def final_table(summary: Mapping[str, Any], policy: str, mode: str) -> str:
     wrapped = [textwrap.fill(c, 100, subsequent_indent="    ") for c in caption]
     lines = ["", *wrapped, format_table(starts, length, columns, hide=ties)]
     lines.append(
-        f"paired geo-mean ratio of AVEbsld vs {reference} over the {n} windows "
-        "[95% bootstrap interval] (< 1: lower slowdowns than it):"
+        textwrap.fill(
+            f"paired geo-mean ratio of AVEbsld vs {reference} over the {n} windows "
+            f"[95% bootstrap interval] (< 1: lower slowdowns than {reference}):",
+            100,
+            subsequent_indent="    ",
+        )
     )
     lines.append(f"{'agent':>16}  {format_paired(final.get('paired'))}")
     if "agent*" in columns:

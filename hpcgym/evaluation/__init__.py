@@ -18,8 +18,9 @@ The library behind ``hpcgym compare`` and the ``eval/`` commands (see
 * :mod:`.statistics`: the paired geometric-mean ratio against a reference, its bootstrap
   interval and the wins (:func:`paired_comparison`);
 * :mod:`.report`: ``table.md`` and every output file (:func:`write_outputs`);
-* :mod:`.tensorboard`: the one tag scheme (:func:`tag`, :func:`sanitize`,
-  :func:`write_tensorboard`);
+* :mod:`.tensorboard`: one TensorBoard run per method with the same tags
+  (:func:`metric_tag`, :func:`ratio_tag`, :func:`write_tensorboard`, the heuristics' runs
+  :func:`write_baseline_runs`; :func:`tag` is the earlier per-method scheme);
 * :mod:`.plots`: the figures;
 * :mod:`.paper`: the RLBackfilling paper's Table 4 / Table 5 (:func:`table4`,
   :func:`table5`), its Fig. 1 noise sweep (:func:`noise_sweep`) and ``docs/results.md``
@@ -108,7 +109,14 @@ from hpcgym.evaluation.statistics import (
     verdict,
     wins,
 )
-from hpcgym.evaluation.tensorboard import sanitize, tag, write_tensorboard
+from hpcgym.evaluation.tensorboard import (
+    metric_tag,
+    ratio_tag,
+    sanitize,
+    tag,
+    write_baseline_runs,
+    write_tensorboard,
+)
 from hpcgym.evaluation.windows import WindowSet, select_windows
 
 __all__ = [
@@ -157,6 +165,7 @@ __all__ = [
     "load_cards",
     "load_model_card",
     "markdown_table",
+    "metric_tag",
     "noise_markdown",
     "noise_sweep",
     "paired_comparison",
@@ -164,6 +173,7 @@ __all__ = [
     "parallel_map",
     "play_window",
     "play_windows",
+    "ratio_tag",
     "resolve_agent_loader",
     "results_markdown",
     "run_baselines",
@@ -176,6 +186,7 @@ __all__ = [
     "table5",
     "tag",
     "wins",
+    "write_baseline_runs",
     "write_noise_sweep",
     "write_outputs",
     "write_table",
