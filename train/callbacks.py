@@ -420,7 +420,7 @@ class EvalCheckpointCallback(BaseCallback):
             return
         try:
             self.baselines_folder = self.evaluator.write_baselines(self.run.path.parent, step)
-        except OSError as exc:
+        except (OSError, RuntimeError) as exc:  # an unwritable folder, a mismatch
             self.baselines_error = f"{type(exc).__name__}: {exc}"
             log.warning("the heuristics' TensorBoard runs not written: %s", self.baselines_error)
 
