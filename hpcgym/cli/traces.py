@@ -6,7 +6,12 @@
   registered name, an SWF path or ``synthetic``);
 * ``hpcgym traces fetch NAME [--dest DIR] [--url URL] [--force]``: download a trace;
 * ``hpcgym traces generate lublin --jobs N --machine-size M [--load L] [--seed S]
-  [--request-model R] -o FILE``: write a synthetic Lublin-Feitelson workload as SWF.
+  [--request-model R] -o FILE``: write a synthetic Lublin-Feitelson workload as SWF;
+* ``hpcgym traces convert INPUT OUTPUT.swf [--format sacct|jobcomp] [--tz TZ]
+  [--machine-size N] [--partition-limit PART=LIMIT] [--unlimited runtime|drop]
+  [--arrival submit|eligible] [--lenient]``: Slurm accounting (a ``sacct --parsable2``
+  export or a jobcomp log) as a standard SWF file, its header giving the source and the
+  cleaning report.
 """
 
 from __future__ import annotations
@@ -100,7 +105,61 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="SWF file (.gz ok)")
     q.set_defaults(func=cmd_generate)
+    _add_convert(sub)
     return p
+
+
+def _add_convert(sub: Any) -> None:
+    from hpcgym.workload.sacct import ARRIVALS, SACCT_COMMAND, UNLIMITED_POLICIES
+
+    q = sub.add_parser(
+        "convert",
+        help="write Slurm accounting (sacct, jobcomp) as an SWF file",
+        description="Read Slurm accounting - a 'sacct --parsable2' export or a "
+        "jobcomp/filetxt log, told apart by the content - clean it (steps folded, requeued "
+        "runs, jobs never started and unfinished jobs dropped, each counted) and write a "
+        "standard SWF file whose header gives the source and the cleaning report. Export "
+        f"at a site with: {SACCT_COMMAND}. See docs/workloads.md.",
+    )
+    q.add_argument("input", metavar="INPUT", help="sacct export or jobcomp log (.gz ok)")
+    q.add_argument("output", metavar="OUTPUT", help="SWF file to write (.gz: compressed)")
+    q.add_argument(
+        "--format", choices=["sacct", "jobcomp"], help="input format (default: from content)"
+    )
+    q.add_argument(
+        "--tz",
+        default="UTC",
+        metavar="TZ",
+        help="time zone of Slurm's local times: UTC (default), local, +02:00, Europe/Berlin",
+    )
+    q.add_argument(
+        "--machine-size",
+        type=_positive_int,
+        metavar="N",
+        help="CPUs of the cluster (default: the peak of CPUs in use at once in the accounting)",
+    )
+    q.add_argument(
+        "--partition-limit",
+        action="append",
+        default=[],
+        metavar="PART=LIMIT",
+        help="time limit of jobs without one (UNLIMITED, Partition_Limit) in partition PART "
+        "('*': any), as a Slurm duration (e.g. long=7-00:00:00); repeatable",
+    )
+    q.add_argument(
+        "--unlimited",
+        choices=UNLIMITED_POLICIES,
+        default="runtime",
+        help="other jobs without a time limit: request = run time (default) or drop them",
+    )
+    q.add_argument(
+        "--arrival",
+        choices=ARRIVALS,
+        default="submit",
+        help="a job arrives at its Submit time (default) or its Eligible time",
+    )
+    q.add_argument("--lenient", action="store_true", help="skip (and count) malformed lines")
+    q.set_defaults(func=cmd_convert)
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:
@@ -278,4 +337,57 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"wrote {len(w):,} jobs on {w.machine_size} processors (offered load "
         f"{w.offered_load:.3f}) to {path}"
     )
+    return 0
+
+
+def _partition_limits(items: list[str]) -> dict[str, str]:
+    from hpcgym.cli.errors import UsageError
+    from hpcgym.workload.sacct import parse_duration
+
+    out: dict[str, str] = {}
+    for item in items:
+        part, eq, limit = (x.strip() for x in item.partition("="))
+        try:
+            if not eq or not part:
+                raise ValueError("expected PART=LIMIT")
+            parse_duration(limit)
+        except ValueError as exc:
+            raise UsageError(f"--partition-limit {item}: {exc}") from None
+        out[part] = limit
+    return out
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """``hpcgym traces convert``."""
+    from hpcgym.cli.errors import writable_file
+    from hpcgym.workload.sacct import read_accounting
+
+    writable_file(args.output, "OUTPUT")
+    w = read_accounting(
+        args.input,
+        format=args.format,
+        machine_size=args.machine_size,
+        lenient=args.lenient,
+        tz=args.tz,
+        partition_limits=_partition_limits(args.partition_limit),
+        unlimited=args.unlimited,
+        arrival=args.arrival,
+    )
+    rep = w.report
+    w.meta["Note"] = "\n".join(
+        [
+            f"converted from {w.meta.get('Computer', 'Slurm accounting')} {args.input} by "
+            f"hpcgym traces convert (tz {args.tz}, unlimited {args.unlimited}, arrival "
+            f"{args.arrival})",
+            "cleaning report:",
+            *(f"  {line}" for line in rep.lines()),
+        ]
+    )
+    path = write_swf(w, args.output)
+    dropped = sum(rep.dropped.values())
+    print(f"wrote {len(w):,} jobs on {w.machine_size} processors to {path}")
+    print(f"read {rep.records:,} lines; dropped {dropped:,}; cleaning report:")
+    for line in rep.lines()[2:]:
+        if not line.endswith(": 0"):
+            print(f"  {line}")
     return 0
