@@ -409,3 +409,55 @@ def test_convert_cli_errors_exit_2(tmp_path, capsys):
 
 def test_documented_command_names_the_fields():
     assert all(f in SACCT_COMMAND for f in SACCT_FIELDS) and "--parsable2" in SACCT_COMMAND
+
+
+# ------------------------------------------------------------------ a real Slurm 22.05
+def test_real_sacct_export():
+    """tests/data/slurm/sacct.txt: `sacct -P -D` of the jobs of capture.sh on Slurm 22.05."""
+    w = load(DATA / "sacct.txt")
+    r = w.report
+    assert (r.records, r.kept, w.machine_size) == (40, 18, 16)  # the node's 16 CPUs
+    assert r.dropped[DROP_STEP] == 21 and r.dropped[DROP_REQUEUED] == 1
+    assert r.patched[PATCH_RUNTIME] == 1  # `-p long` without --time: 365-00:00:00
+    assert r.counted["TIMEOUT (hit its time limit; run time = elapsed)"] == 1
+    assert r.counted["FAILED"] == 1 and r.counted["CANCELLED after it started"] == 2
+    assert r.counted["array tasks"] == 7 and r.counted["requeued jobs (final run kept)"] == 1
+    j = {int(i): k for k, i in enumerate(w.job_id)}
+    assert w.runtime[j[4]] == w.request[j[4]] == 89  # 1-minute limit, killed at 89 s
+    assert w.extra["gpus"][j[6]] == 2 and w.extra["memory_mb"][j[3]] == 300  # 3 x 100M
+    assert w.submit[j[13]] == 32  # the requeued job's final run arrives at the requeue
+    assert w.user[j[8]] != w.user[j[1]] and w.group[j[8]] != w.group[j[1]]  # nobody, chem
+    # the same export printed in Berlin time reads to the same workload with tz=
+    b = read_accounting(DATA / "sacct-berlin.txt", tz="Europe/Berlin")
+    assert b.meta["UnixStartTime"] == w.meta["UnixStartTime"]
+    assert read_accounting(DATA / "sacct-berlin.txt").meta["UnixStartTime"] == str(
+        int(w.meta["UnixStartTime"]) + 3600
+    )
+    for col in ("job_id", "submit", "runtime", "procs", "request", "recorded_wait"):
+        np.testing.assert_array_equal(getattr(b, col), getattr(w, col))
+
+
+def test_real_jobcomp_log_matches_sacct():
+    """The jobcomp/filetxt log of the same run gives the same jobs as the sacct export."""
+    s = load(DATA / "sacct.txt")
+    c = load(DATA / "jobcomp.log")
+    assert c.report.dropped[DROP_NEVER_STARTED] == 2  # --begin job, pending array range
+    assert c.report.dropped[DROP_REQUEUED] == 1  # the first run, logged as PENDING
+    a, b = np.argsort(s.job_id), np.argsort(c.job_id)
+    for col in ("job_id", "submit", "runtime", "procs", "request", "recorded_wait"):
+        np.testing.assert_array_equal(getattr(s, col)[a], getattr(c, col)[b], err_msg=col)
+    for col in ("memory_mb", "gpus", "status"):
+        np.testing.assert_array_equal(s.extra[col][a], c.extra[col][b], err_msg=col)
+
+
+def test_real_export_converts_and_simulates(tmp_path, capsys):
+    out = tmp_path / "real.swf"
+    assert hpcgym_main(["traces", "convert", str(DATA / "jobcomp.log"), str(out)]) == 0
+    assert "wrote 18 jobs on 16 processors" in capsys.readouterr().out
+    back, w = read_swf(out), load(DATA / "jobcomp.log")
+    np.testing.assert_array_equal(back.job_id, w.job_id)
+    np.testing.assert_array_equal(back.runtime, w.runtime)
+    assert hpcgym_main(["traces", "info", str(DATA / "sacct.txt")]) == 0
+    info = capsys.readouterr().out
+    assert "counted  TIMEOUT (hit its time limit; run time = elapsed)" in info
+    assert f"dropped  {DROP_STEP}" in info and "submit < 0" not in info

@@ -235,6 +235,7 @@ def workload_info(w: Workload) -> dict[str, Any]:
         "jobs": len(w),
         "dropped": dict(rep.dropped),
         "patched": dict(rep.patched),
+        "counted": dict(rep.counted),
         "skipped_malformed": int(rep.skipped_malformed),
         "header_lines": int(rep.header_lines),
         "first_submit": float(w.submit[0]) if len(w) else math.nan,
@@ -280,13 +281,16 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"records read:   {info['records']:,}")
     print(f"jobs kept:      {info['jobs']:,}")
     print("cleaning report:")
-    width = max(len(r) for r in (*DROP_RULES, *PATCH_RULES))
-    names = list(dict.fromkeys([*DROP_RULES, *info["dropped"]]))
-    for rule in names:
+    # the reader's own rules (SWF or Slurm accounting); SWF's for a generated workload
+    drops = list(info["dropped"]) or list(DROP_RULES)
+    patches = list(info["patched"]) or list(PATCH_RULES)
+    width = max(len(r) for r in (*drops, *patches, *info["counted"]))
+    for rule in drops:
         print(f"  dropped  {rule:<{width}}  {info['dropped'].get(rule, 0):>9,}")
-    names = list(dict.fromkeys([*PATCH_RULES, *info["patched"]]))
-    for rule in names:
+    for rule in patches:
         print(f"  patched  {rule:<{width}}  {info['patched'].get(rule, 0):>9,}")
+    for rule, n in info["counted"].items():
+        print(f"  counted  {rule:<{width}}  {n:>9,}")
     if info["skipped_malformed"]:
         print(f"  skipped  malformed lines (--lenient)  {info['skipped_malformed']:>9,}")
     span = info["span_seconds"]

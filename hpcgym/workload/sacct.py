@@ -33,8 +33,9 @@ sum(dropped)``; every line read is a record, steps included). Dropped, in this o
    ranges ``123_[5-9]``);
 5. ``"runtime <= 0"``: started and ended in the same second;
 6. ``"procs <= 0"``;
-7. :data:`DROP_NO_LIMIT`: no time limit (``UNLIMITED``, ``Partition_Limit``) and
-   ``unlimited="drop"``.
+7. :data:`DROP_NO_LIMIT`: no time limit (``UNLIMITED``, ``Partition_Limit``, or a year
+   or more: Slurm 22.05 records a job without ``--time`` in a partition of
+   ``MaxTime=UNLIMITED`` as ``365-00:00:00``) and ``unlimited="drop"``.
 
 Patched (kept jobs only): ``procs`` from ``ReqCPUS`` when ``NCPUS`` is 0; the request
 (time limit) of a job without one from ``partition_limits`` (the partition's limit) or,
@@ -119,14 +120,14 @@ DROP_STEP = "job steps (folded into their job)"
 DROP_REQUEUED = "requeued (earlier runs of a job)"
 DROP_UNFINISHED = "not finished at the export (pending, running)"
 DROP_NEVER_STARTED = "never started (cancelled before it started)"
-DROP_NO_LIMIT = "no time limit (UNLIMITED, Partition_Limit)"
+DROP_NO_LIMIT = "no time limit (UNLIMITED, Partition_Limit, 365 days)"
 #: Drop rules, in the order they are applied (report keys).
 DROP_RULES: tuple[str, ...] = (
     DROP_STEP, DROP_REQUEUED, DROP_UNFINISHED, DROP_NEVER_STARTED,
     "runtime <= 0", "procs <= 0", DROP_NO_LIMIT,
 )  # fmt: skip
-PATCH_PARTITION = "request from partition_limits (UNLIMITED, Partition_Limit)"
-PATCH_RUNTIME = "request from runtime (UNLIMITED, Partition_Limit)"
+PATCH_PARTITION = "request from partition_limits (no time limit)"
+PATCH_RUNTIME = "request from runtime (no time limit)"
 #: Patch rules (report keys).
 PATCH_RULES: tuple[str, ...] = (
     "procs from requested", PATCH_PARTITION, PATCH_RUNTIME, "request raised to runtime",
@@ -306,9 +307,16 @@ def _int(text: str, what: str) -> int:
         raise ValueError(f"{what} is not an integer: {text!r}") from None
 
 
+#: Slurm 22.05 gives a job without a limit in a partition without one a year (YEAR_MINUTES)
+_YEAR = 365 * 86400
+
+
 def _limit(text: str) -> float | None:
     t = text.strip()
-    return None if t.upper() in _NO_LIMIT else parse_duration(t)
+    if t.upper() in _NO_LIMIT:
+        return None
+    sec = parse_duration(t)
+    return None if sec >= _YEAR else sec
 
 
 def _state(text: str) -> str:
