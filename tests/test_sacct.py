@@ -461,3 +461,21 @@ def test_real_export_converts_and_simulates(tmp_path, capsys):
     info = capsys.readouterr().out
     assert "counted  TIMEOUT (hit its time limit; run time = elapsed)" in info
     assert f"dropped  {DROP_STEP}" in info and "submit < 0" not in info
+
+
+def test_env_on_accounting_and_raw_fields_refused():
+    import gymnasium as gym
+
+    import hpcgym  # noqa: F401 - registers the envs
+    from hpcgym.workload import workload_fields
+
+    env = gym.make(
+        "hpcgym/Schedule-v0",
+        trace=str(DATA / "sacct-berlin.txt"),
+        window_length=5,
+        trace_kwargs={"tz": "Europe/Berlin"},
+    )
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(ValueError, match="read from Slurm accounting .* workload.extra"):
+        workload_fields(load(DATA / "sacct.txt"), ["status"])

@@ -70,6 +70,7 @@ said in ``meta["MachineSizeSource"]``).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import os
 import re
@@ -214,11 +215,32 @@ def _tres(text: str) -> dict[str, str]:
     return out
 
 
-def _gpus(tres: dict[str, str]) -> int | None:
+def _tres_value(text: str, key: str) -> str:
+    """The value of ``key`` in a TRES string (``""``: absent)."""
+    if key not in text:
+        return ""
+    return _tres(text).get(key, "")
+
+
+def _gpus(text: str) -> int | None:
+    """GPUs of a TRES string: ``gres/gpu``, else the sum of the typed ``gres/gpu:TYPE``."""
+    if "gres/gpu" not in text:
+        return None
+    tres = _tres(text)
     if "gres/gpu" in tres:
         return int(tres["gres/gpu"])
     typed = [int(v) for k, v in tres.items() if k.startswith("gres/gpu:")]
     return sum(typed) if typed else None
+
+
+@functools.lru_cache(maxsize=65536)
+def _duration(text: str) -> float:
+    return parse_duration(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memory(text: str, cpus: int, nodes: int) -> float:
+    return parse_memory_mb(text, cpus, nodes)
 
 
 def _zone(tz: str) -> tzinfo | None:
@@ -278,7 +300,6 @@ class _Rec:
 
     line: int
     job: int
-    step: bool
     state: str
     submit: float | None
     eligible: float | None
@@ -315,7 +336,7 @@ def _limit(text: str) -> float | None:
     t = text.strip()
     if t.upper() in _NO_LIMIT:
         return None
-    sec = parse_duration(t)
+    sec = _duration(t)
     return None if sec >= _YEAR else sec
 
 
@@ -348,7 +369,10 @@ class _Lines:
         )
 
 
-def _sacct_records(src: _Lines, parse_time: Callable[[str], float | None]) -> list[_Rec]:
+def _sacct_records(
+    src: _Lines, parse_time: Callable[[str], float | None]
+) -> tuple[list[_Rec], int]:
+    """The job lines of a sacct export and the number of step lines."""
     if not src.lines:
         raise AccountingFormatError("no lines", src.path)
     hline, header = src.lines[0]
@@ -371,12 +395,14 @@ def _sacct_records(src: _Lines, parse_time: Callable[[str], float | None]) -> li
             hline,
         )
     n = len(names)
-
-    def get(f: list[str], key: str) -> str:
-        i = col.get(key, -1)
-        return f[i] if i >= 0 else ""
-
+    # column indices; a missing column reads the empty field appended to every row
+    ix = {k: col.get(k, n) for k in ("jobidraw", "jobid", "jobname", "user", "account",
+          "partition", "submit", "eligible", "start", "end", "timelimit", "ncpus", "nnodes",
+          "reqcpus", "reqmem", "reqtres", "alloctres", "state", "elapsed")}  # fmt: skip
+    ix = {k: (v if v >= 0 else n) for k, v in ix.items()}
+    i_id, i_state = ix["jobidraw"], ix["state"]
     out: list[_Rec] = []
+    steps = 0
     for lineno, raw in src.lines[1:]:
         f = raw.split("|")
         if len(f) == n + 1 and f[-1] == "":
@@ -387,52 +413,55 @@ def _sacct_records(src: _Lines, parse_time: Callable[[str], float | None]) -> li
             src.bad(lineno, raw, f"expected {n} '|'-separated fields (header line {hline}), "
                     f"found {len(f)}")  # fmt: skip
             continue
+        f.append("")
         try:
-            m = _ID_RE.fullmatch(get(f, "jobidraw").strip())
+            m = _ID_RE.fullmatch(f[i_id].strip())
             if m is None:
-                raise ValueError(f"JobIDRaw is not a job id: {get(f, 'jobidraw')!r}")
-            ncpus = _int(get(f, "ncpus"), "NCPUS")
-            nnodes = _int(get(f, "nnodes"), "NNodes")
-            reqcpus = _int(get(f, "reqcpus"), "ReqCPUS")
-            req, alloc = _tres(get(f, "reqtres")), _tres(get(f, "alloctres"))
-            mem = req.get("mem") or alloc.get("mem")
+                raise ValueError(f"JobIDRaw is not a job id: {f[i_id]!r}")
+            if m.group(2) is not None:  # a step: folded into its job (counted)
+                steps += 1
+                continue
+            ncpus = _int(f[ix["ncpus"]], "NCPUS")
+            nnodes = _int(f[ix["nnodes"]], "NNodes")
+            reqcpus = _int(f[ix["reqcpus"]], "ReqCPUS")
+            req, alloc = f[ix["reqtres"]], f[ix["alloctres"]]
+            mem = _tres_value(req, "mem") or _tres_value(alloc, "mem")
             memory = (
-                parse_memory_mb(mem)
-                if mem
-                else parse_memory_mb(get(f, "reqmem"), ncpus or reqcpus, nnodes)
+                _memory(mem, 0, 0) if mem else _memory(f[ix["reqmem"]], ncpus or reqcpus, nnodes)
             )
             gpus = _gpus(alloc)
-            elapsed = get(f, "elapsed").strip()
-            jobid = get(f, "jobid")
+            elapsed = f[ix["elapsed"]].strip()
             out.append(
                 _Rec(
                     line=lineno,
                     job=int(m.group(1)),
-                    step=m.group(2) is not None,
-                    state=_state(get(f, "state")),
-                    submit=parse_time(get(f, "submit")),
-                    eligible=parse_time(get(f, "eligible")),
-                    start=parse_time(get(f, "start")),
-                    end=parse_time(get(f, "end")),
-                    elapsed=parse_duration(elapsed) if elapsed else None,
-                    limit=_limit(get(f, "timelimit")),
+                    state=_state(f[i_state]),
+                    submit=parse_time(f[ix["submit"]]),
+                    eligible=parse_time(f[ix["eligible"]]),
+                    start=parse_time(f[ix["start"]]),
+                    end=parse_time(f[ix["end"]]),
+                    elapsed=_duration(elapsed) if elapsed else None,
+                    limit=_limit(f[ix["timelimit"]]),
                     ncpus=ncpus,
                     reqcpus=reqcpus,
                     memory_mb=memory,
                     gpus=gpus if gpus is not None else _gpus(req) or 0,
-                    user=get(f, "user").strip(),
-                    account=get(f, "account").strip(),
-                    partition=get(f, "partition").strip(),
-                    name=get(f, "jobname").strip(),
-                    array="_" in jobid,
+                    user=f[ix["user"]].strip(),
+                    account=f[ix["account"]].strip(),
+                    partition=f[ix["partition"]].strip(),
+                    name=f[ix["jobname"]].strip(),
+                    array="_" in f[ix["jobid"]],
                 )
             )
         except ValueError as exc:
             src.bad(lineno, raw, str(exc))
-    return out
+    return out, steps
 
 
-def _jobcomp_records(src: _Lines, parse_time: Callable[[str], float | None]) -> list[_Rec]:
+def _jobcomp_records(
+    src: _Lines, parse_time: Callable[[str], float | None]
+) -> tuple[list[_Rec], int]:
+    """The lines of a jobcomp log (it has no steps)."""
     out: list[_Rec] = []
     for lineno, raw in src.lines:
         marks = list(_JOBCOMP_RE.finditer(raw))
@@ -450,14 +479,13 @@ def _jobcomp_records(src: _Lines, parse_time: Callable[[str], float | None]) -> 
             m = _ID_RE.fullmatch(kv["JobId"])
             if m is None or m.group(2) is not None:
                 raise ValueError(f"JobId is not a job id: {kv['JobId']!r}")
-            tres = _tres(kv.get("Tres", ""))
+            tres = kv.get("Tres", "")
             cpus, nodes = _int(kv["ProcCnt"], "ProcCnt"), _int(kv.get("NodeCnt", ""), "NodeCnt")
-            mem = tres.get("mem", "")
+            mem = _tres_value(tres, "mem")
             out.append(
                 _Rec(
                     line=lineno,
                     job=int(m.group(1)),
-                    step=False,
                     state=_state(kv["JobState"]),
                     submit=parse_time(kv.get("SubmitTime", "")),
                     eligible=parse_time(kv.get("EligibleTime", "")),
@@ -468,7 +496,7 @@ def _jobcomp_records(src: _Lines, parse_time: Callable[[str], float | None]) -> 
                     limit=_limit(kv.get("TimeLimit", "")),
                     ncpus=cpus,
                     reqcpus=0,
-                    memory_mb=parse_memory_mb(mem, cpus, nodes),
+                    memory_mb=_memory(mem, cpus, nodes),
                     gpus=_gpus(tres) or 0,
                     user=kv.get("UserId", "").split("(", 1)[0].strip(),
                     account=kv.get("Account", ""),
@@ -479,7 +507,7 @@ def _jobcomp_records(src: _Lines, parse_time: Callable[[str], float | None]) -> 
             )
         except ValueError as exc:
             src.bad(lineno, raw, str(exc))
-    return out
+    return out, 0
 
 
 # ------------------------------------------------------------------ cleaning
@@ -505,6 +533,7 @@ def _peak_cpus(start: np.ndarray, end: np.ndarray, procs: np.ndarray) -> int:
 
 def _clean(
     recs: list[_Rec],
+    steps: int,
     *,
     machine_size: int | None,
     partition_limits: Mapping[str, float],
@@ -512,8 +541,9 @@ def _clean(
     arrival: str,
 ) -> tuple[dict[str, Any], CleaningReport, int, float, list[str]]:
     """The cleaning rules of the module docstring."""
-    rep = CleaningReport(records=len(recs))
+    rep = CleaningReport(records=len(recs) + steps)
     dropped = dict.fromkeys(DROP_RULES, 0)
+    dropped[DROP_STEP] = steps
     patched = dict.fromkeys(PATCH_RULES, 0)
     counted: dict[str, int] = {}
 
@@ -523,14 +553,10 @@ def _clean(
     last: dict[int, int] = {}  # job id -> index of its last job line
     runs: dict[int, int] = {}
     for i, r in enumerate(recs):
-        if not r.step:
-            last[r.job] = i
-            runs[r.job] = runs.get(r.job, 0) + 1
+        last[r.job] = i
+        runs[r.job] = runs.get(r.job, 0) + 1
     keep: list[tuple[_Rec, float, float, float, int]] = []  # rec, arrival, runtime, request, procs
     for i, r in enumerate(recs):
-        if r.step:
-            dropped[DROP_STEP] += 1
-            continue
         if last[r.job] != i:
             dropped[DROP_REQUEUED] += 1
             continue
@@ -733,9 +759,10 @@ def read_accounting(
         )
     src = _Lines(data, p, fmt, lenient)
     del data
-    recs = (_sacct_records if fmt == "sacct" else _jobcomp_records)(src, parse_time)
+    recs, steps = (_sacct_records if fmt == "sacct" else _jobcomp_records)(src, parse_time)
     cols, rep, size, t0, partitions = _clean(
         recs,
+        steps,
         machine_size=None if machine_size is None else int(machine_size),
         partition_limits=limits,
         unlimited=unlimited,

@@ -494,6 +494,14 @@ def workload_fields(workload: Workload, fields: Sequence[str]) -> dict[str, np.n
             f"workload {workload.name!r} was not read from an SWF file (source "
             f"{workload.source!r}): its raw SWF fields are unknown"
         )
+    from hpcgym.workload.sacct import detect_format  # sacct imports this module
+
+    fmt = detect_format(src)
+    if fmt != "swf":
+        raise ValueError(
+            f"workload {workload.name!r} was read from Slurm accounting ({fmt}: {src}), not "
+            "SWF: its memory, GPUs and status are in workload.extra"
+        )
     lo, hi = workload.offset, workload.offset + len(workload)
     raw = read_swf_fields(src, list(dict.fromkeys([*fields, "job number"])))
     ids = raw["job number"]
