@@ -70,20 +70,28 @@ said in ``meta["MachineSizeSource"]``).
 
 from __future__ import annotations
 
-import functools
 import gzip
+import io
 import os
 import re
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from hpcgym.workload.core import CleaningReport, Workload
+from hpcgym.workload.slurm_text import (
+    cached_duration,
+    cached_memory_mb,
+    parse_duration,
+    parse_memory_mb,
+    time_parser,
+    tres_gpus,
+    tres_value,
+)
 from hpcgym.workload.swf import SWFFormatError, _read_bytes, read_swf
 
 __all__ = [
@@ -140,15 +148,10 @@ ARRIVALS: tuple[str, ...] = ("submit", "eligible")
 
 _UNFINISHED = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", "REQUEUE_HOLD",
                "REQUEUE_FED", "REVOKED", "STOPPED", "CONFIGURING", "COMPLETING"}  # fmt: skip
-_NO_TIME = {"", "UNKNOWN", "NONE", "N/A", "(NULL)"}
 _NO_LIMIT = {"UNLIMITED", "PARTITION_LIMIT", "INFINITE", "NONE", "N/A", ""}
 _EXTENSIONS = ("sacct", "jobcomp", "txt", "log", "psv", "csv")
 _SWF_STATUS = {"COMPLETED": 1, "CANCELLED": 5}
 _ID_RE = re.compile(r"(\d+)(?:\+\d+)?(?:\.(\S+))?")
-_DUR_RE = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+(?:\.\d*)?))?")
-_MEM_RE = re.compile(r"(\d+(?:\.\d*)?)([KMGTP]?)([cn]?)", re.IGNORECASE)
-_MEM_UNIT = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
-_OFFSET_RE = re.compile(r"(?:UTC)?([+-])(\d{1,2})(?::?(\d{2}))?")
 _JOBCOMP_KEYS = (
     "JobId", "UserId", "GroupId", "Name", "JobState", "Partition", "TimeLimit", "StartTime",
     "EndTime", "NodeList", "NodeCnt", "ProcCnt", "WorkDir", "ReservationName", "Tres",
@@ -162,139 +165,8 @@ class AccountingFormatError(SWFFormatError):
     """A malformed Slurm accounting file or line (``path:line: message``, as SWF's)."""
 
 
-# ------------------------------------------------------------------ small parsers
-def parse_duration(text: str) -> float:
-    """Seconds of a Slurm duration: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``, ``D-HH:MM``,
-    ``D-HH:MM:SS`` (time limits, ``Elapsed``; jobcomp's ``TimeLimit`` is ``MM``).
-
-    :param text: the duration
-    :raises ValueError: any other form
-    """
-    m = _DUR_RE.fullmatch(text.strip())
-    if m is None:
-        raise ValueError(
-            f"not a Slurm duration: {text!r} (valid: MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, "
-            "D-HH:MM:SS)"
-        )
-    days, a, b, c = m.groups()
-    if days is not None:  # D-HH[:MM[:SS]]
-        return int(days) * 86400 + int(a) * 3600 + int(b or 0) * 60 + float(c or 0)
-    if c is not None:  # HH:MM:SS
-        return int(a) * 3600 + int(b) * 60 + float(c)
-    return int(a) * 60 + int(b or 0)  # MM or MM:SS
-
-
-def parse_memory_mb(text: str, cpus: int = 0, nodes: int = 0) -> float:
-    """MiB of a Slurm memory size (``4000M``, ``2G``, ``512K``; no unit: MiB) for the whole
-    job; the old ``ReqMem`` suffixes ``c`` (per CPU) and ``n`` (per node) multiply by
-    ``cpus`` and ``nodes`` (``nan`` when that count is unknown). Empty: ``nan``.
-
-    :raises ValueError: not a memory size
-    """
-    t = text.strip()
-    if not t:
-        return float("nan")
-    m = _MEM_RE.fullmatch(t)
-    if m is None:
-        raise ValueError(f"not a memory size: {text!r} (e.g. 4000M, 2G, 100Mc)")
-    mb = float(m.group(1)) * _MEM_UNIT[m.group(2).upper()]
-    per = m.group(3).lower()
-    if per:
-        count = cpus if per == "c" else nodes
-        return mb * count if count > 0 else float("nan")
-    return mb
-
-
-def _tres(text: str) -> dict[str, str]:
-    """``billing=4,cpu=4,gres/gpu=2,mem=500M,node=1`` as a dict."""
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        key, eq, value = part.partition("=")
-        if eq:
-            out[key.strip()] = value.strip()
-    return out
-
-
-def _tres_value(text: str, key: str) -> str:
-    """The value of ``key`` in a TRES string (``""``: absent)."""
-    if key not in text:
-        return ""
-    return _tres(text).get(key, "")
-
-
-def _gpus(text: str) -> int | None:
-    """GPUs of a TRES string: ``gres/gpu``, else the sum of the typed ``gres/gpu:TYPE``."""
-    if "gres/gpu" not in text:
-        return None
-    tres = _tres(text)
-    if "gres/gpu" in tres:
-        return int(tres["gres/gpu"])
-    typed = [int(v) for k, v in tres.items() if k.startswith("gres/gpu:")]
-    return sum(typed) if typed else None
-
-
-@functools.lru_cache(maxsize=65536)
-def _duration(text: str) -> float:
-    return parse_duration(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _memory(text: str, cpus: int, nodes: int) -> float:
-    return parse_memory_mb(text, cpus, nodes)
-
-
-def _zone(tz: str) -> tzinfo | None:
-    """The zone of ``tz`` (``None``: this machine's local zone)."""
-    t = tz.strip()
-    if t.lower() == "local":
-        return None
-    if t.upper() in ("UTC", "Z", "GMT"):
-        return timezone.utc
-    m = _OFFSET_RE.fullmatch(t)
-    if m:
-        sign = -1 if m.group(1) == "-" else 1
-        return timezone(sign * timedelta(hours=int(m.group(2)), minutes=int(m.group(3) or 0)))
-    try:
-        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-    except ImportError:  # pragma: no cover - Python >= 3.9 has zoneinfo
-        raise ValueError(f"tz={tz!r}: no zoneinfo; use UTC or an offset like +02:00") from None
-    try:
-        return ZoneInfo(t)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ValueError(
-            f"tz={tz!r}: unknown time zone; valid: UTC, local, an offset like +02:00 or "
-            "-0500, or an IANA name like Europe/Berlin"
-        ) from None
-
-
-def _time_parser(tz: str) -> Callable[[str], float | None]:
-    """Epoch seconds of a Slurm local time (``None``: Unknown/None), for zone ``tz``."""
-    zone = _zone(tz)
-    cache: dict[str, float | None] = {}
-
-    def parse(text: str) -> float | None:
-        hit = cache.get(text)
-        if hit is not None or text in cache:
-            return hit
-        t = text.strip()
-        if t.upper() in _NO_TIME:
-            value = None
-        else:
-            try:
-                dt = datetime.fromisoformat(t)
-            except ValueError:
-                raise ValueError(f"not a time: {text!r} (expected YYYY-MM-DDTHH:MM:SS)") from None
-            if dt.tzinfo is None:
-                dt = dt if zone is None else dt.replace(tzinfo=zone)
-            value = dt.timestamp()
-        cache[text] = value
-        return value
-
-    return parse
-
-
 # ------------------------------------------------------------------ records
-@dataclass
+@dataclass(slots=True)
 class _Rec:
     """One line of accounting, parsed (times in epoch seconds)."""
 
@@ -336,7 +208,7 @@ def _limit(text: str) -> float | None:
     t = text.strip()
     if t.upper() in _NO_LIMIT:
         return None
-    sec = _duration(t)
+    sec = cached_duration(t)
     return None if sec >= _YEAR else sec
 
 
@@ -349,10 +221,14 @@ class _Lines:
 
     def __init__(self, data: bytes, path: Path, fmt: str, lenient: bool):
         self.path, self.fmt, self.lenient, self.skipped = path, fmt, lenient, 0
-        text = data.decode("utf-8", errors="replace")
-        self.lines = [
-            (i, s.rstrip("\r")) for i, s in enumerate(text.split("\n"), start=1) if s.strip()
-        ]
+        self.data = data
+
+    def __iter__(self) -> Iterator[tuple[int, str]]:
+        """``(line number, line)`` of the non-blank lines, one at a time (a big export is
+        never held as a list of lines)."""
+        for i, line in enumerate(io.BytesIO(self.data), start=1):  # shares the bytes
+            if line.strip():
+                yield i, line.rstrip(b"\r\n").decode("utf-8", errors="replace")
 
     def bad(self, lineno: int, raw: str, reason: str) -> None:
         """Raise the file:line error, or count the line (lenient)."""
@@ -373,9 +249,11 @@ def _sacct_records(
     src: _Lines, parse_time: Callable[[str], float | None]
 ) -> tuple[list[_Rec], int]:
     """The job lines of a sacct export and the number of step lines."""
-    if not src.lines:
+    lines = iter(src)
+    first = next(lines, None)
+    if first is None:
         raise AccountingFormatError("no lines", src.path)
-    hline, header = src.lines[0]
+    hline, header = first
     names = header.split("|")
     if names and names[-1] == "":  # --parsable: a trailing '|'
         names.pop()
@@ -403,7 +281,7 @@ def _sacct_records(
     i_id, i_state = ix["jobidraw"], ix["state"]
     out: list[_Rec] = []
     steps = 0
-    for lineno, raw in src.lines[1:]:
+    for lineno, raw in lines:
         f = raw.split("|")
         if len(f) == n + 1 and f[-1] == "":
             f.pop()
@@ -425,11 +303,13 @@ def _sacct_records(
             nnodes = _int(f[ix["nnodes"]], "NNodes")
             reqcpus = _int(f[ix["reqcpus"]], "ReqCPUS")
             req, alloc = f[ix["reqtres"]], f[ix["alloctres"]]
-            mem = _tres_value(req, "mem") or _tres_value(alloc, "mem")
+            mem = tres_value(req, "mem") or tres_value(alloc, "mem")
             memory = (
-                _memory(mem, 0, 0) if mem else _memory(f[ix["reqmem"]], ncpus or reqcpus, nnodes)
+                cached_memory_mb(mem, 0, 0)
+                if mem
+                else cached_memory_mb(f[ix["reqmem"]], ncpus or reqcpus, nnodes)
             )
-            gpus = _gpus(alloc)
+            gpus = tres_gpus(alloc)
             elapsed = f[ix["elapsed"]].strip()
             out.append(
                 _Rec(
@@ -440,12 +320,12 @@ def _sacct_records(
                     eligible=parse_time(f[ix["eligible"]]),
                     start=parse_time(f[ix["start"]]),
                     end=parse_time(f[ix["end"]]),
-                    elapsed=_duration(elapsed) if elapsed else None,
+                    elapsed=cached_duration(elapsed) if elapsed else None,
                     limit=_limit(f[ix["timelimit"]]),
                     ncpus=ncpus,
                     reqcpus=reqcpus,
                     memory_mb=memory,
-                    gpus=gpus if gpus is not None else _gpus(req) or 0,
+                    gpus=gpus if gpus is not None else tres_gpus(req) or 0,
                     user=f[ix["user"]].strip(),
                     account=f[ix["account"]].strip(),
                     partition=f[ix["partition"]].strip(),
@@ -463,7 +343,7 @@ def _jobcomp_records(
 ) -> tuple[list[_Rec], int]:
     """The lines of a jobcomp log (it has no steps)."""
     out: list[_Rec] = []
-    for lineno, raw in src.lines:
+    for lineno, raw in src:
         marks = list(_JOBCOMP_RE.finditer(raw))
         if not marks or marks[0].start() != 0 or raw[: marks[0].end()].strip() != "JobId=":
             src.bad(lineno, raw, "a jobcomp line starts with JobId=")
@@ -481,7 +361,7 @@ def _jobcomp_records(
                 raise ValueError(f"JobId is not a job id: {kv['JobId']!r}")
             tres = kv.get("Tres", "")
             cpus, nodes = _int(kv["ProcCnt"], "ProcCnt"), _int(kv.get("NodeCnt", ""), "NodeCnt")
-            mem = _tres_value(tres, "mem")
+            mem = tres_value(tres, "mem")
             out.append(
                 _Rec(
                     line=lineno,
@@ -496,8 +376,8 @@ def _jobcomp_records(
                     limit=_limit(kv.get("TimeLimit", "")),
                     ncpus=cpus,
                     reqcpus=0,
-                    memory_mb=_memory(mem, cpus, nodes),
-                    gpus=_gpus(tres) or 0,
+                    memory_mb=cached_memory_mb(mem, cpus, nodes),
+                    gpus=tres_gpus(tres) or 0,
                     user=kv.get("UserId", "").split("(", 1)[0].strip(),
                     account=kv.get("Account", ""),
                     partition=kv.get("Partition", ""),
@@ -748,7 +628,7 @@ def read_accounting(
     if machine_size is not None and int(machine_size) <= 0:
         raise ValueError(f"machine_size must be a positive integer, got {machine_size}")
     limits = _limits(partition_limits)
-    parse_time = _time_parser(tz)
+    parse_time = time_parser(tz)
     data = _read_bytes(p)
     fmt = format or _sniff(data)
     if fmt not in ("sacct", "jobcomp"):
