@@ -180,6 +180,12 @@ def test_partition_limits_and_drop_policy(tmp_path):
         read_accounting(p, unlimited="zero")
     with pytest.raises(ValueError, match="partition_limits"):
         read_accounting(p, partition_limits={"long": 0})
+    with pytest.raises(ValueError, match="arrival='start': valid: submit, eligible"):
+        read_accounting(p, arrival="start")
+    with pytest.raises(ValueError, match="format='csv': valid: swf, sacct, jobcomp"):
+        load(p, format="csv")
+    with pytest.raises(TypeError, match="valid for files and traces: lenient, download, url"):
+        load(p, timezone="UTC")
 
 
 def test_machine_size_inferred_from_peak(tmp_path):
@@ -348,6 +354,8 @@ def test_jobcomp_log(tmp_path):
     bad.write_text(lines[0] + "\n" + lines[1].replace("ProcCnt=4", "ProcCnt=many") + "\n")
     with pytest.raises(AccountingFormatError, match=r":2: .*ProcCnt is not an integer"):
         read_accounting(bad)
+    w = read_accounting(bad, lenient=True)
+    assert w.report.skipped_malformed == 1 and list(w.job_id) == [1]
 
 
 # ------------------------------------------------------------------ loading and SWF

@@ -57,7 +57,7 @@ time limit (:func:`parse_duration`: ``MM``, ``MM:SS``, ``HH:MM:SS``, ``D-HH``,
 ``queue`` (the partition) and ``executable`` (the job name, when exported) are integer
 ids numbered 1, 2, ... in order of first appearance (``-1``: empty). User and account
 names are not kept (as the Parallel Workloads Archive anonymises); partition names are
-kept in ``meta["Partitions"]``. ``recorded_wait`` is start - submit (Slurm's own
+kept in ``meta["Partitions"]``. ``recorded_wait`` is start - arrival (Slurm's own
 schedule). ``extra`` holds ``memory_mb`` (requested memory of the whole job, MiB, from
 the ``mem`` TRES, else ``ReqMem`` with its old ``c``/``n`` per-CPU/per-node suffix),
 ``gpus`` (``gres/gpu`` of ``AllocTRES``, else ``ReqTRES``/``Tres``) and ``status``
