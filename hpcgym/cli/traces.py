@@ -3,7 +3,7 @@
 * ``hpcgym traces list [--json]``: registered traces and where they are found locally;
 * ``hpcgym traces info TRACE [--json] [--machine-size N] [--lenient]``: machine size,
   kept jobs, the cleaning report per rule and workload statistics (``TRACE`` is a
-  registered name, an SWF path or ``synthetic``);
+  registered name, an SWF or Slurm accounting path or ``synthetic``);
 * ``hpcgym traces fetch NAME [--dest DIR] [--url URL] [--force]``: download a trace;
 * ``hpcgym traces generate lublin --jobs N --machine-size M [--load L] [--seed S]
   [--request-model R] -o FILE``: write a synthetic Lublin-Feitelson workload as SWF;
@@ -56,10 +56,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     q = sub.add_parser(
         "info",
         help="machine size, cleaning report and statistics of a trace",
-        description="Load TRACE (registered name, SWF path or 'synthetic'; a missing "
-        "registered trace is downloaded) and print its cleaning report and statistics.",
+        description="Load TRACE (registered name, SWF path, Slurm accounting - a 'sacct "
+        "--parsable2' export or a jobcomp log - or 'synthetic'; a missing registered trace is "
+        "downloaded) and print its cleaning report and statistics.",
     )
-    q.add_argument("trace", metavar="TRACE", help="registered name, SWF path or 'synthetic'")
+    q.add_argument(
+        "trace", metavar="TRACE", help="registered name, SWF or Slurm accounting path, 'synthetic'"
+    )
     q.add_argument("--json", action="store_true", help="print JSON")
     q.add_argument("--machine-size", type=_positive_int, metavar="N", help="override MaxProcs")
     q.add_argument("--lenient", action="store_true", help="skip (and count) malformed job lines")

@@ -546,8 +546,8 @@ _LOAD_CACHE_SIZE = 8
 
 def _freeze(w: Workload) -> Workload:
     """Make the columns read-only: a cached workload is shared by every caller."""
-    for col in (*COLUMNS, *w.extra):
-        (w.extra[col] if col in w.extra else getattr(w, col)).flags.writeable = False
+    for arr in (*(getattr(w, col) for col in COLUMNS), *w.extra.values()):
+        arr.flags.writeable = False
     if w.recorded_wait is not None:
         w.recorded_wait.flags.writeable = False
     return w
@@ -730,8 +730,8 @@ def load(
     * a :class:`~hpcgym.workload.core.Workload`: returned as is (moved to
       ``machine_size`` if given);
     * an existing file: SWF (:func:`~hpcgym.workload.swf.read_swf`) or Slurm accounting,
-      a ``sacct --parsable2`` export or a jobcomp log (:func:`~hpcgym.workload.sacct.
-      read_accounting`), told apart by the content;
+      a ``sacct --parsable2`` export or a jobcomp log
+      (:func:`~hpcgym.workload.sacct.read_accounting`), told apart by the content;
     * a registered trace name: :func:`resolve_trace` (may download) then ``read_swf``.
 
     Loaded workloads are cached in-process (by resolved path, size, modification time
