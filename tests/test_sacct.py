@@ -469,6 +469,7 @@ def test_real_export_converts_and_simulates(tmp_path, capsys):
     info = capsys.readouterr().out
     assert "counted  TIMEOUT (hit its time limit; run time = elapsed)" in info
     assert f"dropped  {DROP_STEP}" in info and "submit < 0" not in info
+    assert "16 processors (peak of CPUs in use at once" in info
 
 
 def test_env_on_accounting_and_raw_fields_refused():

@@ -280,7 +280,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"trace:          {info['name']}")
     if info["source"]:
         print(f"source:         {info['source']}")
-    print(f"machine size:   {info['machine_size']:,} processors")
+    how = w.meta.get("MachineSizeSource", "given")
+    note = "" if how == "given" else f" ({how})"
+    print(f"machine size:   {info['machine_size']:,} processors{note}")
     print(f"records read:   {info['records']:,}")
     print(f"jobs kept:      {info['jobs']:,}")
     print("cleaning report:")
