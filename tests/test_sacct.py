@@ -300,6 +300,16 @@ def test_header_errors(tmp_path):
         read_accounting(p)
 
 
+def test_several_clusters_refused(tmp_path):
+    p = tmp_path / "two.txt"
+    lines = [row("1", "10:00:00", "10:01:00") + "|alpha", row("1", "10:00", "10:02") + "|beta"]
+    p.write_text(HEAD + "|Cluster\n" + "\n".join(lines) + "\n")
+    with pytest.raises(AccountingFormatError, match=r"2 clusters \(alpha, beta\); export one"):
+        read_accounting(p)
+    p.write_text(HEAD + "|Cluster\n" + lines[0] + "\n")
+    assert len(read_accounting(p)) == 1
+
+
 def test_parsable_trailing_bar_and_repeated_header(tmp_path):
     lines = [row("1", "10:00:00", "10:01:00") + "|", HEAD + "|", row("2", "10:00", "10:02") + "|"]
     p = tmp_path / "p.txt"

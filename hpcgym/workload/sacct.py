@@ -186,6 +186,7 @@ class _Rec:
     user: str
     account: str
     partition: str
+    cluster: str
     name: str
     array: bool
 
@@ -275,8 +276,9 @@ def _sacct_records(
     n = len(names)
     # column indices; a missing column reads the empty field appended to every row
     ix = {k: col.get(k, n) for k in ("jobidraw", "jobid", "jobname", "user", "account",
-          "partition", "submit", "eligible", "start", "end", "timelimit", "ncpus", "nnodes",
-          "reqcpus", "reqmem", "reqtres", "alloctres", "state", "elapsed")}  # fmt: skip
+          "partition", "cluster", "submit", "eligible", "start", "end", "timelimit",
+          "ncpus", "nnodes", "reqcpus", "reqmem", "reqtres", "alloctres", "state",
+          "elapsed")}  # fmt: skip
     ix = {k: (v if v >= 0 else n) for k, v in ix.items()}
     i_id, i_state = ix["jobidraw"], ix["state"]
     out: list[_Rec] = []
@@ -329,6 +331,7 @@ def _sacct_records(
                     user=f[ix["user"]].strip(),
                     account=f[ix["account"]].strip(),
                     partition=f[ix["partition"]].strip(),
+                    cluster=f[ix["cluster"]].strip(),
                     name=f[ix["jobname"]].strip(),
                     array="_" in f[ix["jobid"]],
                 )
@@ -381,6 +384,7 @@ def _jobcomp_records(
                     user=kv.get("UserId", "").split("(", 1)[0].strip(),
                     account=kv.get("Account", ""),
                     partition=kv.get("Partition", ""),
+                    cluster=kv.get("Cluster", ""),
                     name=kv.get("Name", ""),
                     array="ArrayJobId" in kv,
                 )
@@ -640,6 +644,13 @@ def read_accounting(
     src = _Lines(data, p, fmt, lenient)
     del data
     recs, steps = (_sacct_records if fmt == "sacct" else _jobcomp_records)(src, parse_time)
+    clusters = sorted({r.cluster for r in recs} - {"", "unknown"})
+    if len(clusters) > 1:  # job ids repeat across clusters, and a workload is one machine
+        raise AccountingFormatError(
+            f"the accounting holds {len(clusters)} clusters ({', '.join(clusters[:5])}); "
+            "export one at a time (sacct --clusters=NAME) or split the log by its Cluster=",
+            p,
+        )
     cols, rep, size, t0, partitions = _clean(
         recs,
         steps,
