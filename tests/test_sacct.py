@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hpcgym.cli import main as hpcgym_main
-from hpcgym.workload import clear_cache, load, read_swf, read_swf_fields
+from hpcgym.workload import clear_cache, load, read_swf, read_swf_fields, write_swf
 from hpcgym.workload.sacct import (
     DROP_NEVER_STARTED,
     DROP_NO_LIMIT,
@@ -498,3 +498,23 @@ def test_env_on_accounting_and_raw_fields_refused():
     env.close()
     with pytest.raises(ValueError, match="read from Slurm accounting .* workload.extra"):
         workload_fields(load(DATA / "sacct.txt"), ["status"])
+
+
+def test_pickled_window_finds_its_past_with_the_same_options(tmp_path):
+    import pickle
+
+    from hpcgym.workload import trace_past
+
+    clear_cache()
+    lines = [row(str(i), f"10:{i:02d}:00", f"10:{i:02d}:30", "UNLIMITED" if i % 3 else "5",
+                 submit=f"10:{i:02d}:00") for i in range(20)]  # fmt: skip
+    p = write(tmp_path, lines)
+    w = load(p, unlimited="drop", partition_limits={"other": 60}, tz="+02:00")
+    assert len(w) == 7  # jobs 0, 3, ..., 18: the others have no limit and are dropped
+    win = pickle.loads(pickle.dumps(w.window(3, 2)))
+    assert win.parent is None
+    past = trace_past(win)
+    np.testing.assert_array_equal(past.job_id, w.job_id[:3])
+    write_path = tmp_path / "w.swf"
+    write_swf(w, write_path)
+    assert "ReaderOptions" not in write_path.read_text()

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import re
 import zlib
@@ -668,6 +669,11 @@ def read_accounting(
         "UnixStartTime": str(int(t0)),
         "TimeZoneString": tz,
         "Partitions": " ".join(f"{i}={n}" for i, n in enumerate(partitions, start=1)),
+        # how to read the file again to the same jobs (window_trace of a pickled window)
+        READER_OPTIONS: json.dumps(
+            {"tz": tz, "partition_limits": limits, "unlimited": unlimited, "arrival": arrival},
+            sort_keys=True,
+        ),
         "MachineSizeSource": "given"
         if machine_size is not None
         else "peak of CPUs in use at once in the accounting (a lower bound; pass the size)",
@@ -683,6 +689,9 @@ def read_accounting(
         **cols,
     )
 
+
+#: ``meta`` key of the options a workload was read with (JSON; not written to SWF).
+READER_OPTIONS = "ReaderOptions"
 
 #: ``read_trace_file``'s options for Slurm accounting and their defaults.
 ACCOUNTING_DEFAULTS: dict[str, Any] = {

@@ -548,7 +548,8 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
         f"MaxNodes: {m}",
         f"MaxProcs: {m}",
     ]
-    own = {"Version", "MaxJobs", "MaxRecords", "MaxNodes", "MaxProcs"}
+    # the header's own keys, and the options a Slurm accounting file was read with
+    own = {"Version", "MaxJobs", "MaxRecords", "MaxNodes", "MaxProcs", "ReaderOptions"}
     for key, value in workload.meta.items():
         if key in own:
             continue

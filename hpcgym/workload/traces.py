@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.workload.core import COLUMNS, Workload
-from hpcgym.workload.sacct import ACCOUNTING_DEFAULTS, read_trace_file
+from hpcgym.workload.sacct import ACCOUNTING_DEFAULTS, READER_OPTIONS, read_trace_file
 
 __all__ = [
     "TraceInfo",
@@ -627,7 +627,8 @@ def window_trace(window: Workload) -> Workload | None:
     full = window.parent
     if full is None:
         try:
-            full = load(where, download=False)
+            opts = json.loads(window.meta.get(READER_OPTIONS, "{}"))  # Slurm accounting
+            full = load(where, download=False, **opts)
         except Exception as e:  # noqa: BLE001 - reported with what was tried
             raise ValueError(
                 f"cannot load the trace of window {window.name!r} (offset {off}) from "
