@@ -300,6 +300,14 @@ def test_header_errors(tmp_path):
         read_accounting(p)
 
 
+def test_job_name_with_bars(tmp_path):
+    p = write(
+        tmp_path, [row("1", "10:00:00", "10:01:00", name="a|b|c"), row("2", "10:00", "10:02")]
+    )
+    w = read_accounting(p)
+    assert list(w.job_id) == [1, 2] and w.executable[0] != w.executable[1]
+
+
 def test_several_clusters_refused(tmp_path):
     p = tmp_path / "two.txt"
     lines = [row("1", "10:00:00", "10:01:00") + "|alpha", row("1", "10:00", "10:02") + "|beta"]

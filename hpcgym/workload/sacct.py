@@ -281,7 +281,7 @@ def _sacct_records(
           "ncpus", "nnodes", "reqcpus", "reqmem", "reqtres", "alloctres", "state",
           "elapsed")}  # fmt: skip
     ix = {k: (v if v >= 0 else n) for k, v in ix.items()}
-    i_id, i_state = ix["jobidraw"], ix["state"]
+    i_id, i_state, i_name = ix["jobidraw"], ix["state"], ix["jobname"]
     out: list[_Rec] = []
     steps = 0
     for lineno, raw in lines:
@@ -290,6 +290,9 @@ def _sacct_records(
             f.pop()
         if f == names:
             continue  # a repeated header (several exports joined)
+        if len(f) > n and i_name < n:  # a job name holding '|': the extra fields are its
+            k = len(f) - n
+            f[i_name : i_name + k + 1] = ["|".join(f[i_name : i_name + k + 1])]
         if len(f) != n:
             src.bad(lineno, raw, f"expected {n} '|'-separated fields (header line {hline}), "
                     f"found {len(f)}")  # fmt: skip
