@@ -116,7 +116,7 @@ FORMATS: tuple[str, ...] = ("swf", "sacct", "jobcomp")
 SACCT_FIELDS: tuple[str, ...] = (
     "JobIDRaw", "JobID", "JobName", "User", "Account", "Partition", "Submit", "Eligible",
     "Start", "End", "Timelimit", "NCPUS", "NNodes", "ReqCPUS", "ReqMem", "ReqTRES",
-    "AllocTRES", "State", "ExitCode", "Elapsed",
+    "AllocTRES", "State", "Elapsed",
 )  # fmt: skip
 #: Columns without which a ``sacct`` export cannot be read.
 SACCT_REQUIRED: tuple[str, ...] = ("JobIDRaw", "Submit", "Start", "End", "State")
