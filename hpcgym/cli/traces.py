@@ -383,11 +383,12 @@ def cmd_convert(args: argparse.Namespace) -> int:
         arrival=args.arrival,
     )
     rep = w.report
+    limits = "".join(f", partition limit {x}" for x in args.partition_limit)
     w.meta["Note"] = "\n".join(
         [
             f"converted from {w.meta.get('Computer', 'Slurm accounting')} {args.input} by "
             f"hpcgym traces convert (tz {args.tz}, unlimited {args.unlimited}, arrival "
-            f"{args.arrival})",
+            f"{args.arrival}{limits})",
             "cleaning report:",
             *(f"  {line}" for line in rep.lines()),
         ]
