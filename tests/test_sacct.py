@@ -406,7 +406,7 @@ def test_load_detects_and_round_trips_to_swf(tmp_path):
 def test_swf_options_refused_and_swf_still_loads(tmp_path):
     clear_cache()
     p = tmp_path / "t.swf"
-    p.write_text("; MaxProcs: 8\n1 0 -1 100 4 -1 -1 4 200 -1 1 3 1 1 0 -1 -1 -1\n")
+    p.write_text("; Note: a|b\n; MaxProcs: 8\n1 0 -1 100 4 -1 -1 4 200 -1 1 3 1 1 0 -1 -1 -1\n")
     assert detect_format(p) == "swf" and len(load(p)) == 1
     with pytest.raises(ValueError, match="tz apply to Slurm accounting"):
         load(p, tz="Europe/Berlin")

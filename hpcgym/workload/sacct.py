@@ -554,6 +554,8 @@ def _sniff(data: bytes) -> str:
         line = raw.strip()
         if not line:
             continue
+        if line.startswith(b";"):  # an SWF header comment
+            return "swf"
         if line.startswith(b"JobId="):
             return "jobcomp"
         if b"|" in line:  # never in SWF
