@@ -565,8 +565,9 @@ def _sniff(data: bytes) -> str:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """The format of a workload file, from its first non-blank line: ``"sacct"`` (``|``-
-    separated fields), ``"jobcomp"`` (``JobId=...``), else ``"swf"``. Gzip-compressed
+    """The format of a workload file, from its first non-blank line: ``"swf"`` (a ``;``
+    comment), ``"sacct"`` (``|``-separated fields), ``"jobcomp"`` (``JobId=...``), else
+    ``"swf"``. Gzip-compressed
     files are looked into.
 
     :param path: the file
