@@ -3,10 +3,15 @@
 * ``hpcgym traces list [--json]``: registered traces and where they are found locally;
 * ``hpcgym traces info TRACE [--json] [--machine-size N] [--lenient]``: machine size,
   kept jobs, the cleaning report per rule and workload statistics (``TRACE`` is a
-  registered name, an SWF path or ``synthetic``);
+  registered name, an SWF or Slurm accounting path or ``synthetic``);
 * ``hpcgym traces fetch NAME [--dest DIR] [--url URL] [--force]``: download a trace;
 * ``hpcgym traces generate lublin --jobs N --machine-size M [--load L] [--seed S]
-  [--request-model R] -o FILE``: write a synthetic Lublin-Feitelson workload as SWF.
+  [--request-model R] -o FILE``: write a synthetic Lublin-Feitelson workload as SWF;
+* ``hpcgym traces convert INPUT OUTPUT.swf [--format sacct|jobcomp] [--tz TZ]
+  [--machine-size N] [--partition-limit PART=LIMIT] [--unlimited runtime|drop]
+  [--arrival submit|eligible] [--lenient]``: Slurm accounting (a ``sacct --parsable2``
+  export or a jobcomp log) as a standard SWF file, its header giving the source and the
+  cleaning report.
 """
 
 from __future__ import annotations
@@ -51,10 +56,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     q = sub.add_parser(
         "info",
         help="machine size, cleaning report and statistics of a trace",
-        description="Load TRACE (registered name, SWF path or 'synthetic'; a missing "
-        "registered trace is downloaded) and print its cleaning report and statistics.",
+        description="Load TRACE (registered name, SWF path, Slurm accounting - a 'sacct "
+        "--parsable2' export or a jobcomp log - or 'synthetic'; a missing registered trace is "
+        "downloaded) and print its cleaning report and statistics.",
     )
-    q.add_argument("trace", metavar="TRACE", help="registered name, SWF path or 'synthetic'")
+    q.add_argument(
+        "trace", metavar="TRACE", help="registered name, SWF or Slurm accounting path, 'synthetic'"
+    )
     q.add_argument("--json", action="store_true", help="print JSON")
     q.add_argument("--machine-size", type=_positive_int, metavar="N", help="override MaxProcs")
     q.add_argument("--lenient", action="store_true", help="skip (and count) malformed job lines")
@@ -100,7 +108,61 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     q.add_argument("-o", "--output", required=True, metavar="FILE", help="SWF file (.gz ok)")
     q.set_defaults(func=cmd_generate)
+    _add_convert(sub)
     return p
+
+
+def _add_convert(sub: Any) -> None:
+    from hpcgym.workload.sacct import ARRIVALS, SACCT_COMMAND, UNLIMITED_POLICIES
+
+    q = sub.add_parser(
+        "convert",
+        help="write Slurm accounting (sacct, jobcomp) as an SWF file",
+        description="Read Slurm accounting - a 'sacct --parsable2' export or a "
+        "jobcomp/filetxt log, told apart by the content - clean it (steps folded, requeued "
+        "runs, jobs never started and unfinished jobs dropped, each counted) and write a "
+        "standard SWF file whose header gives the source and the cleaning report. Export "
+        f"at a site with: {SACCT_COMMAND}. See docs/workloads.md.",
+    )
+    q.add_argument("input", metavar="INPUT", help="sacct export or jobcomp log (.gz ok)")
+    q.add_argument("output", metavar="OUTPUT", help="SWF file to write (.gz: compressed)")
+    q.add_argument(
+        "--format", choices=["sacct", "jobcomp"], help="input format (default: from content)"
+    )
+    q.add_argument(
+        "--tz",
+        default="UTC",
+        metavar="TZ",
+        help="time zone of Slurm's local times: UTC (default), local, +02:00, Europe/Berlin",
+    )
+    q.add_argument(
+        "--machine-size",
+        type=_positive_int,
+        metavar="N",
+        help="CPUs of the cluster (default: the peak of CPUs in use at once in the accounting)",
+    )
+    q.add_argument(
+        "--partition-limit",
+        action="append",
+        default=[],
+        metavar="PART=LIMIT",
+        help="time limit of jobs without one (UNLIMITED, Partition_Limit) in partition PART "
+        "('*': any), as a Slurm duration (e.g. long=7-00:00:00); repeatable",
+    )
+    q.add_argument(
+        "--unlimited",
+        choices=UNLIMITED_POLICIES,
+        default="runtime",
+        help="other jobs without a time limit: request = run time (default) or drop them",
+    )
+    q.add_argument(
+        "--arrival",
+        choices=ARRIVALS,
+        default="submit",
+        help="a job arrives at its Submit time (default) or its Eligible time",
+    )
+    q.add_argument("--lenient", action="store_true", help="skip (and count) malformed lines")
+    q.set_defaults(func=cmd_convert)
 
 
 def _no_subcommand(parser: argparse.ArgumentParser) -> int:
@@ -176,6 +238,7 @@ def workload_info(w: Workload) -> dict[str, Any]:
         "jobs": len(w),
         "dropped": dict(rep.dropped),
         "patched": dict(rep.patched),
+        "counted": dict(rep.counted),
         "skipped_malformed": int(rep.skipped_malformed),
         "header_lines": int(rep.header_lines),
         "first_submit": float(w.submit[0]) if len(w) else math.nan,
@@ -217,17 +280,22 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"trace:          {info['name']}")
     if info["source"]:
         print(f"source:         {info['source']}")
-    print(f"machine size:   {info['machine_size']:,} processors")
+    how = w.meta.get("MachineSizeSource", "given")
+    note = "" if how == "given" else f" ({how})"
+    print(f"machine size:   {info['machine_size']:,} processors{note}")
     print(f"records read:   {info['records']:,}")
     print(f"jobs kept:      {info['jobs']:,}")
     print("cleaning report:")
-    width = max(len(r) for r in (*DROP_RULES, *PATCH_RULES))
-    names = list(dict.fromkeys([*DROP_RULES, *info["dropped"]]))
-    for rule in names:
+    # the reader's own rules (SWF or Slurm accounting); SWF's for a generated workload
+    drops = list(info["dropped"]) or list(DROP_RULES)
+    patches = list(info["patched"]) or list(PATCH_RULES)
+    width = max(len(r) for r in (*drops, *patches, *info["counted"]))
+    for rule in drops:
         print(f"  dropped  {rule:<{width}}  {info['dropped'].get(rule, 0):>9,}")
-    names = list(dict.fromkeys([*PATCH_RULES, *info["patched"]]))
-    for rule in names:
+    for rule in patches:
         print(f"  patched  {rule:<{width}}  {info['patched'].get(rule, 0):>9,}")
+    for rule, n in info["counted"].items():
+        print(f"  counted  {rule:<{width}}  {n:>9,}")
     if info["skipped_malformed"]:
         print(f"  skipped  malformed lines (--lenient)  {info['skipped_malformed']:>9,}")
     span = info["span_seconds"]
@@ -278,4 +346,58 @@ def cmd_generate(args: argparse.Namespace) -> int:
         f"wrote {len(w):,} jobs on {w.machine_size} processors (offered load "
         f"{w.offered_load:.3f}) to {path}"
     )
+    return 0
+
+
+def _partition_limits(items: list[str]) -> dict[str, str]:
+    from hpcgym.cli.errors import UsageError
+    from hpcgym.workload.sacct import parse_duration
+
+    out: dict[str, str] = {}
+    for item in items:
+        part, eq, limit = (x.strip() for x in item.partition("="))
+        try:
+            if not eq or not part:
+                raise ValueError("expected PART=LIMIT")
+            parse_duration(limit)
+        except ValueError as exc:
+            raise UsageError(f"--partition-limit {item}: {exc}") from None
+        out[part] = limit
+    return out
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    """``hpcgym traces convert``."""
+    from hpcgym.cli.errors import writable_file
+    from hpcgym.workload.sacct import read_accounting
+
+    writable_file(args.output, "OUTPUT")
+    w = read_accounting(
+        args.input,
+        format=args.format,
+        machine_size=args.machine_size,
+        lenient=args.lenient,
+        tz=args.tz,
+        partition_limits=_partition_limits(args.partition_limit),
+        unlimited=args.unlimited,
+        arrival=args.arrival,
+    )
+    rep = w.report
+    limits = "".join(f", partition limit {x}" for x in args.partition_limit)
+    w.meta["Note"] = "\n".join(
+        [
+            f"converted from {w.meta.get('Computer', 'Slurm accounting')} {args.input} by "
+            f"hpcgym traces convert (tz {args.tz}, unlimited {args.unlimited}, arrival "
+            f"{args.arrival}{limits})",
+            "cleaning report:",
+            *(f"  {line}" for line in rep.lines()),
+        ]
+    )
+    path = write_swf(w, args.output)
+    dropped = sum(rep.dropped.values())
+    print(f"wrote {len(w):,} jobs on {w.machine_size} processors to {path}")
+    print(f"read {rep.records:,} lines; dropped {dropped:,}; cleaning report:")
+    for line in rep.lines()[2:]:
+        if not line.endswith(": 0"):
+            print(f"  {line}")
     return 0

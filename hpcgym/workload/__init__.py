@@ -2,6 +2,8 @@
 
 * :func:`load` is the one loader every layer uses: a registered trace name, an SWF
   path, ``"synthetic"``/``None`` (Lublin-Feitelson) or a :class:`Workload`.
+* :func:`read_accounting`: Slurm accounting (``sacct --parsable2`` exports, jobcomp
+  logs), cleaned with the same kind of report (``load`` tells the formats apart);
 * :func:`read_swf` / :func:`write_swf`: the Standard Workload Format, with an explicit
   :class:`CleaningReport`; :func:`read_swf_fields` / :func:`workload_fields`: the raw
   fields the cleaned workload does not keep (requested memory, status ...).
@@ -15,6 +17,7 @@ See ``docs/workloads.md``.
 from __future__ import annotations
 
 from hpcgym.workload.core import COLUMNS, CleaningReport, Workload
+from hpcgym.workload.sacct import AccountingFormatError, detect_format, read_accounting
 from hpcgym.workload.sequences import (
     SPLITS,
     VALIDATION_FRACTION,
@@ -64,6 +67,9 @@ __all__ = [
     "workload_fields",
     "write_swf",
     "SWFFormatError",
+    "read_accounting",
+    "detect_format",
+    "AccountingFormatError",
     "DROP_RULES",
     "PATCH_RULES",
     "load",

@@ -34,7 +34,9 @@ class CleaningReport:
     """What the reader did to the raw records, rule by rule.
 
     ``dropped`` and ``patched`` map a rule name to a count; nothing is removed or
-    changed without being counted here.
+    changed without being counted here. ``counted`` notes kept jobs of a kind worth
+    knowing about that were kept as they are (Slurm accounting: jobs that hit their time
+    limit, failed jobs, array tasks ...); SWF files leave it empty.
     """
 
     records: int = 0  # job lines read
@@ -43,6 +45,7 @@ class CleaningReport:
     patched: dict[str, int] = field(default_factory=dict)
     skipped_malformed: int = 0  # only with lenient parsing
     header_lines: int = 0
+    counted: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,7 @@ class CleaningReport:
             "patched": dict(self.patched),
             "skipped_malformed": self.skipped_malformed,
             "header_lines": self.header_lines,
+            "counted": dict(self.counted),
         }
 
     def lines(self) -> list[str]:
@@ -61,6 +65,8 @@ class CleaningReport:
             out.append(f"dropped  {k}: {v}")
         for k, v in self.patched.items():
             out.append(f"patched  {k}: {v}")
+        for k, v in self.counted.items():
+            out.append(f"counted  {k}: {v}")
         if self.skipped_malformed:
             out.append(f"skipped malformed lines (lenient): {self.skipped_malformed}")
         return out
@@ -84,6 +90,13 @@ class Workload:
         the site's accounting log, from which the env's ``features="extended-log"``
         learns which jobs had completed before a window starts
         (:mod:`hpcgym.envs.features`).
+    :param extra: further per-job columns that the simulator does not read, each an array
+        aligned with the jobs (cut by :meth:`window` like the others). The Slurm accounting
+        reader (:mod:`hpcgym.workload.sacct`) keeps ``"memory_mb"`` (requested memory of
+        the whole job in MiB, ``nan`` unknown), ``"gpus"`` (GPUs of the job) and
+        ``"status"`` (SWF status: 1 completed, 0 failed, 5 cancelled);
+        :func:`~hpcgym.workload.swf.write_swf` writes the memory and the status into the
+        SWF fields for them.
     :param parent: the whole workload this one was cut from by :meth:`window` (kept so
         that the jobs before a window can be found, :func:`hpcgym.workload.trace_past`);
         ``None`` for a whole workload. Not pickled: an unpickled window finds its past
@@ -107,6 +120,7 @@ class Workload:
     #: index of this workload's first job in the workload it was cut from (0 if whole)
     offset: int = 0
     recorded_wait: np.ndarray | None = None
+    extra: dict[str, np.ndarray] = field(default_factory=dict)
     parent: Workload | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -121,6 +135,11 @@ class Workload:
             if rw.shape != (n,):
                 raise ValueError(f"recorded_wait has shape {rw.shape}, expected ({n},)")
             self.recorded_wait = rw
+        extra = {k: np.ascontiguousarray(v) for k, v in self.extra.items()}
+        for key, arr in extra.items():
+            if arr.shape != (n,):
+                raise ValueError(f"extra column {key!r} has shape {arr.shape}, expected ({n},)")
+        self.extra = extra
         if self.machine_size <= 0:
             raise ValueError(f"machine_size must be positive, got {self.machine_size}")
 
@@ -165,6 +184,7 @@ class Workload:
             meta=self.meta,
             offset=self.offset + start,
             recorded_wait=None if self.recorded_wait is None else self.recorded_wait[sl],
+            extra={k: v[sl] for k, v in self.extra.items()},
             parent=self.parent if self.parent is not None else self if not self.offset else None,
         )
 
@@ -184,6 +204,7 @@ class Workload:
             meta=self.meta,
             offset=self.offset,
             recorded_wait=self.recorded_wait,
+            extra=dict(self.extra),
             parent=self.parent,
         )
 

@@ -82,7 +82,7 @@ FIELD_NAMES: tuple[str, ...] = (
 
 # 0-based column indices of the fields the reader uses
 _F_JOB, _F_SUBMIT, _F_WAIT, _F_RUNTIME, _F_ALLOC = 0, 1, 2, 3, 4
-_F_REQPROCS, _F_REQTIME = 7, 8
+_F_REQPROCS, _F_REQTIME, _F_REQMEM = 7, 8, 9
 _F_USER, _F_GROUP, _F_EXE, _F_QUEUE = 11, 12, 13, 14
 #: fields that must hold integers (ids and processor counts)
 _INT_FIELDS = (_F_JOB, _F_ALLOC, _F_REQPROCS, _F_USER, _F_GROUP, _F_EXE, _F_QUEUE)
@@ -494,6 +494,14 @@ def workload_fields(workload: Workload, fields: Sequence[str]) -> dict[str, np.n
             f"workload {workload.name!r} was not read from an SWF file (source "
             f"{workload.source!r}): its raw SWF fields are unknown"
         )
+    from hpcgym.workload.sacct import detect_format  # sacct imports this module
+
+    fmt = detect_format(src)
+    if fmt != "swf":
+        raise ValueError(
+            f"workload {workload.name!r} was read from Slurm accounting ({fmt}: {src}), not "
+            "SWF: its memory, GPUs and status are in workload.extra"
+        )
     lo, hi = workload.offset, workload.offset + len(workload)
     raw = read_swf_fields(src, list(dict.fromkeys([*fields, "job number"])))
     ids = raw["job number"]
@@ -515,9 +523,11 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     The header has ``MaxJobs``, ``MaxRecords``, ``MaxNodes`` and ``MaxProcs`` (both the
     machine size) and the workload's other ``meta`` entries. Each job gets 18 fields:
     job number, submit, wait (the workload's ``recorded_wait``, else ``-1``), runtime,
-    allocated processors, ``-1`` x 3, requested time, ``-1``, status ``1`` (the runtime is
-    a completed run), user, group, executable, queue, ``-1`` x 3. Reading the file back
-    gives the same columns. The file is written to a temporary name and renamed, so a
+    allocated processors, ``-1`` x 3, requested time, requested memory (KB per processor,
+    from ``extra["memory_mb"]`` where the workload has it, else ``-1``), status
+    (``extra["status"]`` where the workload has it, else ``1``: the runtime is a completed
+    run), user, group, executable, queue, ``-1`` x 3. Reading the file back gives the same
+    columns. The file is written to a temporary name and renamed, so a
     reader never sees a partial file; gzip output
     is deterministic (no timestamp).
 
@@ -538,7 +548,8 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
         f"MaxNodes: {m}",
         f"MaxProcs: {m}",
     ]
-    own = {"Version", "MaxJobs", "MaxRecords", "MaxNodes", "MaxProcs"}
+    # the header's own keys, and the options a Slurm accounting file was read with
+    own = {"Version", "MaxJobs", "MaxRecords", "MaxNodes", "MaxProcs", "ReaderOptions"}
     for key, value in workload.meta.items():
         if key in own:
             continue
@@ -555,6 +566,13 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     table[:, _F_ALLOC] = workload.procs
     table[:, _F_REQTIME] = workload.request
     table[:, 10] = 1.0
+    status = workload.extra.get("status")
+    if status is not None:
+        table[:, 10] = status
+    memory = workload.extra.get("memory_mb")
+    if memory is not None:  # SWF field 10: requested memory, KB per processor
+        per_proc = np.asarray(memory, dtype=np.float64) * 1024.0 / np.maximum(workload.procs, 1)
+        table[:, _F_REQMEM] = np.where(np.isfinite(per_proc), np.round(per_proc), -1.0)
     table[:, _F_USER] = workload.user
     table[:, _F_GROUP] = workload.group
     table[:, _F_EXE] = workload.executable

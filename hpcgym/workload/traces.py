@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.workload.core import COLUMNS, Workload
-from hpcgym.workload.swf import read_swf
+from hpcgym.workload.sacct import ACCOUNTING_DEFAULTS, READER_OPTIONS, read_trace_file
 
 __all__ = [
     "TraceInfo",
@@ -546,8 +546,8 @@ _LOAD_CACHE_SIZE = 8
 
 def _freeze(w: Workload) -> Workload:
     """Make the columns read-only: a cached workload is shared by every caller."""
-    for col in COLUMNS:
-        getattr(w, col).flags.writeable = False
+    for arr in (*(getattr(w, col) for col in COLUMNS), *w.extra.values()):
+        arr.flags.writeable = False
     if w.recorded_wait is not None:
         w.recorded_wait.flags.writeable = False
     return w
@@ -561,8 +561,10 @@ def _load_file(
     machine_size: int | None,
     lenient: bool,
     name: str | None,
+    options: tuple[tuple[str, Any], ...] = (),
 ) -> Workload:
-    return _freeze(read_swf(path, machine_size=machine_size, lenient=lenient, name=name))
+    opts = {k: dict(v) if k == "partition_limits" else v for k, v in options}
+    return _freeze(read_trace_file(path, machine_size, lenient, name, **opts))
 
 
 @functools.lru_cache(maxsize=_LOAD_CACHE_SIZE)
@@ -625,7 +627,8 @@ def window_trace(window: Workload) -> Workload | None:
     full = window.parent
     if full is None:
         try:
-            full = load(where, download=False)
+            opts = json.loads(window.meta.get(READER_OPTIONS, "{}"))  # Slurm accounting
+            full = load(where, download=False, **opts)
         except Exception as e:  # noqa: BLE001 - reported with what was tried
             raise ValueError(
                 f"cannot load the trace of window {window.name!r} (offset {off}) from "
@@ -727,7 +730,9 @@ def load(
       arguments (``load("synthetic:n_jobs=500,seed=1")``; keyword arguments win);
     * a :class:`~hpcgym.workload.core.Workload`: returned as is (moved to
       ``machine_size`` if given);
-    * an existing file: :func:`~hpcgym.workload.swf.read_swf`;
+    * an existing file: SWF (:func:`~hpcgym.workload.swf.read_swf`) or Slurm accounting,
+      a ``sacct --parsable2`` export or a jobcomp log
+      (:func:`~hpcgym.workload.sacct.read_accounting`), told apart by the content;
     * a registered trace name: :func:`resolve_trace` (may download) then ``read_swf``.
 
     Loaded workloads are cached in-process (by resolved path, size, modification time
@@ -737,8 +742,9 @@ def load(
     :param machine_size: override the machine size
     :param kw: for files and traces, ``lenient`` (see ``read_swf``; accepted and
         meaningless for synthetic workloads, so that every command can pass ``--lenient``),
-        ``download`` and ``url`` (see ``resolve_trace``); for synthetic workloads,
-        ``generate``'s arguments
+        ``download`` and ``url`` (see ``resolve_trace``); for Slurm accounting files also
+        ``format``, ``tz``, ``partition_limits``, ``unlimited``, ``arrival`` (see
+        ``read_accounting``); for synthetic workloads, ``generate``'s arguments
     """
     if isinstance(spec, Workload):
         if machine_size is not None and machine_size != spec.machine_size:
@@ -758,12 +764,18 @@ def load(
     lenient = bool(kw.pop("lenient", False))
     download = bool(kw.pop("download", True))
     url = kw.pop("url", None)
+    acct = {k: kw.pop(k) for k in list(kw) if k in ACCOUNTING_DEFAULTS}
     if kw:
         raise TypeError(
             f"load() got unexpected keyword argument(s) {', '.join(kw)} for {spec!r}; "
-            "valid for files and traces: lenient, download, url"
+            f"valid for files and traces: lenient, download, url, {', '.join(ACCOUNTING_DEFAULTS)}"
         )
+    if isinstance(acct.get("partition_limits"), dict):
+        acct["partition_limits"] = tuple(sorted(acct["partition_limits"].items()))
+    options = tuple(sorted(acct.items()))
     path = resolve_trace(spec, download=download, url=url)
     name = None if Path(spec).expanduser().is_file() else get_trace(str(spec)).name
     st = path.stat()
-    return _load_file(str(path.resolve()), st.st_size, st.st_mtime_ns, machine_size, lenient, name)
+    return _load_file(
+        str(path.resolve()), st.st_size, st.st_mtime_ns, machine_size, lenient, name, options
+    )
