@@ -35,6 +35,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hpcgym.suggest import did_you_mean
 from hpcgym_agents.easy import EasyAgent, SJBFAgent
 from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
 
@@ -270,9 +271,11 @@ def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
     if path.suffix == ".json" and path.is_file():
         return load_card_agent(path)
     if not path.exists():
+        hint = did_you_mean(text, [*HEURISTICS, *pretrained_agents(), *ALIASES])
         raise FileNotFoundError(
-            f"no agent {text!r}: not a file, not a heuristic ({', '.join(HEURISTICS)}) and not "
-            f"a zoo agent ({', '.join(pretrained_agents()) or 'none'}; short names: "
+            f"no agent {text!r}{hint}: not a file, not a heuristic "
+            f"({', '.join(HEURISTICS)}) and not a zoo agent "
+            f"({', '.join(pretrained_agents()) or 'none'}; short names: "
             f"{', '.join(ALIASES)})"
         )
     return load_model(path)
