@@ -354,7 +354,13 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
         kw["max_queue"] = 128
     if method.wait_scale is not None:
         kw["wait_scale"] = method.wait_scale
-    key = (trace_key, length, json.dumps(kw, sort_keys=True, default=str), method.est_scale)
+    key = (
+        trace_key,
+        length,
+        method.task,
+        json.dumps(kw, sort_keys=True, default=str),
+        method.est_scale,
+    )
     env = _ENVS.get(key)
     if env is None:
         if len(_ENVS) >= _CACHE_SIZE:
