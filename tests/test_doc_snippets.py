@@ -135,6 +135,7 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     env.setdefault("MPLBACKEND", "Agg")
+    env.setdefault("OMP_NUM_THREADS", "1")  # torch on one thread: the CPU is shared
     try:
         run = subprocess.run(
             [sys.executable, str(script)],
