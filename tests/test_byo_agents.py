@@ -214,3 +214,27 @@ def test_script_without_main_guard_is_refused(tmp_path: Path) -> None:
     last = run.stderr.strip().splitlines()[-1]
     assert "line 5" in last and 'if __name__ == "__main__":' in last
     assert "BrokenPipeError" not in run.stderr
+
+
+def test_eval_compare_task(
+    models: dict[str, Path],
+    setting: tuple[Any, E.WindowSet],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import json
+
+    from eval import compare as eval_compare
+
+    wl, windows = setting
+    argv = ["--schedulers", "EASY-SJBF", "--starts", *map(str, windows.starts)]
+    argv += ["--length", str(LENGTH), "--out", str(tmp_path), "--no-plots", "--json"]
+    agents = ["--agents", f"ppo={models['ppo']}", "first", "--task", "schedule"]
+    assert eval_compare.main([*argv, *agents]) == 0
+    out = json.loads(capsys.readouterr().out)
+    envs = {m["label"]: m["env"] for m in out["methods"] if m["kind"] == "agent"}
+    assert envs["ppo"]["task"] == "schedule" and envs["schedule-FirstValid"]["task"] == "schedule"
+    assert "--task schedule" in out["replay"]
+    bad = [*argv, "--agents", str(models["schedule"]), "--task", "backfill"]
+    assert eval_compare.main(bad) == 2
+    assert "Box(128, 16) -> Discrete(128)" in capsys.readouterr().err

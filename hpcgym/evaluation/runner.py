@@ -692,7 +692,7 @@ def evaluate_many(
         [tasks[i] for i in here],
         jobs=1,
         progress=progress,
-        desc="agents",
+        desc="agent objects",
         context=context,
     )
     for i, o in zip(pool, pool_outs, strict=True):
