@@ -79,14 +79,23 @@ class Policy(Protocol):
 AgentFn = Callable[[np.ndarray, dict[str, Any]], Any]
 
 
+_TAKES_MASKS: dict[Any, bool] = {}  # by predict function: read once, not at every step
+
+
 def _takes_masks(policy: Any) -> bool:
     """Whether ``policy.predict`` accepts ``action_masks`` (sb3-contrib's maskable models,
     the heuristic agents) or any keyword."""
-    try:
-        params = inspect.signature(policy.predict).parameters.values()
-    except (TypeError, ValueError):  # no signature (a C function...): assume SB3's
-        return True
-    return any(p.name == "action_masks" or p.kind is p.VAR_KEYWORD for p in params)
+    predict = policy.predict
+    key = getattr(predict, "__func__", predict)  # a method: its class's function
+    found = _TAKES_MASKS.get(key)
+    if found is None:
+        try:
+            params = inspect.signature(predict).parameters.values()
+            found = any(p.name == "action_masks" or p.kind is p.VAR_KEYWORD for p in params)
+        except (TypeError, ValueError):  # no signature (a C function...): assume SB3's
+            found = True
+        _TAKES_MASKS[key] = found
+    return found
 
 
 def check_agent(agent: Any) -> Any:
