@@ -318,7 +318,8 @@ def agent_method(
         pol = str(env.get("policy", env.get("order", "FCFS")))
         default_label = name if pol == "FCFS" else f"{pol}+{name}"
         if task == "schedule":
-            default_label = f"schedule-{name}"
+            order = env.get("order")
+            default_label = f"schedule-{order}+{name}" if order else f"schedule-{name}"
         return Method(
             label=label or default_label,
             kind="agent",
