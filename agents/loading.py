@@ -4,8 +4,10 @@
 ``predict(observation, ..., action_masks=...)``:
 
 * a heuristic name (:data:`HEURISTICS`): ``easy``, ``sjbf``, ``stop``, ``random``, ``first``;
-* a ``MaskablePPO`` ``.zip`` file (trained by ``train/ppo.py`` or shipped in
-  ``agents/pretrained/``), loaded on the CPU;
+* a Stable-Baselines3 / sb3-contrib ``.zip`` file, loaded on the CPU with the algorithm
+  its saved policy class belongs to (:func:`load_model`): a ``MaskablePPO`` of
+  :class:`KernelPolicy` (trained by ``train/ppo.py`` or shipped in ``agents/pretrained/``),
+  a stock ``MaskablePPO("MlpPolicy", ...)``, ``PPO``, ``A2C``, ``DQN``, ``QRDQN``;
 * a model card ``.json``: its model; with a ``gate`` section (a gated agent,
   :mod:`hpcgym.evaluation.gating`) a :class:`~hpcgym_agents.gated.GatedAgent` of it;
 * the name of a zoo agent (``sdsc-sp2-fcfs``, ``hpc2n-sjf-eloss``...: :func:`pretrained_agents`),
@@ -33,6 +35,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from hpcgym.suggest import did_you_mean
 from hpcgym_agents.easy import EasyAgent, SJBFAgent
 from hpcgym_agents.heuristic import FirstValid, HeuristicAgent, RandomValid, StopAlways
 
@@ -151,24 +154,85 @@ def load_card_agent(path: str | os.PathLike[str]) -> Any:
     return GatedAgent(model, HEURISTICS[gate["fallback"]](), gate["tau"])
 
 
+#: the algorithms a saved policy class is loaded with, by the class's module (first match);
+#: classes of other modules try these in turn
+_ALGORITHMS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("hpcgym_agents.", ("sb3_contrib:MaskablePPO",)),
+    ("agents.kernel_policy", ("sb3_contrib:MaskablePPO",)),
+    ("sb3_contrib.common.maskable", ("sb3_contrib:MaskablePPO",)),
+    ("sb3_contrib.qrdqn", ("sb3_contrib:QRDQN",)),
+    ("stable_baselines3.dqn", ("stable_baselines3:DQN",)),
+    ("stable_baselines3.common.policies", ("stable_baselines3:PPO", "stable_baselines3:A2C")),
+)
+_ANY_ALGORITHM: tuple[str, ...] = (
+    "sb3_contrib:MaskablePPO",
+    "stable_baselines3:PPO",
+    "stable_baselines3:A2C",
+    "stable_baselines3:DQN",
+    "sb3_contrib:QRDQN",
+)
+
+
+def _algorithm(ref: str) -> Any:
+    import importlib
+
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
 def load_model(path: str | os.PathLike[str], device: str = "cpu", **kwargs: Any) -> Any:
-    """Load a ``MaskablePPO`` model whose policy is :class:`KernelPolicy` (any version).
+    """Load a Stable-Baselines3 / sb3-contrib model with the algorithm its file names.
+
+    The policy class saved in the file (read without unpickling:
+    :func:`hpcgym.evaluation.loaders.read_sb3_zip`) chooses the algorithm: the project's
+    :class:`KernelPolicy` (any version, also as pickled before the package was renamed)
+    and sb3-contrib's maskable policies -> ``MaskablePPO``; ``ActorCriticPolicy``
+    (``"MlpPolicy"`` of PPO / A2C) -> ``PPO``, else ``A2C``; DQN's -> ``DQN``; QR-DQN's ->
+    ``QRDQN``. A policy class of any other module is tried with each of these in turn.
 
     :param path: the ``.zip`` file
     :param device: torch device of the loaded model
-    :param kwargs: more arguments of ``MaskablePPO.load`` (``env``, ``custom_objects``...)
+    :param kwargs: more arguments of the algorithm's ``load`` (``env``, ``custom_objects``...)
     :return: the model
+    :raises ValueError: not an SB3 file, a recurrent policy (its ``predict`` needs a state
+        the evaluation does not keep), or no algorithm loads it (each one's error)
     """
-    try:
-        from sb3_contrib import MaskablePPO
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ImportError(
-            f"loading the agent {path} needs sb3-contrib: pip install 'hpcgym[train]'"
-        ) from exc
-    from hpcgym_agents.kernel_policy import KernelPolicy
+    from hpcgym.evaluation.loaders import read_sb3_zip
 
-    custom = {"policy_class": KernelPolicy, **kwargs.pop("custom_objects", {})}
-    return MaskablePPO.load(path, device=device, custom_objects=custom, **kwargs)
+    info = read_sb3_zip(path)
+    module = info.policy_module
+    if module.startswith("sb3_contrib.common.recurrent"):
+        raise ValueError(
+            f"{path}: a recurrent policy ({info.policy_name}, RecurrentPPO) keeps a state "
+            "between steps; play it as a callable fn(obs, info) -> action that carries the "
+            "LSTM state (model.predict(obs, state=..., episode_start=...))"
+        )
+    kernel = module.startswith(("hpcgym_agents.", "agents.kernel_policy"))
+    if kernel:
+        from hpcgym_agents.kernel_policy import KernelPolicy
+
+        kwargs["custom_objects"] = {
+            "policy_class": KernelPolicy,
+            **kwargs.get("custom_objects", {}),
+        }
+    refs = next((algos for prefix, algos in _ALGORITHMS if module.startswith(prefix)), None)
+    errors: list[str] = []
+    for ref in refs or _ANY_ALGORITHM:
+        try:
+            algorithm = _algorithm(ref)
+        except ImportError as exc:
+            errors.append(f"{ref.partition(':')[2]}: {exc} (pip install 'hpcgym[train]')")
+            continue
+        try:
+            return algorithm.load(path, device=device, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - each algorithm's reason is reported
+            if refs is not None and len(refs) == 1:
+                raise
+            errors.append(f"{ref.partition(':')[2]}: {type(exc).__name__}: {exc}")
+    raise ValueError(
+        f"{path}: no algorithm loads this model (policy class "
+        f"{module}.{info.policy_name or '?'}; {info.spaces}): " + "; ".join(errors)
+    )
 
 
 def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
@@ -207,9 +271,11 @@ def load_agent(spec: str | os.PathLike[str], seed: int | None = None) -> Any:
     if path.suffix == ".json" and path.is_file():
         return load_card_agent(path)
     if not path.exists():
+        hint = did_you_mean(text, [*HEURISTICS, *pretrained_agents(), *ALIASES])
         raise FileNotFoundError(
-            f"no agent {text!r}: not a file, not a heuristic ({', '.join(HEURISTICS)}) and not "
-            f"a zoo agent ({', '.join(pretrained_agents()) or 'none'}; short names: "
+            f"no agent {text!r}{hint}: not a file, not a heuristic "
+            f"({', '.join(HEURISTICS)}) and not a zoo agent "
+            f"({', '.join(pretrained_agents()) or 'none'}; short names: "
             f"{', '.join(ALIASES)})"
         )
     return load_model(path)

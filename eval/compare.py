@@ -41,9 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "Agents: heuristics "
             + ", ".join(AGENT_HEURISTICS)
-            + "; a model .zip (its model card <stem>.json next to it, or the config.json of "
-            "the train/ppo.py run holding it, configures the env), a card .json, a run folder, "
-            "or a card name in --agents-dir. Prefix LABEL= to name a method. Schedulers: "
+            + "; a model .zip of any Stable-Baselines3 / sb3-contrib algorithm and policy "
+            "class (its model card <stem>.json next to it, or the config.json of the "
+            "train/ppo.py run holding it, configures the env; else its spaces say its task), "
+            "a card .json, a run folder, or a card name in --agents-dir. Each agent plays the "
+            "env of its task (Schedule-v0 or Backfill-v0; --task states it). Prefix LABEL= to "
+            "name a method. Schedulers: "
             "any hpcgym scheduler name (EASY, EASY-AR, EASY-SJBF, SAF, EASY++, ELOSS, "
             "CONSERVATIVE, NONE...), POLICY+NAME (SJF+EASY) or key=value specs."
         ),
@@ -64,7 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g = p.add_argument_group("env of heuristic agents and of models without a card")
     g.add_argument(
-        "--policy", default=None, type=str.upper, choices=sorted(POLICIES), help="(FCFS)"
+        "--task",
+        default=None,
+        choices=("schedule", "backfill"),
+        help="the env the agents play: schedule (hpcgym/Schedule-v0) or backfill "
+        "(hpcgym/Backfill-v0); default: each agent's own (its card, its model's spaces); "
+        "checked against them",
+    )
+    g.add_argument(
+        "--policy",
+        default=None,
+        type=str.upper,
+        choices=sorted(POLICIES),
+        help="Backfill-v0's queue policy (FCFS); Schedule-v0's queue order (the env's default)",
     )
     g.add_argument("--mode", default=None, choices=sorted(MODES), help="(guarded)")
     g.add_argument("--max-queue", type=C.positive_int, default=None, help="K (128)")
@@ -124,7 +139,12 @@ def _methods(args: argparse.Namespace) -> list[Any]:
         schedulers = [] if args.agents else list(DEFAULT_SCHEDULERS)
     if not schedulers and not args.agents:
         raise UsageError("nothing to compare: give --schedulers and/or --agents")
-    env_flags = {"--policy": args.policy, "--mode": args.mode, "--max-queue": args.max_queue}
+    env_flags = {
+        "--task": args.task,
+        "--policy": args.policy,
+        "--mode": args.mode,
+        "--max-queue": args.max_queue,
+    }
     given = [f"{k} {v}" for k, v in env_flags.items() if v is not None]
     if given and not args.agents:
         raise UsageError(
@@ -136,7 +156,8 @@ def _methods(args: argparse.Namespace) -> list[Any]:
     methods, failures = build_methods(
         schedulers,
         args.agents,
-        policy=args.policy or "FCFS",
+        task=args.task,
+        policy=args.policy,
         mode=args.mode or "guarded",
         max_queue=args.max_queue,
         agents_dir=C.agents_dir(args.agents_dir),

@@ -618,11 +618,22 @@ def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
     assert rc == 0 and "| method | mean AVEbsld |" in out and "| SJBFAgent |" in out
 
 
-def test_agents_need_a_loader(wl):
+def test_agents_need_a_loader(wl, monkeypatch):
     ws = E.select_windows(len(wl), 64, starts=[100])
+    # without agent_loader=..., the installed one loads the agents named by strings
+    given = E.evaluate(wl, [E.agent_method("easy")], ws, jobs=1, progress=False,
+                       agent_loader=load_agent)  # fmt: skip
+    found = E.evaluate(wl, [E.agent_method("easy")], ws, jobs=1, progress=False)
+    assert found.rows == given.rows
+    assert E.resolve_agent_loader() is load_agent  # the installed one
+
+    def none_installed(name="default"):
+        raise E.LoaderUnavailable("none installed")
+
+    monkeypatch.setattr("hpcgym.evaluation.runner.resolve_agent_loader", none_installed)
     with pytest.raises(E.MethodUnavailable, match="needs an agent loader"):
         E.evaluate(wl, [E.agent_method("easy")], ws, jobs=1, progress=False)
-    assert E.resolve_agent_loader() is load_agent  # the installed one
+    monkeypatch.undo()
     with pytest.raises(E.LoaderUnavailable, match="hpcgym.agent_loaders"):
         E.resolve_agent_loader("no-such-loader")
 

@@ -21,9 +21,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "compare",
         help="run several schedulers on the same windows and print one table",
         description="Every scheduler on exactly the same windows (replayable by start index). "
-        "--agents also plays agents through the env (FCFS, guarded; loaded by the installed "
-        "agent loader, entry point group hpcgym.agent_loaders); eval/compare.py has every "
-        "option.",
+        "--agents also plays agents, each in the env of its task (hpcgym/Schedule-v0 or "
+        "hpcgym/Backfill-v0: from its model card, else from the model's spaces, or --task): "
+        "models of any Stable-Baselines3 / sb3-contrib algorithm and policy class, zoo names, "
+        "cards, train/ppo.py run folders, heuristics (loaded by the installed agent loader, "
+        "entry point group hpcgym.agent_loaders); eval/compare.py has every option.",
     )
     add_trace_args(c)
     c.add_argument("--schedulers", nargs="+", default=["EASY", "EASY-AR", "EASY-SJBF", "SAF"])
@@ -31,7 +33,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--agents",
         nargs="+",
         default=[],
-        help="agents: heuristic names (easy sjbf stop random first), model .zip files or cards",
+        help="agents: model .zip files (MaskablePPO, PPO, A2C, DQN... of any policy class), "
+        "zoo names, model cards, run folders, heuristic names (easy sjbf stop random first)",
+    )
+    c.add_argument(
+        "--task",
+        default=None,
+        choices=("schedule", "backfill"),
+        help="the env the --agents play: schedule (hpcgym/Schedule-v0) or backfill "
+        "(hpcgym/Backfill-v0); default: each agent's own (its card, its model's spaces); "
+        "an agent of the other task is an error naming its spaces",
     )
     c.add_argument("--windows", type=positive_int, default=None, help="number of windows (10)")
     c.add_argument("--length", type=positive_int, default=None, help="jobs per window (1024)")
@@ -92,6 +103,7 @@ def _evaluate(
     length: int,
     jobs: int,
     skip: bool,
+    task: str | None = None,
 ) -> Any:
     from hpcgym.evaluation import (
         LoaderUnavailable,
@@ -101,7 +113,7 @@ def _evaluate(
         resolve_agent_loader,
     )
 
-    methods, failures = build_methods(schedulers, agents)
+    methods, failures = build_methods(schedulers, agents, task=task)
     for kind, spec, exc in failures:
         if not skip:
             raise UsageError(f"--{kind}s {spec}: {exc}") from None
@@ -181,8 +193,17 @@ def run_compare(args: argparse.Namespace) -> int:
     wl = load_trace(args)
     ws = _windows(args, len(wl))
     starts, length = list(ws.starts), ws.length
+    if args.task is not None and not args.agents:
+        raise UsageError("--task says which env the --agents play, and no --agents are given")
     result = _evaluate(
-        wl, args.schedulers, args.agents, starts, length, args.jobs, args.skip_unavailable
+        wl,
+        args.schedulers,
+        args.agents,
+        starts,
+        length,
+        args.jobs,
+        args.skip_unavailable,
+        args.task,
     )
     for name, why in result.skipped.items():
         kind = "method" if args.agents else "scheduler"

@@ -17,11 +17,14 @@ from __future__ import annotations
 import argparse
 import errno
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NoReturn
+
+from hpcgym.suggest import did_you_mean
 
 __all__ = [
     "EXIT_USAGE",
@@ -69,9 +72,28 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         """Print ``prog: error: message (see prog --help)`` and exit with status 2.
 
-        :param message: what is wrong
+        :param message: what is wrong (argparse's ``invalid choice: 'x' (choose from ...)``
+            gets the nearest choice: ``did you mean``)
         """
-        fail(self.prog, f"{message} (see {self.prog} --help)")
+        fail(self.prog, f"{_suggest_choice(message)} (see {self.prog} --help)")
+
+
+_INVALID_CHOICE = re.compile(
+    r"invalid choice: '?(?P<value>[^']*?)'? \(choose from (?P<choices>.*)\)"
+)
+
+
+def _suggest_choice(message: str) -> str:
+    """argparse's invalid-choice message with the nearest valid choice after the value."""
+    m = _INVALID_CHOICE.search(message)
+    if m is None:
+        return message
+    choices = [c.strip().strip("'\"") for c in m["choices"].split(",")]
+    hint = did_you_mean(m["value"], choices)
+    if not hint:
+        return message
+    cut = message.rindex(" (choose from ", 0, m.end())
+    return f"{message[:cut]}{hint}{message[cut:]}"
 
 
 def fail(prog: str, message: str) -> NoReturn:
@@ -247,7 +269,8 @@ def check_choice(value: str, valid: Sequence[str], flag: str, what: str) -> str:
     for v in valid:
         if v.lower() == value.lower():
             return v
-    raise UsageError(f"{flag} {value}: unknown {what}; valid: {', '.join(valid)}")
+    hint = did_you_mean(value, valid)
+    raise UsageError(f"{flag} {value}: unknown {what}{hint}; valid: {', '.join(valid)}")
 
 
 def check_trace_name(name: str | None, flag: str = "--trace") -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from typing import Any
 
 from hpcgym.argtypes import positive_int
@@ -187,6 +188,52 @@ def _cleaning_line(c: dict[str, Any]) -> str:
     return line
 
 
+def _hours(seconds: float) -> str:
+    return f"{seconds / 3600:.2f} h ({seconds:,.0f} s)"
+
+
+#: the text output of ``hpcgym simulate``: key (as in ``--json``), its value with its unit,
+#: what it is
+_METRIC_TEXT: tuple[tuple[str, Callable[[Any, dict[str, Any]], str], str], ...] = (
+    (
+        "avg_bsld",
+        lambda v, o: f"{v:.2f}",
+        "AVEbsld: mean bounded slowdown (runtimes < 10 s count as 10 s)",
+    ),
+    ("avg_pp_bsld", lambda v, o: f"{v:.2f}", "mean per-processor bounded slowdown"),
+    ("avg_wait", lambda v, o: _hours(v), "mean wait"),
+    ("max_wait", lambda v, o: _hours(v), "longest wait"),
+    ("avg_turnaround", lambda v, o: _hours(v), "mean turnaround (wait + runtime)"),
+    (
+        "utilization",
+        lambda v, o: f"{100 * v:.1f} %",
+        "processor-time used / (processors x makespan)",
+    ),
+    ("makespan", lambda v, o: _hours(v), "first submit to last end"),
+    (
+        "backfilled",
+        lambda v, o: f"{v} of {o['jobs']} jobs ({100 * v / max(o['jobs'], 1):.1f} %)",
+        "jobs started by backfilling",
+    ),
+    ("jobs", lambda v, o: f"{v}", "jobs in the window"),
+    ("machine_size", lambda v, o: f"{v} processors", ""),
+    ("sim_seconds", lambda v, o: f"{1000 * v:.1f} ms", "wall time of the simulation"),
+)
+
+
+def metric_lines(out: dict[str, Any]) -> list[str]:
+    """The metrics of ``hpcgym simulate`` as aligned text lines with their units: waits,
+    turnaround and makespan in hours (and seconds), utilization in %, AVEbsld unitless.
+    ``--json`` keeps the raw numbers (seconds, a fraction) under the same keys.
+
+    :param out: the JSON document of the command (metric keys as in ``--json``)
+    """
+    rows = [(k, fmt(out[k], out), what) for k, fmt, what in _METRIC_TEXT if k in out]
+    wk = max(len(k) for k, _, _ in rows)
+    wv = max(len(v) for _, v, _ in rows)
+    return [f"{k:<{wk}}  {v:>{wv}}  {what}".rstrip() for k, v, what in rows]
+
+
 def run_simulate(args: argparse.Namespace) -> int:
     """Run ``hpcgym simulate``; prints the metrics (or JSON) and returns the exit code."""
     from hpcgym.sim.engine import warmup
@@ -212,19 +259,6 @@ def run_simulate(args: argparse.Namespace) -> int:
     else:
         print(f"{spec.name} on {wl.name} jobs {args.start}..{args.start + len(window) - 1}")
         print(f"  {_cleaning_line(cleaning)}")
-        for k in (
-            "avg_bsld",
-            "avg_pp_bsld",
-            "avg_wait",
-            "max_wait",
-            "avg_turnaround",
-            "utilization",
-            "makespan",
-            "backfilled",
-            "jobs",
-            "machine_size",
-            "sim_seconds",
-        ):
-            v = out[k]
-            print(f"  {k:15s} {v:.4f}" if isinstance(v, float) else f"  {k:15s} {v}")
+        for line in metric_lines(out):
+            print(f"  {line}")
     return 0

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpcgym.suggest import did_you_mean
+
 __all__ = ["_UNSET", "_Unset", "_alias", "_choice"]
 
 
 def _choice(kind: str, value: str, valid: Any) -> str:
     v = str(value).lower()
     if v not in valid:
-        raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(valid)}")
+        hint = did_you_mean(v, valid)
+        raise ValueError(f"unknown {kind} {value!r}{hint}; valid choices: {', '.join(valid)}")
     return v
 
 

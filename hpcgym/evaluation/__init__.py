@@ -51,8 +51,11 @@ from hpcgym.evaluation.loaders import (
     AGENT_LOADER_GROUP,
     AgentLoader,
     LoaderUnavailable,
+    ModelFile,
     default_agents_dir,
+    read_sb3_zip,
     resolve_agent_loader,
+    task_of_spaces,
 )
 from hpcgym.evaluation.methods import (
     AGENT_HEURISTICS,
@@ -62,6 +65,7 @@ from hpcgym.evaluation.methods import (
     agent_method,
     build_methods,
     card_method,
+    object_method,
     scheduler_method,
 )
 from hpcgym.evaluation.paper.constants import (
@@ -84,7 +88,7 @@ from hpcgym.evaluation.paper.noise import (
 from hpcgym.evaluation.paper.table4 import table4
 from hpcgym.evaluation.paper.table5 import table5
 from hpcgym.evaluation.paper.tables import TABLE_SCHEMA, PaperTable, TableSection, write_table
-from hpcgym.evaluation.play import Policy, play_window, play_windows
+from hpcgym.evaluation.play import AgentFn, Policy, act, play_window, play_windows
 from hpcgym.evaluation.report import markdown_table, write_outputs
 from hpcgym.evaluation.results import (
     RESULT_SCHEMA,
@@ -139,17 +143,20 @@ __all__ = [
     "TABLE4_TRACES",
     "TABLE_SCHEMA",
     "WINDOW_COLUMNS",
+    "AgentFn",
     "AgentLoader",
     "EvalResult",
     "LoaderUnavailable",
     "Method",
     "MethodUnavailable",
     "ModelCard",
+    "ModelFile",
     "PairedComparison",
     "PaperTable",
     "Policy",
     "TableSection",
     "WindowSet",
+    "act",
     "agent_method",
     "bootstrap_interval",
     "build_methods",
@@ -168,12 +175,13 @@ __all__ = [
     "metric_tag",
     "noise_markdown",
     "noise_sweep",
+    "object_method",
     "paired_comparison",
-    "verdict",
     "parallel_map",
     "play_window",
     "play_windows",
     "ratio_tag",
+    "read_sb3_zip",
     "resolve_agent_loader",
     "results_markdown",
     "run_baselines",
@@ -185,6 +193,8 @@ __all__ = [
     "table4",
     "table5",
     "tag",
+    "task_of_spaces",
+    "verdict",
     "wins",
     "write_baseline_runs",
     "write_noise_sweep",

@@ -1,8 +1,12 @@
 """Methods: what is evaluated — an engine scheduler or an agent played through the env.
 
 :func:`scheduler_method` and :func:`agent_method` turn what a user types (``EASY``,
-``SJF+EASY``, ``easy``, ``LABEL=path/to/model.zip``, a model card, a run folder...) into a
+``SJF+EASY``, ``easy``, ``LABEL=path/to/model.zip``, a model card, a run folder...) or
+an agent object (a loaded SB3 model, any callable ``fn(obs, info) -> action``) into a
 :class:`Method`. :data:`AGENT_HEURISTICS` is the one table of heuristic agent names.
+Every agent plays the env of its task (``hpcgym/Schedule-v0`` or ``hpcgym/Backfill-v0``):
+its card's, the one its spaces fit (:func:`~hpcgym.evaluation.loaders.task_of_spaces`), or
+the one stated with ``task=``.
 """
 
 from __future__ import annotations
@@ -21,16 +25,24 @@ from hpcgym.evaluation.cards import (
     run_dir_of,
 )
 from hpcgym.evaluation.gating import read_gate
-from hpcgym.evaluation.loaders import default_agents_dir, resolve_agent_name
+from hpcgym.evaluation.loaders import (
+    default_agents_dir,
+    read_sb3_zip,
+    resolve_agent_name,
+    task_of_spaces,
+)
+from hpcgym.suggest import did_you_mean
 
 __all__ = [
     "AGENT_HEURISTICS",
     "DEFAULT_SCHEDULERS",
+    "TASK_NAMES",
     "Method",
     "MethodUnavailable",
     "agent_method",
     "build_methods",
     "card_method",
+    "object_method",
     "scheduler_method",
     "unique_labels",
 ]
@@ -45,6 +57,11 @@ AGENT_HEURISTICS: dict[str, str] = {
     "random": "RandomValid",
     "first": "FirstValid",
 }
+
+#: The tasks an agent plays (``--task``): the env of each is ``hpcgym.envs.task_env(task)``.
+TASK_NAMES: tuple[str, ...] = ("schedule", "backfill")
+#: Heuristic agents that play Schedule-v0 too (row 0 is the env's queue order; random).
+_SCHEDULE_HEURISTICS: tuple[str, ...] = ("first", "random")
 
 #: Schedulers of ``eval/compare.py`` when neither ``--schedulers`` nor ``--agents`` is given.
 DEFAULT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-AR", "EASY-SJBF", "SAF", "EASY++")
@@ -61,13 +78,17 @@ class Method:
     :param label: unique display name (table column / row)
     :param kind: ``scheduler`` (the engine's built-in backfilling) or ``agent``
     :param spec: scheduler spec (``get_scheduler``), heuristic name, or model ``.zip`` path
-    :param env: :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments of an agent
-        (``max_queue=None``: taken from the model's observation space)
+    :param env: env arguments of an agent (``task``: ``schedule`` for a
+        :class:`~hpcgym.envs.schedule_env.ScheduleEnv`, else a
+        :class:`~hpcgym.envs.backfill_env.BackfillEnv`; ``max_queue=None``: taken from the
+        model's observation space)
     :param card: the model card dict of a model (``None`` otherwise)
     :param est_scale: observation scale override (the training trace's, ``scales="card"``)
     :param wait_scale: wait scale override (``scales="card"``)
     :param agent_seed: base seed of ``RandomValid`` (per window: ``(agent_seed, start)``)
     :param env_seed: ``reset`` seed of every window (stochastic estimators)
+    :param agent: an agent object given in Python (:func:`object_method`): played as is,
+        in the calling process
     """
 
     label: str
@@ -79,11 +100,17 @@ class Method:
     wait_scale: float | None = None
     agent_seed: int = 0
     env_seed: int = 0
+    agent: Any = field(default=None, repr=False, compare=False)
 
     @property
     def is_model(self) -> bool:
-        """An agent loaded from a model file (not a heuristic)."""
-        return self.kind == "agent" and self.spec not in AGENT_HEURISTICS
+        """An agent loaded from a model file (not a heuristic, not an object)."""
+        return self.kind == "agent" and self.agent is None and self.spec not in AGENT_HEURISTICS
+
+    @property
+    def task(self) -> str:
+        """The task an agent plays (``schedule`` or ``backfill``; schedulers: ``backfill``)."""
+        return str(self.env.get("task", "backfill"))
 
     @property
     def steps(self) -> int | None:
@@ -140,6 +167,85 @@ def scheduler_method(spec: str, label: str | None = None) -> Method:
     return Method(label=label or s.name, kind="scheduler", spec=spec)
 
 
+def _task_env(task: str, k: int | None, policy: str | None, mode: str) -> dict[str, Any]:
+    """The env arguments of an agent without a card: Backfill-v0's queue policy and mode,
+    or Schedule-v0's queue order (``policy``; ``None``: the env's default for the trace)."""
+    if task == "schedule":
+        env: dict[str, Any] = {"task": "schedule", "max_queue": k}
+        if policy is not None:
+            env["order"] = policy.upper()
+        return env
+    return {"policy": (policy or "FCFS").upper(), "mode": mode, "max_queue": k}
+
+
+def _check_task(task: str | None) -> str | None:
+    if task is None:
+        return None
+    t = str(task).strip().lower()
+    if t not in TASK_NAMES:
+        raise MethodUnavailable(
+            f"unknown task {task!r}{did_you_mean(t, TASK_NAMES)}; valid: {', '.join(TASK_NAMES)}"
+        )
+    return t
+
+
+def object_method(
+    agent: Any,
+    *,
+    task: str | None = None,
+    label: str | None = None,
+    policy: str | None = None,
+    mode: str = "guarded",
+    max_queue: int | None = None,
+    env_seed: int = 0,
+) -> Method:
+    """An agent object given in Python, played as is in the env of its task.
+
+    :param agent: a loaded SB3 / sb3-contrib model (``MaskablePPO.load(...)``, ``PPO``,
+        ``DQN``...: anything with SB3's ``predict``) or a callable ``fn(obs, info) ->
+        action`` for one env (a hand-written rule, a torch module wrapped in a function)
+    :param task: ``schedule`` or ``backfill``; needed when the agent has no
+        ``observation_space`` / ``action_space`` (a callable), else checked against them
+    :param label: the method's name (default: the function's or the class's name)
+    :param policy: Backfill-v0's queue policy (FCFS) / Schedule-v0's queue order (the
+        env's default for the trace)
+    :param mode: Backfill-v0's mode (``guarded``)
+    :param max_queue: K (default: the agent's observation rows, else 128)
+    :param env_seed: ``reset`` seed of every window
+    :raises MethodUnavailable: not an agent, no task, or spaces of another task
+    """
+    from hpcgym.evaluation.play import check_agent
+
+    try:
+        check_agent(agent)
+    except TypeError as exc:
+        raise MethodUnavailable(str(exc)) from None
+    name = label or getattr(agent, "__name__", None) or type(agent).__name__
+    task = _check_task(task)
+    obs_space = getattr(agent, "observation_space", None)
+    act_space = getattr(agent, "action_space", None)
+    if obs_space is not None and act_space is not None:
+        try:
+            task = task_of_spaces(obs_space, act_space, task=task, what=f"the agent {name!r}")
+        except ValueError as exc:
+            raise MethodUnavailable(str(exc)) from None
+        max_queue = max_queue or int(obs_space.shape[0])
+    elif task is None:
+        raise MethodUnavailable(
+            f"the agent {name!r} has no observation_space / action_space to tell its task "
+            f"from: say which env it plays, task='schedule' (hpcgym/Schedule-v0) or "
+            "task='backfill' (hpcgym/Backfill-v0)"
+        )
+    return Method(
+        label=name,
+        kind="agent",
+        spec=f"python:{name}",
+        env=_task_env(task, max_queue or 128, policy, mode),
+        env_seed=env_seed,
+        agent=agent,
+    )
+
+
 def _split_label(text: str) -> tuple[str | None, str]:
     """``LABEL=spec`` (the label has no path separator) or just ``spec``."""
     if "=" in text:
@@ -150,9 +256,10 @@ def _split_label(text: str) -> tuple[str | None, str]:
 
 
 def agent_method(
-    spec: str,
+    spec: str | os.PathLike[str] | Any,
     *,
-    policy: str = "FCFS",
+    task: str | None = None,
+    policy: str | None = None,
     mode: str = "guarded",
     max_queue: int | None = None,
     agents_dir: str | os.PathLike[str] | None = None,
@@ -164,12 +271,20 @@ def agent_method(
     """An agent played through the env.
 
     ``spec`` is ``[LABEL=]WHAT`` with ``WHAT`` one of: a heuristic name
-    (:data:`AGENT_HEURISTICS`), a model card ``.json``, a model ``.zip`` (configured from
-    ``<stem>.json`` next to it, else from the ``config.json`` of the ``train/ppo.py`` run
-    holding it, else from ``policy``/``mode``/``max_queue``), a run folder
-    (``best_model.zip``) or the name of a card in ``agents_dir``.
+    (:data:`AGENT_HEURISTICS`), a model card ``.json``, a model ``.zip`` of any
+    Stable-Baselines3 / sb3-contrib algorithm (configured from ``<stem>.json`` next to it,
+    else from the ``config.json`` of the ``train/ppo.py`` run holding it, else from its
+    spaces (the task) and ``policy``/``mode``/``max_queue``), a run folder
+    (``best_model.zip``) or the name of a card in ``agents_dir``. An agent object (a loaded
+    model, a callable ``fn(obs, info) -> action``) is :func:`object_method`'s.
 
-    :param policy, mode, max_queue: env of heuristics and of models without a card
+    :param task: ``schedule`` or ``backfill``: the env the agent plays. Default: its card's,
+        else the one its spaces fit; stated, it is checked against them (a mismatch is an
+        error naming the spaces). Heuristics: ``backfill`` (``first`` and ``random`` also
+        play ``schedule``)
+    :param policy: Backfill-v0's queue policy of heuristics and of models without a card
+        (default FCFS); Schedule-v0's queue order (default: the env's for the trace)
+    :param mode, max_queue: env of heuristics and of models without a card
         (``max_queue=None``: 128 for heuristics, the model's own for models)
     :param scales: ``target`` (default: observation scales of the evaluated trace, as the
         env computes them and as the paper did) or ``card`` (the training trace's scales
@@ -178,13 +293,33 @@ def agent_method(
     """
     if scales not in ("target", "card"):
         raise ValueError(f"unknown scales {scales!r}; valid: target, card")
-    given_label, what = _split_label(spec)
+    if not isinstance(spec, str | os.PathLike):
+        return object_method(
+            spec,
+            task=task,
+            label=label,
+            policy=policy,
+            mode=mode,
+            max_queue=max_queue,
+            env_seed=env_seed,
+        )
+    task = _check_task(task)
+    given_label, what = _split_label(os.fspath(spec))
     label = label or given_label
     key = what.strip().lower()
     if key in AGENT_HEURISTICS:
-        env = {"policy": policy.upper(), "mode": mode, "max_queue": max_queue or 128}
+        if task == "schedule" and key not in _SCHEDULE_HEURISTICS:
+            raise MethodUnavailable(
+                f"{key!r} is a backfilling heuristic (hpcgym/Backfill-v0); on the schedule "
+                f"task: {', '.join(_SCHEDULE_HEURISTICS)} (row 0 is the env's queue order)"
+            )
+        env = _task_env(task or "backfill", max_queue or 128, policy, mode)
         name = AGENT_HEURISTICS[key]
-        default_label = name if policy.upper() == "FCFS" else f"{policy.upper()}+{name}"
+        pol = str(env.get("policy", env.get("order", "FCFS")))
+        default_label = name if pol == "FCFS" else f"{pol}+{name}"
+        if task == "schedule":
+            order = env.get("order")
+            default_label = f"schedule-{order}+{name}" if order else f"schedule-{name}"
         return Method(
             label=label or default_label,
             kind="agent",
@@ -204,11 +339,15 @@ def agent_method(
         elif run_dir_of(p) is not None:
             card = card_from_run(p)
         else:
+            try:
+                model_task = task_of_spaces(read_sb3_zip(p), None, task=task, what=f"model {p}")
+            except ValueError as exc:
+                raise MethodUnavailable(str(exc)) from None
             return Method(
                 label=label or p.stem,
                 kind="agent",
                 spec=str(p),
-                env={"policy": policy.upper(), "mode": mode, "max_queue": max_queue},
+                env=_task_env(model_task, max_queue, policy, mode),
                 env_seed=env_seed,
             )
     elif p.is_dir() and (p / "config.json").is_file():
@@ -233,6 +372,7 @@ def agent_method(
         if card is None and (d / f"{what}.zip").is_file():
             return agent_method(
                 str(d / f"{what}.zip"),
+                task=task,
                 policy=policy,
                 mode=mode,
                 max_queue=max_queue,
@@ -244,13 +384,21 @@ def agent_method(
             avail = (
                 sorted(x.stem for x in d.glob("*.json") if is_model_card(x)) if d.is_dir() else []
             )
+            hint = did_you_mean(what, [*AGENT_HEURISTICS, *avail])
             raise MethodUnavailable(
-                f"unknown agent {spec!r}: not a heuristic ({', '.join(AGENT_HEURISTICS)}), "
+                f"unknown agent {os.fspath(spec)!r}{hint}: not a heuristic "
+                f"({', '.join(AGENT_HEURISTICS)}), "
                 "not an existing .zip model / model card .json / train/ppo.py run folder, and "
                 f"no card {what}.json in {d} (available: {', '.join(avail) or 'none'})"
             )
     assert card is not None
-    return card_method(card, label=label, scales=scales, env_seed=env_seed)
+    method = card_method(card, label=label, scales=scales, env_seed=env_seed)
+    if task is not None and method.task != task:
+        raise MethodUnavailable(
+            f"the agent {os.fspath(spec)!r} plays the {method.task} task (its card "
+            f"{card.source or card.name}), not {task!r}"
+        )
+    return method
 
 
 def card_method(
@@ -299,13 +447,14 @@ def unique_labels(methods: list[Method]) -> None:
 
 
 def build_methods(
-    schedulers: Sequence[str], agents: Sequence[str] = (), **agent_kwargs: Any
+    schedulers: Sequence[str], agents: Sequence[Any] = (), **agent_kwargs: Any
 ) -> tuple[list[Method], list[tuple[str, str, Exception]]]:
     """The methods of scheduler and agent specs, in that order, and the specs that failed.
 
     :param schedulers: scheduler specs (:func:`scheduler_method`)
-    :param agents: agent specs (:func:`agent_method`)
-    :param agent_kwargs: more arguments of :func:`agent_method` (``policy``, ``mode``...)
+    :param agents: agent specs or objects (:func:`agent_method`)
+    :param agent_kwargs: more arguments of :func:`agent_method` (``task``, ``policy``,
+        ``mode``...)
     :return: ``(methods, failures)``; a failure is ``(kind, spec, error)`` with ``kind``
         ``scheduler`` or ``agent`` (an unknown name, a missing or malformed agent file)
     """
@@ -320,5 +469,5 @@ def build_methods(
         try:
             methods.append(agent_method(a, **agent_kwargs))
         except (MethodUnavailable, FileNotFoundError, ValueError) as exc:
-            failures.append(("agent", a, exc))
+            failures.append(("agent", a if isinstance(a, str) else repr(a), exc))
     return methods, failures

@@ -1,12 +1,17 @@
-"""THE loop that plays an agent through windows of a :class:`~hpcgym.envs.backfill_env.BackfillEnv`.
+"""THE loop that plays an agent through windows of an env of either task
+(:class:`~hpcgym.envs.backfill_env.BackfillEnv`, :class:`~hpcgym.envs.schedule_env.ScheduleEnv`).
 
 Every caller that plays an agent (``hpcgym.evaluation.runner``, the training-time evaluation
 of ``train/``) goes through :func:`play_window` or :func:`play_windows`, so an agent's
 score is computed one way everywhere:
 
 * reset with ``seed`` and ``options={"start": start}``;
-* at each step ``policy.predict(obs, action_masks=env.action_masks(),
-  deterministic=deterministic)``;
+* at each step the agent's action (:func:`act`): ``policy.predict(obs,
+  action_masks=env.action_masks(), deterministic=deterministic)`` for SB3-style agents
+  (``MaskablePPO``, the heuristic agents), ``policy.predict(obs,
+  deterministic=deterministic)`` for a stock SB3 model without masks (``PPO``, ``A2C``,
+  ``DQN``: an invalid action is then the env's to handle), ``policy(obs, info)`` for any
+  Python callable (a hand-written rule, a torch module wrapped in a function);
 * the window's row from the env's terminal ``info`` (:func:`window_row`).
 
 :func:`play_windows` given several envs plays them in lockstep: the observations of the
@@ -16,8 +21,9 @@ unfinished windows are stacked and the policy chooses all their actions with one
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -26,7 +32,10 @@ __all__ = [
     "AGENT_COUNTERS",
     "HEAD_DELAY_METRICS",
     "WINDOW_METRICS",
+    "AgentFn",
     "Policy",
+    "act",
+    "check_agent",
     "play_window",
     "play_windows",
     "window_row",
@@ -63,6 +72,78 @@ class Policy(Protocol):
         deterministic: bool = False,
         action_masks: np.ndarray | None = None,
     ) -> tuple[np.ndarray, Any]: ...
+
+
+#: A hand-written agent: ``fn(observation, info) -> action`` for ONE env (``info`` is the
+#: env's latest info dict, with ``info["action_mask"]``).
+AgentFn = Callable[[np.ndarray, dict[str, Any]], Any]
+
+
+_TAKES_MASKS: dict[Any, bool] = {}  # by predict function: read once, not at every step
+
+
+def _takes_masks(policy: Any) -> bool:
+    """Whether ``policy.predict`` accepts ``action_masks`` (sb3-contrib's maskable models,
+    the heuristic agents) or any keyword."""
+    predict = policy.predict
+    key = getattr(predict, "__func__", predict)  # a method: its class's function
+    found = _TAKES_MASKS.get(key)
+    if found is None:
+        try:
+            params = inspect.signature(predict).parameters.values()
+            found = any(p.name == "action_masks" or p.kind is p.VAR_KEYWORD for p in params)
+        except (TypeError, ValueError):  # no signature (a C function...): assume SB3's
+            found = True
+        _TAKES_MASKS[key] = found
+    return found
+
+
+def check_agent(agent: Any) -> Any:
+    """``agent`` itself if it can be played (an object with SB3's ``predict``, or a callable
+    ``fn(obs, info) -> action``).
+
+    :raises TypeError: anything else (the message says what is accepted)
+    """
+    if callable(getattr(agent, "predict", None)) or callable(agent):
+        return agent
+    raise TypeError(
+        f"cannot play {type(agent).__name__!r} as an agent: give an object with SB3's "
+        "predict(obs, ..., action_masks=..., deterministic=...) (a MaskablePPO / PPO / DQN "
+        "model, a heuristic agent) or a callable fn(obs, info) -> action"
+    )
+
+
+def act(
+    policy: Any,
+    obs: np.ndarray,
+    infos: Sequence[dict[str, Any]],
+    masks: np.ndarray,
+    *,
+    deterministic: bool = True,
+    batched: bool = False,
+) -> np.ndarray:
+    """The agent's action(s): the one dispatch of :func:`play_window` and
+    :func:`play_windows`.
+
+    :param policy: an object with SB3's ``predict`` (with or without ``action_masks``) or
+        a callable ``fn(obs, info) -> action`` (:data:`AgentFn`)
+    :param obs: one observation, or a batch (``batched``)
+    :param infos: the env's latest info, one per observation
+    :param masks: the action mask(s), shaped like the observations' leading axis
+    :param deterministic: passed to ``predict``
+    :param batched: ``obs`` stacks several envs' observations
+    :return: the action(s) as an integer array (shape ``()`` or ``(n,)``)
+    """
+    predict = getattr(policy, "predict", None)
+    if callable(predict):
+        if _takes_masks(policy):
+            action, _ = predict(obs, action_masks=masks, deterministic=deterministic)
+        else:  # a stock SB3 model (PPO, A2C, DQN): it never sees the mask
+            action, _ = predict(obs, deterministic=deterministic)
+        return np.asarray(action, dtype=np.int64)
+    if batched:
+        return np.asarray([int(policy(o, i)) for o, i in zip(obs, infos, strict=True)])
+    return np.asarray(int(policy(obs, infos[0])), dtype=np.int64)
 
 
 def window_row(
@@ -117,21 +198,22 @@ def play_window(
 ) -> dict[str, Any]:
     """Play ``policy`` through the window of ``env`` that begins at job ``start``.
 
-    :param env: a :class:`~hpcgym.envs.backfill_env.BackfillEnv` (unwrapped)
-    :param policy: anything with SB3's ``predict`` (:class:`Policy`)
+    :param env: a :class:`~hpcgym.envs.backfill_env.BackfillEnv` or
+        :class:`~hpcgym.envs.schedule_env.ScheduleEnv` (unwrapped)
+    :param policy: anything with SB3's ``predict`` (:class:`Policy`) or a callable
+        ``fn(obs, info) -> action`` (:data:`AgentFn`)
     :param start: the window's first job (index in the env's trace)
     :param seed: ``reset`` seed (only stochastic estimators use it)
     :param deterministic: passed to ``predict``
     :param job_start: also return every job's start time (``row["job_start"]``)
     :return: the window's row (:func:`window_row`)
     """
+    check_agent(policy)
     obs, info = env.reset(seed=seed, options={"start": int(start)})
     ret = 0.0
     while True:
-        action, _ = policy.predict(
-            obs, action_masks=env.action_masks(), deterministic=deterministic
-        )
-        obs, r, terminated, truncated, info = env.step(int(np.asarray(action).reshape(())))
+        action = act(policy, obs, [info], env.action_masks(), deterministic=deterministic)
+        obs, r, terminated, truncated, info = env.step(int(action.reshape(())))
         ret += float(r)
         if terminated or truncated:
             break
@@ -152,7 +234,8 @@ def play_windows(
     :param env: one env (the windows are played one after the other), or one env per
         start (played in lockstep: one batched ``predict`` per step for all unfinished
         windows)
-    :param policy: anything with SB3's ``predict`` (:class:`Policy`)
+    :param policy: anything with SB3's ``predict`` (:class:`Policy`) or a callable
+        ``fn(obs, info) -> action`` (:data:`AgentFn`, called once per env)
     :param starts: the windows' first jobs
     :param seed: ``reset`` seed of every window
     :param deterministic: passed to ``predict``
@@ -164,28 +247,36 @@ def play_windows(
             play_window(env, policy, s, seed=seed, deterministic=deterministic, job_start=job_start)
             for s in starts
         ]
+    check_agent(policy)
     envs = list(env)
     if len(envs) != len(starts):
         raise ValueError(f"{len(envs)} envs for {len(starts)} window starts")
     n = len(envs)
     obs: list[np.ndarray] = [np.empty(0)] * n
+    infos: list[dict[str, Any]] = [{}] * n
     # reset in the order of the starts: warm-started estimators then bind their windows'
     # states in one walk of the trace's log (hpcgym.sim.warmcache); each env's reset
     # depends only on its own seed and start
     for i in sorted(range(n), key=lambda i: int(starts[i])):
-        obs[i], _ = envs[i].reset(seed=seed, options={"start": int(starts[i])})
+        obs[i], infos[i] = envs[i].reset(seed=seed, options={"start": int(starts[i])})
     returns = [0.0] * n
     rows: list[dict[str, Any] | None] = [None] * n
     active = list(range(n))
     while active:
         batch = np.stack([obs[i] for i in active])
         masks = np.stack([envs[i].action_masks() for i in active])
-        actions, _ = policy.predict(batch, action_masks=masks, deterministic=deterministic)
-        actions = np.asarray(actions).reshape(len(active))
+        actions = act(
+            policy,
+            batch,
+            [infos[i] for i in active],
+            masks,
+            deterministic=deterministic,
+            batched=True,
+        ).reshape(len(active))
         still: list[int] = []
         for i, a in zip(active, actions, strict=True):
             o, r, terminated, truncated, info = envs[i].step(int(a))
-            obs[i] = o
+            obs[i], infos[i] = o, info
             returns[i] += float(r)
             if terminated or truncated:
                 js = _job_start(envs[i]) if job_start else None

@@ -230,9 +230,12 @@ class EvalResult:
             parts.append(f"--starts {' '.join(map(str, w.starts))} --length {w.length}")
         scheds = [m.spec for m in self.methods if m.kind == "scheduler"]
         ags = [m.spec for m in self.methods if m.kind == "agent"]
-        pols = {m.env.get("policy") for m in self.methods if m.spec in AGENT_HEURISTICS}
+        heur = [m for m in self.methods if m.spec in AGENT_HEURISTICS]
+        pols = {m.env.get("policy", m.env.get("order")) for m in heur} - {None}
         if pols - {"FCFS"} and len(pols) == 1:
             parts.append(f"--policy {pols.pop()}")
+        if any(m.env.get("task") == "schedule" for m in heur):
+            parts.append("--task schedule")
         if scheds:
             parts.append("--schedulers " + " ".join(scheds))
         if ags:

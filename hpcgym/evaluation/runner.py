@@ -6,14 +6,22 @@
   baseline runner, also used by the training-time evaluation);
 * :func:`parallel_map`: ``[fn(t) for t in tasks]`` in a ``forkserver`` pool with a shared
   per-worker context, one torch thread per worker;
-* agents are played with :func:`hpcgym.evaluation.play.play_window`; agent objects come
-  from the caller's ``agent_loader`` (``Callable[[str], Policy]``, e.g. the agents
-  package's ``load_agent``; :mod:`hpcgym.evaluation.loaders`). Workers get the loader
-  pickled by reference, so it must be a module-level function.
+* agents are played with :func:`hpcgym.evaluation.play.play_window` in the env of their
+  task (``Method.task``); agents named by a string come from the caller's
+  ``agent_loader`` (``Callable[[str], Policy]``, e.g. the agents package's
+  ``load_agent``, else the installed one; :mod:`hpcgym.evaluation.loaders`). Workers get
+  the loader pickled by reference, so it must be a module-level function. Agent objects
+  given in Python (:func:`~hpcgym.evaluation.methods.object_method`) are played in the
+  calling process.
+
+Worker processes (``forkserver`` / ``spawn``) import the main script again: a script that
+evaluates at import time (no ``if __name__ == "__main__":``) is refused before any
+process starts, with the fix (:func:`parallel_map`).
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import multiprocessing
@@ -22,13 +30,14 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
-from hpcgym.evaluation.loaders import AgentLoader
+from hpcgym.evaluation.loaders import AgentLoader, LoaderUnavailable, resolve_agent_loader
 from hpcgym.evaluation.methods import (
     AGENT_HEURISTICS,
     Method,
@@ -163,6 +172,7 @@ def parallel_map(
                 if th is not None:  # restore (torch may have been imported meanwhile)
                     th.set_num_threads(prev if prev is not None else _TORCH_THREADS[0])
         results: list[Any] = [None] * n
+        _refuse_unguarded_main(jobs)
         ctx = _pool_context(preload)
         with ProcessPoolExecutor(
             max_workers=min(jobs, n), mp_context=ctx, initializer=_init_worker, initargs=(context,)
@@ -172,6 +182,13 @@ def parallel_map(
                 for f in as_completed(futs):
                     results[futs[f]] = f.result()
                     bar.update(1)
+            except BrokenProcessPool as exc:
+                for f in futs:
+                    f.cancel()
+                raise BrokenProcessPool(
+                    f"an evaluation worker process died ({exc}); if this ran from a script, "
+                    f"{_GUARD_FIX}"
+                ) from exc
             except BaseException:
                 for f in futs:
                     f.cancel()
@@ -179,6 +196,59 @@ def parallel_map(
         return results
     finally:
         bar.close()
+
+
+_GUARD_FIX = (
+    "put the script's code under 'if __name__ == \"__main__\":' (worker processes import "
+    "the main script again, and must not start the evaluation themselves), or pass jobs=1"
+)
+
+
+def _main_guarded_line(path: str, line: int) -> bool | None:
+    """Whether ``line`` of the script ``path`` lies inside an ``if __name__ ==
+    "__main__":`` block (``None``: the source cannot be read)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        names = {n.id for n in ast.walk(node.test) if isinstance(n, ast.Name)}
+        consts = {n.value for n in ast.walk(node.test) if isinstance(n, ast.Constant)}
+        if "__name__" in names and "__main__" in consts:
+            end = node.body[-1].end_lineno or node.body[-1].lineno
+            if node.body[0].lineno <= line <= end:
+                return True
+    return False
+
+
+def _refuse_unguarded_main(jobs: int) -> None:
+    """Refuse to start worker processes from the top level of a main script without the
+    ``__main__`` guard: ``forkserver`` / ``spawn`` workers import the script again and
+    would start the evaluation themselves (a ``BrokenPipeError`` deep in
+    multiprocessing). Also refuses inside such a worker re-importing the script.
+
+    :raises RuntimeError: with the fix (:data:`_GUARD_FIX`)
+    """
+    if getattr(multiprocessing.current_process(), "_inheriting", False):
+        raise RuntimeError(f"a starting worker process re-ran the evaluation: {_GUARD_FIX}")
+    main = sys.modules.get("__main__")
+    if main is None:
+        return
+    path = getattr(main, "__file__", None)
+    if not path:  # an interactive session, python -c: nothing to re-import
+        return
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals is main.__dict__ and frame.f_code.co_name == "<module>":
+            if _main_guarded_line(path, frame.f_lineno) is False:
+                raise RuntimeError(
+                    f"{path}, line {frame.f_lineno}: evaluating with jobs={jobs} starts worker "
+                    f"processes while the script is still being imported: {_GUARD_FIX}"
+                )
+            return
+        frame = frame.f_back  # type: ignore[assignment]
 
 
 #: modules every evaluation worker needs (plus the agent loader's module)
@@ -203,14 +273,22 @@ def _pool_context(preload: Sequence[str]) -> Any:
 
 
 # --------------------------------------------------------------------------- agent loaders
-def _need_loader(methods: Sequence[Method], loader: AgentLoader | None) -> None:
-    agents = [m.label for m in methods if m.kind == "agent"]
-    if agents and loader is None:
+def _need_loader(methods: Sequence[Method], loader: AgentLoader | None) -> AgentLoader | None:
+    """The loader of the agents named by strings: ``loader``, else the installed one.
+
+    :raises MethodUnavailable: agents to load and no loader installed
+    """
+    agents = [m.label for m in methods if m.kind == "agent" and m.agent is None]
+    if not agents or loader is not None:
+        return loader
+    try:
+        return resolve_agent_loader()
+    except LoaderUnavailable as exc:
         raise MethodUnavailable(
             f"evaluating the agent(s) {', '.join(agents)} needs an agent loader: pass "
-            "agent_loader=load_agent of the agents package (as eval/*.py do), or "
-            "agent_loader=hpcgym.evaluation.resolve_agent_loader() for the installed one"
-        )
+            "agent_loader=load_agent of the agents package (as eval/*.py do), or give the "
+            f"agent objects themselves (agent_method(model)): {exc}"
+        ) from None
 
 
 def _loader_preload(loader: AgentLoader | None) -> tuple[str, ...]:
@@ -266,6 +344,8 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
 
     kw = dict(method.env)
     env_cls = task_env(kw.pop("task", "backfill"))
+    if getattr(model, "observation_space", None) is None:
+        model = None  # a callable agent: no space to check
     if model is not None:
         shape = tuple(model.observation_space.shape)
         if kw.get("max_queue") is None:
@@ -274,7 +354,13 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
         kw["max_queue"] = 128
     if method.wait_scale is not None:
         kw["wait_scale"] = method.wait_scale
-    key = (trace_key, length, json.dumps(kw, sort_keys=True, default=str), method.est_scale)
+    key = (
+        trace_key,
+        length,
+        method.task,
+        json.dumps(kw, sort_keys=True, default=str),
+        method.est_scale,
+    )
     env = _ENVS.get(key)
     if env is None:
         if len(_ENVS) >= _CACHE_SIZE:
@@ -292,7 +378,7 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
     if model is not None and tuple(model.observation_space.shape) != env.observation_space.shape:
         raise MethodUnavailable(
             f"model {method.spec} expects observations of shape "
-            f"{tuple(model.observation_space.shape)}, the env gives "
+            f"{tuple(model.observation_space.shape)}, the {method.task} env gives "
             f"{env.observation_space.shape} (max_queue, features): give the model's "
             "max_queue / feature_predictor in its model card"
         )
@@ -300,7 +386,7 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
 
 
 def _play_task(trace_key: str, method: Method, start: int, length: int) -> dict[str, Any]:
-    model = _load_model(method.spec) if method.is_model else None
+    model = _load_model(method.spec) if method.is_model else method.agent
     env = _get_env(trace_key, method, length, model)
     agent = model if model is not None else _make_agent(method, start)
     reset_counts = getattr(agent, "reset_counts", None)
@@ -522,10 +608,14 @@ def evaluate_many(
     """Evaluate several ``(trace, methods, windows)`` requests in one process pool.
 
     Every (method, window) is one task; engine schedulers run ``scheduler.simulate(
-    workload.window(start, length), seed=0)``, agents play the window in a
-    :class:`~hpcgym.envs.backfill_env.BackfillEnv` (``split="all"``, no normalizer, reset
-    with ``options={"start": start}`` and seed ``env_seed``) with
-    ``predict(obs, action_masks=env.action_masks(), deterministic=True)``.
+    workload.window(start, length), seed=0)``, agents play the window in the env of their
+    task (:class:`~hpcgym.envs.backfill_env.BackfillEnv` or
+    :class:`~hpcgym.envs.schedule_env.ScheduleEnv`; ``split="all"``, no reward
+    reference, reset with ``options={"start": start}`` and seed ``env_seed``) with
+    ``predict(obs, action_masks=env.action_masks(), deterministic=True)``
+    (:func:`~hpcgym.evaluation.play.act`: also stock SB3 models and callables). Agent
+    objects (:func:`~hpcgym.evaluation.methods.object_method`) play in this process,
+    everything else in the pool.
 
     :param jobs: worker processes (``None``: all cores; ``1``: inline)
     :param skip_unavailable: a method that fails (unknown scheduler, model that does not
@@ -534,8 +624,9 @@ def evaluate_many(
         agents are resolved before (:func:`scheduler_method`, :func:`agent_method`).
     :param reference: label of the reference of ``vs_reference_pct`` (default ``EASY``)
     :param agent_loader: turns an agent spec (heuristic name, model ``.zip`` path) into a
-        policy (:mod:`hpcgym.evaluation.loaders`); needed when there are agents. A
-        module-level function (the workers get it pickled by reference).
+        policy (:mod:`hpcgym.evaluation.loaders`); ``None``: the installed one
+        (:func:`~hpcgym.evaluation.loaders.resolve_agent_loader`) when agents are named
+        by strings. A module-level function (the workers get it pickled by reference).
     :param ratio_reference: scheduler the paired statistics of the summaries are against
         (:mod:`hpcgym.evaluation.statistics`: ``geo_ratio, ci_low, ci_high, wins``), e.g.
         ``EASY-SJBF``; a scheduler method of that spec is used, else it runs on the same windows
@@ -561,7 +652,7 @@ def evaluate_many(
             same = [m for m in ms if m.kind == "scheduler" and m.spec == ratio_reference]
             ratio_method = same[0] if same else scheduler_method(ratio_reference)
         reqs.append(_Request(key, wl, ms, windows, reference, ratio_reference, ratio_method))
-        _need_loader(ms, agent_loader)
+        agent_loader = _need_loader(ms, agent_loader)
     tasks: list[_Task] = []
     index: list[tuple[int, int, int]] = []  # (request, method, window)
     # agents first: they are the long tasks (better load balance); order of results is
@@ -582,16 +673,32 @@ def evaluate_many(
                 )
                 index.append((ri, -1, wi))
     models = any(t.method.is_model for t in tasks)
-    outs = parallel_map(
+    context = {"traces": traces, "agent_loader": agent_loader}
+    here = [i for i, t in enumerate(tasks) if t.method.agent is not None]
+    pool = [i for i, t in enumerate(tasks) if t.method.agent is None]
+    outs: list[dict[str, Any]] = [{}] * len(tasks)
+    pool_outs = parallel_map(
         _run_task,
-        tasks,
+        [tasks[i] for i in pool],
         jobs=jobs,
         progress=progress,
         desc="evaluating",
-        context={"traces": traces, "agent_loader": agent_loader},
+        context=context,
         preload=_loader_preload(agent_loader) + (_MODEL_PRELOAD if models else ()),
         backend=backend,
     )
+    here_outs = parallel_map(  # agent objects: in this process, never pickled
+        _run_task,
+        [tasks[i] for i in here],
+        jobs=1,
+        progress=progress,
+        desc="agent objects",
+        context=context,
+    )
+    for i, o in zip(pool, pool_outs, strict=True):
+        outs[i] = o
+    for i, o in zip(here, here_outs, strict=True):
+        outs[i] = o
     grid: dict[tuple[int, int, int], dict[str, Any]] = dict(zip(index, outs, strict=True))
     results: list[EvalResult] = []
     for ri, r in enumerate(reqs):

@@ -48,6 +48,7 @@ from hpcgym.sim.estimators import (
 from hpcgym.sim.feed import EstimatorFeed, cap_estimates  # re-exported
 from hpcgym.sim.metrics import compute_metrics
 from hpcgym.sim.view import EngineView
+from hpcgym.suggest import did_you_mean
 from hpcgym.workload.core import Workload
 
 __all__ = [
@@ -122,7 +123,8 @@ def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
     for k in table:
         if k.lower() == str(value).lower():
             return table[k]
-    raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(table)}")
+    hint = did_you_mean(value, table)
+    raise ValueError(f"unknown {kind} {value!r}{hint}; valid choices: {', '.join(table)}")
 
 
 def policy_id(name: str) -> int:

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.suggest import did_you_mean
 from hpcgym.workload.core import Workload
 
 __all__ = [
@@ -215,7 +216,8 @@ def _canonical(name: str) -> str:
     key = canonical_name(name)
     if key not in ESTIMATORS:
         raise ValueError(
-            f"unknown estimator {name!r}; valid choices: {', '.join(ESTIMATORS)} "
+            f"unknown estimator {name!r}{did_you_mean(name, ESTIMATORS)}; valid choices: "
+            f"{', '.join(ESTIMATORS)} "
             f"(options as 'name:key=value,...', see docs/predictors.md)"
         )
     return key

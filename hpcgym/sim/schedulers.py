@@ -38,6 +38,7 @@ import numpy as np
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
 from hpcgym.sim.estimators import make_estimator
 from hpcgym.sim.warmstart import warm_label
+from hpcgym.suggest import did_you_mean
 from hpcgym.workload.core import Workload
 
 __all__ = ["NAMED", "SchedulerSpec", "get_scheduler", "is_clairvoyant", "list_schedulers"]
@@ -183,7 +184,8 @@ def policy_name(name: str, policy: str = "FCFS") -> str:
 
 def _check(kind: str, value: str, table: dict[str, Any]) -> None:
     if value.lower() not in {k.lower() for k in table}:
-        raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(table)}")
+        hint = did_you_mean(value, table)
+        raise ValueError(f"unknown {kind} {value!r}{hint}; valid choices: {', '.join(table)}")
 
 
 def _s(name: str, desc: str, **kw: Any) -> SchedulerSpec:
@@ -391,10 +393,15 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     if rest and policy.upper() in POLICIES:  # POLICY+NAME (NAME may hold "+": SJF+EASY++)
         base = _LOOKUP.get(rest.lower())
         if base is None:
-            raise ValueError(f"unknown scheduler {rest!r} in {spec!r}; valid: {', '.join(NAMED)}")
+            hint = did_you_mean(rest, NAMED)
+            raise ValueError(
+                f"unknown scheduler {rest!r}{hint} in {spec!r}; valid: {', '.join(NAMED)}"
+            )
         return replace(base.with_policy(policy), name=f"{policy.upper()}+{base.name}")
+    known = [*NAMED, *(f"{p}+{n}" for p in POLICIES for n in NAMED)]
     raise ValueError(
-        f"unknown scheduler {spec!r}; valid names: {', '.join(NAMED)}; or POLICY+NAME "
+        f"unknown scheduler {spec!r}{did_you_mean(text, known)}; valid names: "
+        f"{', '.join(NAMED)}; or POLICY+NAME "
         f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
         "correction, starvation, decider, warm, and the decider's options), or "
         "NAME,key=value,..."

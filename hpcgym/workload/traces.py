@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hpcgym.suggest import did_you_mean
 from hpcgym.workload.core import COLUMNS, Workload
 from hpcgym.workload.sacct import ACCOUNTING_DEFAULTS, READER_OPTIONS, read_trace_file
 
@@ -242,7 +243,8 @@ def get_trace(name: str) -> TraceInfo:
         if key == info.name.lower() or key in (f.lower() for f in info.file_names):
             return info
     raise UnknownTraceError(
-        f"unknown trace {name!r}; registered traces: {', '.join(TRACES)} "
+        f"unknown trace {name!r}{did_you_mean(name, TRACES)}; registered traces: "
+        f"{', '.join(TRACES)} "
         "(or give the path of an SWF file)"
     )
 
