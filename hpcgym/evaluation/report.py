@@ -29,6 +29,7 @@ from hpcgym.sim.metrics import MEDIUM_MACHINE_FRACTION, SIZE_CLASSES, SMALL_MAX_
 
 __all__ = [
     "OBJECTIVES_CAPTION",
+    "compare_table",
     "markdown_table",
     "ratio_caption",
     "ratio_cell",
@@ -263,6 +264,57 @@ LATE_HEADS_CAPTION = (
     "requested times never have any; schedulers that reserve with predictions may "
     "(— : not measured: a non-FCFS queue in a test recorded before 2026-11-29)."
 )
+
+
+def compare_table(result: EvalResult, label: str = "method") -> list[str]:
+    """The table of ``hpcgym compare``: per method its mean AVEbsld and wait, and against
+    the result's ratio reference the paired geometric-mean ratio with its 95% interval,
+    the ratio of means with its interval, the wins, the verdict (tail included), the tail
+    columns, utilization and AWRT; captions say against what and how to read them.
+
+    :param result: the evaluation (paired statistics need its ``ratio_values``)
+    :param label: the first column's name (``method`` or ``scheduler``)
+    """
+    summ = result.summary()
+    rr = result.ratio_reference if result.ratio_values is not None else None
+    head = [label, "mean AVEbsld", "mean wait (s)"]
+    if rr:
+        head += [f"ratio vs {rr} [95%]", f"ratio of means vs {rr} [95%]", "wins", "verdict"]
+    head += ["max wait (h)", "p99 bsld"]
+    if rr:
+        head.append(f"tail vs {rr}: max wait / p99 (upper 95%)")
+    head += ["util (%)", "AWRT (h)"]
+    if rr:
+        head.append(f"AWRT ratio vs {rr} [95%]")
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for s in summ:
+        cells = [s["method"], fmt(s["mean_avg_bsld"]), fmt(s["mean_avg_wait"], 0)]
+        if rr:
+            cells += [
+                ratio_cell(s["geo_ratio"], s["ci_low"], s["ci_high"]),
+                ratio_cell(s["mean_ratio"], s["mean_low"], s["mean_high"]),
+                f"{s['wins']}/{s['windows']}",
+                fair_verdict(s) or "—",
+            ]
+        mw = s["mean_max_wait"]
+        cells += ["—" if mw is None else fmt(mw / 3600.0, 1), fmt(s["mean_p99_bsld"], 1)]
+        if rr:
+            cells.append(tail_cell(s))
+        awrt = s["mean_awrt"]
+        cells += [
+            fmt(100.0 * s["mean_utilization"], 1),
+            "—" if awrt is None else fmt(awrt / 3600.0, 2),
+        ]
+        if rr:
+            cells.append(ratio_cell(s["awrt_ratio"], s["awrt_ci_low"], s["awrt_ci_high"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if rr:
+        lines += [ratio_caption(rr, len(result.windows.starts)), "", FAIRNESS_CAPTION, ""]
+    else:
+        lines += ["No ratios: no reference among the methods.", ""]
+    lines.append(OBJECTIVES_CAPTION)
+    return lines + size_class_table(summ, result.machine_size)
 
 
 def size_class_table(summ: list[dict], machine_size: int | None = None) -> list[str]:
