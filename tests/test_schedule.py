@@ -437,7 +437,7 @@ def test_fair_verdict_needs_the_tail():
 
     better = {"verdict": "better", "tail": "not worse"}
     assert fair_verdict(better) == "better"
-    assert fair_verdict({**better, "tail": "worse"}) == "on par (longer tail)"
+    assert fair_verdict({**better, "tail": "worse"}) == "inconclusive (longer tail)"
     assert fair_verdict({**better, "tail": None}) == "better"  # no reference tail to test
     assert fair_verdict({"verdict": "worse", "tail": "worse"}) == "worse"
     assert fair_verdict({"verdict": "on par", "tail": "worse"}) == "on par"

@@ -39,7 +39,7 @@ from hpcgym.evaluation.play import HEAD_DELAY_METRICS
 from hpcgym.evaluation.report import late_heads_cell
 from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
-from hpcgym.evaluation.statistics import paired_comparison
+from hpcgym.evaluation.statistics import paired_comparison, verdict
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
 from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
@@ -340,13 +340,22 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
             else "."
         ),
         "",
-        "| vs | paired geo-mean ratio | 95% bootstrap interval | wins | verdict |",
-        "|---|---:|---:|---:|---|",
+        "| vs | paired geo-mean ratio | 95% bootstrap interval | ratio of means [95%] | wins "
+        "| verdict |",
+        "|---|---:|---:|---:|---:|---|",
     ]
     for ref, p in section["paired"].items():
+        rom = (
+            "—"
+            if p.get("mean_ratio") is None
+            else f"{p['mean_ratio']:.3f} [{p['mean_low']:.3f}, {p['mean_high']:.3f}]"
+        )
+        word = verdict(p) or p.get("verdict")
+        if ref == fair:
+            word = fair_verdict(p)
         lines.append(
             f"| {ref} | {p['geo_ratio']:.3f} | [{p['ci_low']:.3f}, {p['ci_high']:.3f}] | "
-            f"{p['wins']}/{p['windows']} | {p['verdict']} |"
+            f"{rom} | {p['wins']}/{p['windows']} | {word} |"
         )
     if fair and fair in section["paired"]:
         lines += [
@@ -439,7 +448,10 @@ def section_differences(
     the numerical environment (:mod:`.numerics`: a replay on another CPU's BLAS kernel
     may depart in the last digits, which :func:`.numerics.pinning_hint` explains);
     values a replay adds that older sections do not hold (per-window values, offered load)
-    are not differences, and neither are late heads a replay measures where the recorded
+    are not differences, and neither are the verdict words (read from the compared
+    ratios and intervals by the rule of :mod:`.statistics` in force: a test recorded when
+    an interval containing 1 read *on par* reads *inconclusive* today unless the
+    equivalence test holds), nor late heads a replay measures where the recorded
     section has none (``null``: tests recorded before the engine kept, for queue policies
     other than FCFS, when each job became the reserved head).
 
@@ -455,7 +467,7 @@ def section_differences(
                 out.append(f"{path}: {_short(a)} -> {_short(b)}")
                 return
             for k, v in a.items():
-                if path == "" and k in _NOT_REPLAYED:
+                if (path == "" and k in _NOT_REPLAYED) or k == "verdict":
                     continue
                 sub = f"{path}.{k}" if path else str(k)
                 if k not in b:
