@@ -610,6 +610,13 @@ def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
                "--length", "128"])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 0 and "| method | mean AVEbsld |" in out and "| SJBFAgent |" in out
+    # per method: the ratios against the stated reference with intervals, and the verdict
+    assert (
+        "| ratio vs EASY-SJBF [95%] | ratio of means vs EASY-SJBF [95%] | wins | verdict |" in out
+    )
+    row = next(ln for ln in out.splitlines() if ln.startswith("| SJBFAgent |"))
+    assert "| 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 0/1 | inconclusive |" in row
+    assert "TOST" in out and "## Waits by job size" in out and "AWRT (h)" in out
 
 
 def test_agents_need_a_loader(wl):

@@ -101,10 +101,13 @@ from hpcgym.evaluation.runner import (
     simulate_window,
 )
 from hpcgym.evaluation.statistics import (
+    EQUIVALENCE_MARGIN,
     PairedComparison,
     bootstrap_interval,
     geo_ratio,
     paired_comparison,
+    ratio_of_means,
+    replicated_verdict,
     verdict,
     wins,
 )
@@ -113,6 +116,7 @@ from hpcgym.evaluation.windows import WindowSet, select_windows
 
 __all__ = [
     "AGENT_HEURISTICS",
+    "EQUIVALENCE_MARGIN",
     "AGENT_LOADER_GROUP",
     "CARD_ENV_KEYS",
     "DEFAULT_SCHEDULERS",
@@ -160,6 +164,8 @@ __all__ = [
     "noise_markdown",
     "noise_sweep",
     "paired_comparison",
+    "ratio_of_means",
+    "replicated_verdict",
     "verdict",
     "parallel_map",
     "play_window",
