@@ -468,3 +468,26 @@ def test_results_rows_of_a_warm_agent_show_the_warm_heuristics() -> None:
         x for x in agents_markdown([{**card, "test": {"HPC2N": cold}}]) if x.startswith("| w |")
     )
     assert "0.700 [0.600, 0.800]" in row and "(warm)" not in row and "| 3 / 5 |" in row
+
+
+def test_completed_paired_recomputes_what_older_sections_lack():
+    """A shipped card's test section holds the per-window values: the ratio of means and
+    the equivalence interval are recomputed from them, and the recorded ratio and interval
+    come out the same (the same seeded resamples)."""
+    from hpcgym.evaluation.heldout import completed_paired
+
+    repo = Path(__file__).resolve().parents[1]
+    card = json.loads((repo / "agents/pretrained/hpc2n-fcfs.json").read_text())
+    sec = card["test"]["HPC2N"]
+    assert "eq_low" not in sec["paired"]["EASY-SJBF"]  # recorded before they existed
+    done = completed_paired(sec, card["name"])  # the card's name is not the row's label
+    cell = done["EASY-SJBF"]
+    mine = sec["methods"][sec["agent"]["label"]]["per_window"]
+    ref = sec["methods"]["EASY-SJBF"]["per_window"]
+    pc = paired_comparison(mine, ref)
+    assert (pc.geo_ratio, pc.ci_low, pc.ci_high) == pytest.approx(
+        (cell["geo_ratio"], cell["ci_low"], cell["ci_high"]), rel=1e-12
+    )
+    assert cell["mean_ratio"] == pytest.approx(np.mean(mine) / np.mean(ref), rel=1e-12)
+    assert cell["eq_low"] == pc.eq_low and cell["margin"] == 1.05
+    assert E.verdict(cell) == pc.verdict

@@ -49,6 +49,7 @@ __all__ = [
     "HELDOUT_SCHEDULERS",
     "WARM_HELDOUT",
     "card_warm",
+    "completed_paired",
     "heldout_references",
     "heldout_markdown",
     "heldout_schedulers",
@@ -288,6 +289,38 @@ def _section(
     }
 
 
+def completed_paired(section: dict[str, Any], agent: str | None = None) -> dict[str, Any]:
+    """The ``paired`` cells of a ``test`` section, each completed with the statistics a
+    section recorded before they existed (the ratio of means and its interval, the
+    equivalence interval and margin: :func:`~.statistics.paired_comparison`), recomputed
+    from the per-window values the section holds (the same seeded resamples: the recorded
+    ratio and interval come out the same). Cells without per-window values stay as they
+    are (their verdict then reads the 95% interval for the equivalence test).
+
+    :param section: a card's ``test`` section
+    :param agent: the agent's label in ``section["methods"]`` (when it is not there: the
+        section's ``agent.label``, else its first method that is an agent)
+    """
+    methods = section.get("methods") or {}
+    agents = [k for k, m in methods.items() if m.get("kind") == "agent"]
+    for name in (agent, (section.get("agent") or {}).get("label"), *agents[:1]):
+        if name in methods:
+            agent = name
+            break
+    else:
+        agent = None
+    mine = (methods.get(agent) or {}).get("per_window") if agent else None
+    out: dict[str, Any] = {}
+    for ref, cell in (section.get("paired") or {}).items():
+        theirs = (methods.get(ref) or {}).get("per_window")
+        if cell.get("eq_low") is None and mine and theirs and len(mine) == len(theirs):
+            pc = paired_comparison(mine, theirs)
+            cell = {**pc.to_dict(), **cell, **{k: v for k, v in pc.to_dict().items()
+                                               if cell.get(k) is None}}  # fmt: skip
+        out[ref] = cell
+    return out
+
+
 def _departures(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     """``{"departures": n}`` for a gated agent's rows (:mod:`.gating`), else ``{}``."""
     if not rows or any(r.get("departures") is None for r in rows):
@@ -344,7 +377,7 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
         "| verdict |",
         "|---|---:|---:|---:|---:|---|",
     ]
-    for ref, p in section["paired"].items():
+    for ref, p in completed_paired(section, agent).items():
         rom = (
             "—"
             if p.get("mean_ratio") is None

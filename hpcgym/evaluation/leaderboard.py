@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard
+from hpcgym.evaluation.heldout import completed_paired
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
 from hpcgym.evaluation.report import (
@@ -279,7 +280,7 @@ def leaderboard(
                     recipe=_recipe(card),
                     **res.head_delays(label),
                     own_reference=own if own in sec.get("paired", {}) else None,
-                    own=sec.get("paired", {}).get(own),
+                    own=completed_paired(sec, label).get(own),
                     command=f"python eval/heldout.py agents/pretrained/{card.name}.json --check",
                 )
             )

@@ -212,9 +212,11 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---:|---|---|---|---:|---|---|",
     ]
     commands: list[str] = []
+    from hpcgym.evaluation.heldout import completed_paired
+
     for card in cards:
         for trace, sec in (card.get("test") or {}).items():
-            paired = sec.get("paired") or {}
+            paired = completed_paired(sec, str(card.get("name") or "")) if sec.get("paired") else {}
             refs = [_like_for_like(paired, base) for base in HELDOUT_REFERENCES]
             cells = [
                 "—" if r is None else _ratio_cell(paired[r]) + (" (warm)" if ",warm=" in r else "")
