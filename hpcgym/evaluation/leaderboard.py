@@ -116,11 +116,12 @@ def _row(
     ref: Sequence[float],
     res: Any = None,
     ref_label: str | None = None,
+    key: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     """A board's row: the paired statistics of ``values`` against ``ref`` and, with the
-    evaluation ``res``, the objectives of method ``label`` (AWRT ratio against
-    ``ref_label``)."""
+    evaluation ``res``, the objectives of its method ``key`` (default ``label``; AWRT ratio
+    against ``ref_label``)."""
     pc = paired_comparison(values, ref)
     return {
         "method": label,
@@ -128,7 +129,7 @@ def _row(
         "mean_avg_bsld": float(np.mean(values)),
         **pc.to_dict(),
         "verdict": pc.verdict,
-        **(_objectives(res, label, ref_label) if res is not None else {}),
+        **(_objectives(res, key or label, ref_label) if res is not None else {}),
         **extra,
     }
 
@@ -277,6 +278,7 @@ def leaderboard(
                     ref,
                     res,
                     LEADERBOARD_REFERENCE,
+                    key=label,
                     recipe=_recipe(card),
                     **res.head_delays(label),
                     own_reference=own if own in sec.get("paired", {}) else None,
