@@ -170,8 +170,9 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     terminal reward is the raw ``-AVEbsld``, ``-mean wait`` (seconds),
     ``+utilization`` or ``-AWRT`` (seconds). ``reward_scale="log"`` uses
     ``ln(b_norm / b_agent)`` instead (``-ln`` of the ratio the evaluation averages
-    geometrically; the same for wait, AWRT and utilization: :func:`~hpcgym.envs.reward.terminal_reward`); with the dense reward the
-    last step then adds the difference between the log and the linear total.
+    geometrically; the same for wait, AWRT and utilization:
+    :func:`~hpcgym.envs.reward.terminal_reward`); with the dense reward the last step then
+    adds the difference between the log and the linear total.
 
     ## Starting State
 
