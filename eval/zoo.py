@@ -50,14 +50,19 @@ def _reference(card: dict[str, Any]) -> str:
 
 
 def _test(card: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    from hpcgym.evaluation.heldout import completed_paired
+
     sec = (card.get("test") or {}).get(card.get("trace")) or {}
-    return sec, (sec.get("paired") or {}).get(_reference(card))
+    paired = completed_paired(sec, str(card.get("name") or "")) if sec.get("paired") else {}
+    return sec, paired.get(_reference(card))
 
 
 def _ratio(p: dict[str, Any] | None) -> str:
     if not p:
         return "—"
-    return f"{p['geo_ratio']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}], {p['verdict']}"
+    from hpcgym.evaluation.statistics import verdict  # the rule in force, not the recorded word
+
+    return f"{p['geo_ratio']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}], {verdict(p)}"
 
 
 def _trained_on(card: dict[str, Any]) -> str:

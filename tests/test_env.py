@@ -243,7 +243,7 @@ def test_penalized_mode_penalty_exactly_on_violation():
 
 
 # ---------------------------------------------------------------------- reward
-@pytest.mark.parametrize("objective", ["bsld", "wait", "utilization"])
+@pytest.mark.parametrize("objective", ["bsld", "wait", "utilization", "awrt"])
 @pytest.mark.parametrize("normalizer", ["EASY-SJBF", "EASY", None])
 def test_terminal_reward_formula(objective, normalizer):
     env = make(objective=objective, normalizer=normalizer, sequence_length=128)
@@ -253,7 +253,8 @@ def test_terminal_reward_formula(objective, normalizer):
         window = env.simulation.workload
         agent = info["agent"]
         assert agent["avg_bsld"] == pytest.approx(bsld(window, env.simulation.start_times))
-        key = {"bsld": "avg_bsld", "wait": "avg_wait", "utilization": "utilization"}[objective]
+        key = {"bsld": "avg_bsld", "wait": "avg_wait", "utilization": "utilization",
+               "awrt": "awrt"}[objective]  # fmt: skip
         a = agent[key]
         if normalizer is None:
             assert info["normalizer"] is None
@@ -265,7 +266,7 @@ def test_terminal_reward_formula(objective, normalizer):
             b = ref.metrics[key]
             if objective == "utilization":
                 expected = (a - b) / b
-            elif objective == "wait":
+            elif objective in ("wait", "awrt"):
                 expected = (b - a) / max(b, 1.0)  # mean wait may be 0 s
             else:
                 expected = (b - a) / b
@@ -301,6 +302,8 @@ def lockstep(a_env: BackfillEnv, b_env: BackfillEnv, seed: int):
     [
         {},
         {"objective": "wait"},
+        {"objective": "awrt"},
+        {"objective": "awrt", "normalizer": None},
         {"normalizer": None},
         {"policy": "SJF", "mode": "penalized"},
         {"mode": "free", "normalizer": "EASY"},
@@ -318,6 +321,9 @@ def test_dense_reward_redistributes_the_terminal_reward(kw):
         wait = start - window.submit
         if objective == "wait":
             return wait
+        if objective == "awrt":  # the job's share of the area-weighted response time
+            area = window.runtime * window.procs
+            return len(window) * area / area.sum() * (wait + window.runtime)
         return np.maximum((wait + window.runtime) / np.maximum(window.runtime, 10.0), 1.0)
 
     for seed in range(3):
@@ -367,6 +373,8 @@ def test_dense_reward_validation():
         {"reward_mode": "dense"},
         {"reward_mode": "dense", "objective": "wait", "normalizer": "EASY"},
         {"reward_mode": "dense", "normalizer": None},
+        {"objective": "awrt"},
+        {"reward_mode": "dense", "objective": "awrt", "normalizer": None},
     ],
 )
 def test_log_reward_scale_pays_minus_the_log_of_the_ratio(kw):
@@ -377,8 +385,8 @@ def test_log_reward_scale_pays_minus_the_log_of_the_ratio(kw):
     busy = "synthetic:load=1.5,n_jobs=2000,seed=3,job_types=false"  # windows with waits
     log_env = make(reward_scale="log", trace=busy, **kw)
     lin_env = make(trace=busy, **kw)
-    key = "avg_wait" if kw.get("objective") == "wait" else "avg_bsld"
-    floor = 1.0 if key == "avg_wait" else 0.0
+    key = {"wait": "avg_wait", "awrt": "awrt"}.get(kw.get("objective", ""), "avg_bsld")
+    floor = 1.0 if key in ("avg_wait", "awrt") else 0.0
     for seed in range(3):
         total = 0.0
         for r1, r2, done, *infos in lockstep(log_env, lin_env, seed):
@@ -768,3 +776,30 @@ def test_log_time_scale_columns():
     assert (600.0 - 60.0) / lin.est_scale < 0.01 < wide
     with pytest.raises(ValueError, match="time_scale 'days'; valid choices: linear, log"):
         make(time_scale="days")
+
+
+@pytest.mark.parametrize("reference", ["EASY-SJBF", None])
+def test_awrt_objective_has_the_right_sign(reference):
+    """objective='awrt' for an agent that never backfills (STOP at every decision): the
+    reward is (AWRT_ref - AWRT_agent) / AWRT_ref, positive exactly when the agent's
+    area-weighted response time is the lower (not backfilling small jobs can help the wide
+    ones that AWRT weighs most, so either sign occurs); without a reference, -AWRT."""
+    busy = "synthetic:load=1.5,n_jobs=2000,seed=3,job_types=false"  # windows with waits
+    env = make(objective="awrt", normalizer=reference, trace=busy, sequence_length=128)
+    for seed in range(3):
+        obs, info = env.reset(seed=seed)
+        done, total = False, 0.0
+        while not done:  # STOP is the last action: no backfilling at all
+            obs, r, done, _, info = env.step(env.action_space.n - 1)
+            total += r
+        a = info["agent"]["awrt"]
+        assert a > 0 and info["objective"] == "awrt" and info["backfills"] == 0
+        if reference is None:
+            assert total == pytest.approx(-a, rel=1e-12) and total < 0
+            continue
+        b = info["reference"]["awrt"]
+        assert a != b  # a window where the two schedules differ
+        assert total == pytest.approx((b - a) / b, rel=1e-12, abs=1e-12)
+        assert np.sign(total) == np.sign(b - a)
+        # the env recomputes the same reward from the two metric dicts
+        assert env.terminal_reward(info["agent"], info["reference"]) == pytest.approx(total)

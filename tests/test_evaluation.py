@@ -211,8 +211,12 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
     assert list(rows[0]) == [
         "trace", "method", "kind", "windows", "mean_avg_bsld", "median_avg_bsld",
         "std_avg_bsld", "min_avg_bsld", "max_avg_bsld", "mean_avg_wait", "mean_utilization",
+        "mean_awrt", "awrt_ratio", "awrt_ci_low", "awrt_ci_high",
+        *(f"mean_{stat}_wait_{c}" for c in ("serial", "small", "medium", "wide")
+          for stat in ("avg", "p95")),
         "mean_max_wait", "mean_p99_bsld", "tail_max_wait", "tail_p99_bsld", "tail",
-        "vs_reference_pct", "paper_table4", "geo_ratio", "ci_low", "ci_high", "wins",
+        "vs_reference_pct", "paper_table4", "geo_ratio", "ci_low", "ci_high", "mean_ratio",
+        "mean_low", "mean_high", "eq_low", "eq_high", "margin", "wins",
         "verdict", "head_delayed", "head_delay",
     ]  # fmt: skip
     assert [r["method"] for r in rows] == labels
@@ -226,8 +230,10 @@ def test_output_schemas_and_plots(wl, windows, tmp_path):
     assert list(wrows[0]) == [
         "trace", "method", "kind", "window", "start", "length", "avg_bsld", "avg_wait",
         "avg_pp_bsld", "max_wait", "p99_bsld", "avg_turnaround", "utilization", "makespan",
-        "backfilled", "decisions", "violations", "overflow_decisions", "steps", "head_delayed",
-        "head_delay",
+        "backfilled", "awrt",
+        *(f"{stat}_wait_{c}" for c in ("serial", "small", "medium", "wide")
+          for stat in ("avg", "p95")),
+        "decisions", "violations", "overflow_decisions", "steps", "head_delayed", "head_delay",
     ]  # fmt: skip
     assert len(wrows) == len(labels) * len(windows.starts)
     # request-based reservations are never late, whatever the queue policy
@@ -570,7 +576,9 @@ def test_compare_cli(tmp_path, capsys):
     assert rc == 0
     text = capsys.readouterr().out
     assert "| EASY | scheduler |" in text and "| mine | agent |" in text
-    assert "| ratio vs EASY-SJBF | 95% interval | wins |" in text  # default --reference
+    # default --reference, with the ratio of means beside the geometric mean
+    head = "| ratio vs EASY-SJBF | 95% interval | ratio of means vs EASY-SJBF [95%] | wins |"
+    assert head in text
     doc = json.loads((out / "results.json").read_text())
     assert [m["label"] for m in doc["methods"]] == ["EASY", "SAF", "EasyAgent", "mine"]
     _png(out / "bsld_boxplot.png")
@@ -616,6 +624,13 @@ def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
                "--length", "128"])  # fmt: skip
     out = capsys.readouterr().out
     assert rc == 0 and "| method | mean AVEbsld |" in out and "| SJBFAgent |" in out
+    # per method: the ratios against the stated reference with intervals, and the verdict
+    assert (
+        "| ratio vs EASY-SJBF [95%] | ratio of means vs EASY-SJBF [95%] | wins | verdict |" in out
+    )
+    row = next(ln for ln in out.splitlines() if ln.startswith("| SJBFAgent |"))
+    assert "| 1.000 [1.000, 1.000] | 1.000 [1.000, 1.000] | 0/1 | inconclusive |" in row
+    assert "TOST" in out and "## Waits by job size" in out and "AWRT (h)" in out
 
 
 def test_agents_need_a_loader(wl, monkeypatch):
@@ -672,13 +687,17 @@ def test_table_and_plot_clis(tiny_model, tmp_path):
     sec = doc["sections"][0]
     assert sec["reference"] == "EASY-SJBF"
     cell = sec["ratios"]["synthetic"]["FCFS+EASY"]
-    assert set(cell) == {"geo_ratio", "ci_low", "ci_high", "wins", "windows", "verdict"}
-    assert cell["verdict"] == "on par"  # one window: no interval, no claim
+    assert {"geo_ratio", "ci_low", "ci_high", "wins", "windows", "verdict"} <= set(cell)
+    assert {"mean_ratio", "mean_low", "mean_high", "eq_low", "eq_high", "margin"} <= set(cell)
+    assert cell["verdict"] == "inconclusive"  # one window: no interval, no claim
     assert cell["ci_low"] <= cell["geo_ratio"] <= cell["ci_high"] and cell["windows"] == 1
     md = (tmp_path / "t4" / "table4.md").read_text()
     assert "Paired geometric-mean ratio of AVEbsld vs EASY-SJBF" in md
     head = (tmp_path / "t4" / "table4.csv").read_text().splitlines()[0]
-    assert head.endswith(",method,geo_ratio,ci_low,ci_high,wins,verdict")
+    assert head.endswith(
+        ",method,geo_ratio,ci_low,ci_high,mean_ratio,mean_low,mean_high,eq_low,eq_high,margin,"
+        "wins,verdict"
+    )
     assert plots_main(["table", str(tmp_path / "t4" / "table4.json"),
                        "--out", str(tmp_path / "b.png")]) == 0  # fmt: skip
     _png(tmp_path / "b.png")

@@ -70,10 +70,17 @@ def test_the_board_replays_the_agent_and_runs_every_heuristic(tested: Path) -> N
     assert rows["tiny"]["mean_avg_bsld"] == pytest.approx(sec["methods"]["tiny"]["mean_avg_bsld"])
     assert rows["tiny"]["geo_ratio"] == pytest.approx(sec["paired"]["EASY-SJBF"]["geo_ratio"])
     assert rows[LEADERBOARD_REFERENCE]["geo_ratio"] == 1.0
-    # best first; three windows are too few for any verdict but "on par"
+    # best first; three windows are too few for any verdict but "inconclusive"
     ratios = [r["geo_ratio"] for r in board["rows"]]
     assert ratios == sorted(ratios)
-    assert {r["verdict"] for r in board["rows"]} == {"on par"}
+    assert {r["verdict"] for r in board["rows"]} == {"inconclusive"}
+    # the ratio of means and the objectives beyond bounded slowdown are in every row
+    assert rows["SAF"]["mean_ratio"] == pytest.approx(
+        np.mean(saf) / rows[LEADERBOARD_REFERENCE]["mean_avg_bsld"], rel=1e-12
+    )
+    assert rows[LEADERBOARD_REFERENCE]["awrt_ratio"] == 1.0
+    assert {"mean_utilization", "mean_awrt", "mean_avg_wait_serial"} <= set(rows["tiny"])
+    assert rows["SAF"]["replicated_on"] is None  # one board: no second trace
     md = leaderboard_markdown([board], "python eval/results.py --out x.md")
     assert "## Backfill-v0 on synthetic" in md and "| **tiny** | zoo agent |" in md
     assert "`python eval/heldout.py agents/pretrained/tiny.json --check`" in md
@@ -103,3 +110,32 @@ def test_the_command_writes_the_board(tested: Path, tmp_path: Path) -> None:
     assert text.startswith("# Results") and "| **tiny** |" in text
     assert f"python eval/results.py --cards {tested.parent} --out {out}" in text
     assert main(["--cards", str(tmp_path / "none"), "--out", str(out)]) == 2
+
+
+def test_a_claim_holds_only_where_the_second_trace_makes_it_too() -> None:
+    from hpcgym.evaluation.leaderboard import replicate, replicated_cell
+
+    def row(method: str, verdict: str, **kw) -> dict:
+        return {"method": method, "kind": "heuristic", "verdict": verdict, **kw}
+
+    recipe = "agent:SJF/EASY-SJBF/guarded/request"
+    sdsc = {"trace": "SDSC-SP2", "rows": [
+        row("SAF", "better"), row("ELOSS", "better"), row("EASY", "worse"), row("X", "better"),
+        row("sdsc-sp2-sjf", "better", kind="agent", recipe=recipe),
+    ]}  # fmt: skip
+    hpc2n = {"trace": "HPC2N", "rows": [
+        row("SAF", "better"), row("ELOSS", "on par"), row("EASY", "inconclusive"),
+        row("hpc2n-sjf", "inconclusive (longer tail)", kind="agent", recipe=recipe),
+    ]}  # fmt: skip
+    replicate([sdsc, hpc2n])
+    r = {x["method"]: x for x in sdsc["rows"]}
+    assert r["SAF"]["replicated"] == "better" and replicated_cell(r["SAF"]) == "holds on HPC2N"
+    assert r["ELOSS"]["replicated"] == "inconclusive"
+    assert replicated_cell(r["ELOSS"]) == "not on HPC2N (on par)"
+    assert replicated_cell(r["EASY"]) == "not on HPC2N (inconclusive)"
+    assert r["X"]["replicated"] is None and replicated_cell(r["X"]) == "—: no second test"
+    # a zoo agent is looked up by its recipe, not its name
+    assert r["sdsc-sp2-sjf"]["replicated_on"] == "HPC2N"
+    assert r["sdsc-sp2-sjf"]["replicated"] == "inconclusive"
+    h = {x["method"]: x for x in hpc2n["rows"]}
+    assert h["SAF"]["replicated"] == "better" and h["SAF"]["replicated_on"] == "SDSC-SP2"

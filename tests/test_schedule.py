@@ -290,6 +290,8 @@ def test_vector_env_matches_sync_step_for_step():
     for mode in ("NextStep", "SameStep"):  # the compiled step against the Python one
         cfg = {**kw, "autoreset_mode": mode, "max_episode_steps": 25, "starvation": "auto"}
         assert compare_paths(ScheduleVectorEnv, 120, 5, **cfg) > 8
+    # objective awrt in the compiled step: the same rewards and infos as the Python step
+    assert compare_paths(ScheduleVectorEnv, 120, 6, **kw, objective="awrt") >= 4
     venv = gym.make_vec("hpcgym/Schedule-v0", num_envs=2, window_length=40)
     assert isinstance(venv.unwrapped, ScheduleVectorEnv)
     obs, info = venv.reset(seed=0)
@@ -437,7 +439,27 @@ def test_fair_verdict_needs_the_tail():
 
     better = {"verdict": "better", "tail": "not worse"}
     assert fair_verdict(better) == "better"
-    assert fair_verdict({**better, "tail": "worse"}) == "on par (longer tail)"
+    assert fair_verdict({**better, "tail": "worse"}) == "inconclusive (longer tail)"
     assert fair_verdict({**better, "tail": None}) == "better"  # no reference tail to test
     assert fair_verdict({"verdict": "worse", "tail": "worse"}) == "worse"
     assert fair_verdict({"verdict": "on par", "tail": "worse"}) == "on par"
+
+
+def test_awrt_objective_of_schedule_v0():
+    """objective='awrt': row 0 plays the reference (reward exactly 0); the last row of
+    every decision pays (AWRT_ref - AWRT_agent) / AWRT_ref, with its sign."""
+    env = ScheduleEnv(window_length=120, objective="awrt")
+    steps, total, info = play(env, lambda o, i: 0)
+    assert total == 0.0 and info["agent"]["awrt"] == info["reference"]["awrt"] > 0
+    signs = set()
+    for seed in range(3):
+        steps, total, info = play(env, lambda o, i: int(np.flatnonzero(i["action_mask"])[-1]),
+                                  seed=seed)  # fmt: skip
+        a, b = info["agent"]["awrt"], info["reference"]["awrt"]
+        assert total == pytest.approx((b - a) / b, rel=1e-12, abs=1e-12)
+        assert np.sign(total) == np.sign(b - a)
+        signs.add(float(np.sign(total)))
+    assert -1.0 in signs  # the last rows (no order at all) lose to the reference somewhere
+    raw = ScheduleEnv(window_length=120, objective="awrt", reference=None)
+    steps, total, info = play(raw, lambda o, i: 0)
+    assert total == pytest.approx(-info["agent"]["awrt"], rel=1e-12)

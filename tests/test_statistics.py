@@ -13,6 +13,7 @@ import pytest
 
 from hpcgym import evaluation as E
 from hpcgym.evaluation.statistics import (
+    EQUIVALENCE_MARGIN,
     MIN_RESAMPLES,
     bootstrap_interval,
     bootstrap_p_below_one,
@@ -22,6 +23,8 @@ from hpcgym.evaluation.statistics import (
     holm,
     p_below_one,
     paired_comparison,
+    ratio_of_means,
+    replicated_verdict,
     wins,
 )
 from hpcgym.workload import load
@@ -98,7 +101,9 @@ def test_geo_ratio_known_values():
 def test_identical_values_give_a_point_interval():
     pc = paired_comparison([3.0, 4.0, 7.0], [3.0, 4.0, 7.0], resamples=MIN_RESAMPLES)
     assert (pc.geo_ratio, pc.ci_low, pc.ci_high, pc.wins, pc.windows) == (1.0, 1.0, 1.0, 0, 3)
-    assert pc.verdict == "on par"
+    assert pc.verdict == "inconclusive"  # 3 windows: too few for any claim, "on par" too
+    assert pc.mean_ratio == 1.0 and (pc.eq_low, pc.eq_high) == (1.0, 1.0)
+    assert paired_comparison([3.0, 4.0, 7.0] * 10, [3.0, 4.0, 7.0] * 10).verdict == "on par"
 
 
 def test_constant_ratio_gives_that_ratio_and_a_point_interval():
@@ -106,8 +111,8 @@ def test_constant_ratio_gives_that_ratio_and_a_point_interval():
     pc = paired_comparison(0.8 * ref, ref)
     assert pc.geo_ratio == pytest.approx(0.8)
     assert pc.ci_low == pytest.approx(0.8) and pc.ci_high == pytest.approx(0.8)
-    # 4 windows are too few for a claim, however clear: the verdict stays "on par"
-    assert pc.wins == 4 and pc.verdict == "on par"
+    # 4 windows are too few for a claim, however clear: the verdict is "inconclusive"
+    assert pc.wins == 4 and pc.verdict == "inconclusive"
     assert paired_comparison(0.8 * np.tile(ref, 8), np.tile(ref, 8)).verdict == "better"
 
 
@@ -160,7 +165,9 @@ def test_interval_straddles_one():
     ref = rng.uniform(20, 200, 30)
     x = ref * rng.lognormal(0.0, 0.3, 30)  # noise around the reference
     pc = paired_comparison(x, ref)
-    assert pc.ci_low < 1.0 < pc.ci_high and pc.verdict == "on par"
+    # wide noise: no claim either way, and the equivalence test fails too
+    assert pc.ci_low < 1.0 < pc.ci_high and pc.verdict == "inconclusive"
+    assert pc.eq_low < 1 / EQUIVALENCE_MARGIN or pc.eq_high > EQUIVALENCE_MARGIN
     assert 0 < pc.wins < 30
 
 
@@ -198,8 +205,14 @@ def test_summary_and_table_carry_the_statistics(tmp_path):
     assert float(easy["geo_ratio"]) == pc.geo_ratio and int(easy["wins"]) == pc.wins
     assert float(easy["ci_low"]) == pc.ci_low and float(easy["ci_high"]) == pc.ci_high
     md = paths["table.md"].read_text()
-    assert "| ratio vs EASY-SJBF | 95% interval | wins |" in md
-    assert "| SJBFAgent | agent |" in md and "| 1.000 | [1.000, 1.000] | 0/4 |" in md
+    assert "| ratio vs EASY-SJBF | 95% interval | ratio of means vs EASY-SJBF [95%] | wins |" in md
+    assert "| SJBFAgent | agent |" in md
+    assert "| 1.000 | [1.000, 1.000] | 1.000 [1.000, 1.000] | 0/4 | inconclusive |" in md
+    assert float(easy["mean_ratio"]) == pc.mean_ratio and float(easy["eq_low"]) == pc.eq_low
+    assert easy["verdict"] == "inconclusive"  # 4 windows: no claim
+    # the objectives beyond bounded slowdown, and the waits by job size
+    assert float(easy["mean_awrt"]) == np.mean(res.per_window("awrt")["EASY"])
+    assert "util (%)" in md and "AWRT (h)" in md and "## Waits by job size" in md
     doc = json.loads(paths["results.json"].read_text())
     assert doc["ratio_reference"] == "EASY-SJBF"
     # a reference that is among the methods is not run twice
@@ -219,12 +232,19 @@ def test_verdict_is_the_one_source_of_words():
     assert verdict(None) is None and verdict({"geo_ratio": None}) is None
     cell = {"geo_ratio": 0.8, "ci_low": 0.7, "ci_high": 0.95, "wins": 25, "windows": 30}
     assert verdict(cell) == "better" == PairedComparison.from_dict(cell).verdict
-    assert verdict({**cell, "ci_high": 1.02}) == "on par"
+    # an interval that contains 1 is on par only where the equivalence test says so
+    assert verdict({**cell, "ci_high": 1.02}) == "inconclusive"  # 0.7 is outside 1/1.05
+    tight = {**cell, "geo_ratio": 0.99, "ci_low": 0.96, "ci_high": 1.02}
+    assert verdict(tight) == "on par"  # no 90% interval recorded: the 95% one stands in
+    assert verdict({**tight, "ci_low": 0.94, "eq_low": 0.955, "eq_high": 1.01}) == "on par"
+    assert verdict({**tight, "eq_low": 0.94, "eq_high": 1.01}) == "inconclusive"
+    assert verdict({**tight, "margin": 1.01}) == "inconclusive"  # a stated, tighter margin
     assert verdict({**cell, "geo_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3}) == "worse"
-    assert verdict({**cell, "windows": 1}) == "on par"  # a point is not an interval
-    assert verdict({**cell, "windows": 29}) == "on par"  # fewer than 30 windows: no claim
+    assert verdict({**cell, "windows": 1}) == "inconclusive"  # a point is not an interval
+    assert verdict({**cell, "windows": 29}) == "inconclusive"  # fewer than 30: no claim
+    assert verdict({**tight, "windows": 29}) == "inconclusive"
     assert verdict({**cell, "geo_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3, "windows": 29}) == (
-        "on par"
+        "inconclusive"
     )
 
 
@@ -244,12 +264,12 @@ def test_generated_markdown_says_better_only_below_one(tmp_path):
     res = E.evaluate(wl, methods, ws, jobs=1, progress=False, ratio_reference="EASY-SJBF")
     paths = E.write_outputs(res, tmp_path, plots=False)
     summ = {s["method"]: s for s in res.summary()}
-    assert {s["verdict"] for s in summ.values()} >= {"better", "on par"}
+    assert {s["verdict"] for s in summ.values()} >= {"better"}
     longer = [m for m, s in summ.items() if s["verdict"] == "better" and s["tail"] == "worse"]
     assert longer  # SJF-like orders here buy their mean with the tail
     table = paths["table.md"].read_text()
     for m in longer:  # the table withdraws the word
-        assert any(ln.startswith(f"| {m} |") and "on par (longer tail)" in ln
+        assert any(ln.startswith(f"| {m} |") and "inconclusive (longer tail)" in ln
                    for ln in table.splitlines())  # fmt: skip
     for text in (
         paths["table.md"].read_text(),
@@ -262,6 +282,9 @@ def test_generated_markdown_says_better_only_below_one(tmp_path):
     on_par = {"reference": "EASY-SJBF", "geo_ratio": 0.96, "ci_low": 0.91, "ci_high": 1.02,
               "wins": 12, "windows": 30}  # fmt: skip
     md = card_markdown({**card, "eval": {"avg_bsld": 50.0, "paired": on_par}})
+    assert "**inconclusive**" in md and not _claims(md)  # 0.91: outside the margin
+    tight = {**on_par, "eq_low": 0.97, "eq_high": 1.01}
+    md = card_markdown({**card, "eval": {"avg_bsld": 50.0, "paired": tight}})
     assert "**on par**" in md and not _claims(md)
     md = card_markdown({**card, "eval": {"avg_bsld": 50.0, "paired": {**on_par, "ci_high": 0.99}}})
     assert "**better**" in md
@@ -324,3 +347,71 @@ def test_choice_holdout_errors():
         choice_holdout({"a": ref}, ref, splits=10)
     with pytest.raises(ValueError, match="same length"):
         choice_holdout({"a": ref[:3]}, ref)
+
+
+# ------------------------------------------- ratio of means, equivalence, replication
+def test_ratio_of_means_and_its_interval():
+    # the windows taken together: (1 + 100) / (10 + 10), not the geometric mean (1.0)
+    assert ratio_of_means([1.0, 100.0], [10.0, 10.0]) == pytest.approx(5.05)
+    rng = np.random.default_rng(4)
+    ref = rng.uniform(10, 100, 12)
+    x = ref * rng.uniform(0.7, 1.2, 12)
+    pc = paired_comparison(x, ref, resamples=5000, seed=11)
+    assert pc.mean_ratio == pytest.approx(x.mean() / ref.mean(), rel=1e-15)
+    # the same resamples as the geometric-mean interval: the windows drawn by the seed
+    idx = np.random.default_rng(11).integers(0, 12, size=(5000, 12))
+    lo, hi = np.percentile(x[idx].sum(axis=1) / ref[idx].sum(axis=1), [2.5, 97.5])
+    assert (pc.mean_low, pc.mean_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert pc.mean_low < pc.mean_ratio < pc.mean_high
+    # the 90% equivalence interval lies inside the 95% interval
+    assert pc.ci_low <= pc.eq_low < pc.geo_ratio < pc.eq_high <= pc.ci_high
+    lo, hi = np.exp(np.percentile(np.log(x / ref)[idx].mean(axis=1), [5.0, 95.0]))
+    assert (pc.eq_low, pc.eq_high) == (pytest.approx(lo), pytest.approx(hi))
+
+
+def test_tost_on_par_only_inside_the_margin():
+    rng = np.random.default_rng(5)
+    ref = rng.uniform(20, 200, 40)
+    close = ref * rng.lognormal(0.0, 0.03, 40)  # within a few percent of the reference
+    pc = paired_comparison(close, ref)
+    assert pc.ci_low < 1.0 < pc.ci_high  # no claim of a difference ...
+    assert 1 / EQUIVALENCE_MARGIN <= pc.eq_low and pc.eq_high <= EQUIVALENCE_MARGIN
+    assert pc.verdict == "on par"  # ... and the equivalence test supports "on par"
+    assert pc.margin == EQUIVALENCE_MARGIN == 1.05
+    # the same data under a margin of 0.5%: the equivalence is not shown
+    tight = paired_comparison(close, ref, margin=1.005)
+    assert tight.verdict == "inconclusive" and tight.margin == 1.005
+    # noisy data whose interval contains 1 but also ratios beyond 5%: inconclusive
+    noisy = ref * rng.lognormal(0.0, 0.25, 40)
+    assert paired_comparison(noisy, ref).verdict == "inconclusive"
+    # a shift of 3% with little noise: the interval lies below 1 -> better, not on par
+    assert paired_comparison(0.97 * ref * rng.lognormal(0, 0.005, 40), ref).verdict == "better"
+    # the equivalence interval is recorded, and read back from a dict
+    cell = pc.to_dict()
+    assert {"eq_low", "eq_high", "margin", "mean_ratio", "mean_low", "mean_high"} <= set(cell)
+    assert verdict_of(cell) == "on par" and verdict_of({**cell, "margin": 1.005}) == "inconclusive"
+    with pytest.raises(ValueError, match="above 1"):
+        paired_comparison(close, ref, margin=0.95)
+
+
+def verdict_of(cell):
+    from hpcgym.evaluation.statistics import verdict
+
+    return verdict(cell)
+
+
+def test_replicated_verdict():
+    cell = {"geo_ratio": 0.8, "ci_low": 0.7, "ci_high": 0.95, "wins": 25, "windows": 30}
+    worse = {**cell, "geo_ratio": 1.2, "ci_low": 1.1, "ci_high": 1.3}
+    assert replicated_verdict(cell, cell) == "better"
+    assert replicated_verdict(cell, "better") == "better"
+    assert replicated_verdict(cell, {**cell, "ci_high": 1.02}) == "inconclusive"  # not held
+    assert replicated_verdict(cell, worse) == "inconclusive"
+    assert replicated_verdict(worse, worse) == "worse"
+    assert replicated_verdict("on par", "on par") == "on par"
+    assert replicated_verdict("better", "inconclusive (longer tail)") == "inconclusive"
+    assert replicated_verdict(cell, None) is None and replicated_verdict(None, "better") is None
+    pc = paired_comparison([0.8 * v for v in range(1, 31)], list(range(1, 31)))
+    assert replicated_verdict(pc, cell) == "better"
+    with pytest.raises(ValueError, match="valid choices"):
+        replicated_verdict("beter", "better")

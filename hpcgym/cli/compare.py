@@ -153,6 +153,38 @@ def _rows(result: Any) -> list[dict[str, Any]]:
     return rows
 
 
+#: the reference of the ratios when none is stated and it is among the methods
+DEFAULT_REFERENCE = "EASY-SJBF"
+
+
+def _set_reference(result: Any, wanted: str | None) -> None:
+    """Give ``result`` its ratio reference when the evaluation did not: ``wanted``, else
+    :data:`DEFAULT_REFERENCE`, else the first method, when it is among the methods (its
+    per-window AVEbsld become the reference values of the paired statistics).
+
+    :param result: the :class:`~hpcgym.evaluation.EvalResult`
+    :param wanted: the stated reference (``None``: the default)
+    """
+    if result.ratio_values is not None or not result.labels:
+        return
+    labels = result.labels
+    ref = wanted or (DEFAULT_REFERENCE if DEFAULT_REFERENCE in labels else labels[0])
+    if ref not in labels:
+        print(f"warning: no ratios: the reference {ref!r} is not among the methods",
+              file=sys.stderr)  # fmt: skip
+        return
+    result.ratio_reference = ref
+    result.ratio_values = [float(v) for v in result.per_window("avg_bsld")[ref]]
+
+
+def _json_safe(row: dict[str, Any]) -> dict[str, Any]:
+    """A summary row for JSON: ``nan`` as ``None``."""
+    return {
+        k: None if isinstance(v, float) and v != v else v  # nan != nan
+        for k, v in row.items()
+    }
+
+
 def _windows(args: argparse.Namespace, n_jobs: int) -> Any:
     """The windows of ``--windows --length --split --seed`` / ``--starts`` /
     ``--full-trace``; options that the chosen way ignores are refused.
@@ -208,6 +240,7 @@ def run_compare(args: argparse.Namespace) -> int:
     for name, why in result.skipped.items():
         kind = "method" if args.agents else "scheduler"
         print(f"warning: {kind} {name!r} skipped: {why}", file=sys.stderr)
+    _set_reference(result, getattr(args, "reference", None))
     if args.out:
         write_outputs(result, args.out)
     rows = _rows(result)
@@ -222,17 +255,25 @@ def run_compare(args: argparse.Namespace) -> int:
         s["avg_wait"] /= s["n"]
     if args.json:
         json.dump(
-            {"trace": wl.name, "starts": starts, "length": length, "rows": rows, "mean": summary},
+            {
+                "trace": wl.name,
+                "starts": starts,
+                "length": length,
+                "rows": rows,
+                "mean": summary,
+                "reference": result.ratio_reference if result.ratio_values is not None else None,
+                "summary": [_json_safe(s) for s in result.summary()],
+            },
             sys.stdout,
             indent=2,
         )
         print()
         return 0
+    from hpcgym.evaluation.report import compare_table
+
     print(f"trace {wl.name}: {len(starts)} window(s) of {length} jobs, starts {starts}")
-    print(f"| {'method' if args.agents else 'scheduler'} | mean AVEbsld | mean wait (s) |")
-    print("|---|---:|---:|")
-    for name, s in summary.items():
-        print(f"| {name} | {s['avg_bsld']:.2f} | {s['avg_wait']:.0f} |")
+    for line in compare_table(result, "method" if args.agents else "scheduler"):
+        print(line)
     if args.out:
         print(f"wrote the evaluation outputs to {args.out}/")
     return 0

@@ -165,12 +165,14 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     agent's schedule of the window with that of the ``reference`` scheduler on the same
     window (objective ``bsld``: ``(b_norm - b_agent) / b_norm`` with AVEbsld ``b``;
     ``wait``: the same with the mean wait, denominator ``max(w_norm, 1 s)``;
-    ``utilization``: ``(u_agent - u_norm) / u_norm``). With ``reference=None`` the
-    terminal reward is the raw ``-AVEbsld``, ``-mean wait`` (seconds) or
-    ``+utilization``. ``reward_scale="log"`` uses ``ln(b_norm / b_agent)`` instead
-    (``-ln`` of the ratio the evaluation averages geometrically; the same for wait and
-    utilization: :func:`~hpcgym.envs.reward.terminal_reward`); with the dense reward the
-    last step then adds the difference between the log and the linear total.
+    ``utilization``: ``(u_agent - u_norm) / u_norm``; ``awrt``: the area-weighted
+    response time, like wait: :mod:`hpcgym.sim.metrics`). With ``reference=None`` the
+    terminal reward is the raw ``-AVEbsld``, ``-mean wait`` (seconds),
+    ``+utilization`` or ``-AWRT`` (seconds). ``reward_scale="log"`` uses
+    ``ln(b_norm / b_agent)`` instead (``-ln`` of the ratio the evaluation averages
+    geometrically; the same for wait, AWRT and utilization:
+    :func:`~hpcgym.envs.reward.terminal_reward`); with the dense reward the last step then
+    adds the difference between the log and the linear total.
 
     ## Starting State
 
@@ -204,7 +206,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `validation_fraction` | `0.1`         | share of that range held back as ``validation``   |
     | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
     | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
-    | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
+    | `objective`         | `"bsld"`        | ``bsld``, ``wait``, ``utilization``, ``awrt``     |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense`` (see *Rewards*)         |
     | `reward_scale`      | `"linear"`      | ``linear`` or ``log`` (see *Rewards*)             |
     | `load_weighting`    | `0.0`           | ``p``: draw windows ``~ load ** p`` (*Starting*)  |

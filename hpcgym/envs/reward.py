@@ -24,6 +24,7 @@ from hpcgym.workload.core import Workload
 __all__ = [
     "NORMALIZER_CACHE_SIZE",
     "OBJECTIVES",
+    "PER_JOB_OBJECTIVES",
     "REWARD_MODES",
     "REWARD_SCALES",
     "JobCredit",
@@ -36,7 +37,15 @@ __all__ = [
 ]
 
 #: optimisation objectives: name -> metric of :func:`hpcgym.sim.metrics.compute_metrics`
-OBJECTIVES: dict[str, str] = {"bsld": "avg_bsld", "wait": "avg_wait", "utilization": "utilization"}
+#: (``awrt``: the area-weighted response time, lower is better, like ``bsld`` and ``wait``)
+OBJECTIVES: dict[str, str] = {
+    "bsld": "avg_bsld",
+    "wait": "avg_wait",
+    "utilization": "utilization",
+    "awrt": "awrt",
+}
+#: objectives that are sums over jobs (``reward_mode="dense"`` can pay them job by job)
+PER_JOB_OBJECTIVES: tuple[str, ...] = ("bsld", "wait", "awrt")
 
 #: when the reward is paid: ``terminal`` (all at the episode's end) or ``dense`` (the
 #: same total, paid job by job at the step in which each job starts: :class:`JobCredit`)
@@ -136,7 +145,8 @@ class JobCredit:
     (up to rounding): the return is unchanged, the credit comes closer to the decisions
     that caused it. The agent's observation is not affected.
 
-    :param objective: ``bsld`` or ``wait`` (``utilization`` is not a sum over jobs)
+    :param objective: ``bsld``, ``wait`` or ``awrt`` (``utilization`` is not a sum over
+        jobs)
     :param window: the episode's window
     :param reference_start: the reference's start time of every job, or ``None``
     :raises ValueError: for ``utilization``
@@ -152,6 +162,11 @@ class JobCredit:
         self._submit = window.submit
         self._runtime = window.runtime
         n = len(window)
+        self._weight: np.ndarray | None = None  # awrt: n * a_j / sum(a)
+        if objective == "awrt":
+            area = window.runtime * window.procs.astype(np.float64)
+            total = float(area.sum())
+            self._weight = n * area / total if total > 0 else np.ones(n)
         self._waiting = np.ones(n, dtype=bool)  # not started at the last call
         if reference_start is None:
             self._ref = np.zeros(n)
@@ -176,15 +191,19 @@ class JobCredit:
 
     @staticmethod
     def check_objective(objective: str) -> None:
-        """:raises ValueError: unless ``objective`` is a sum over jobs (``bsld``, ``wait``)"""
-        if objective not in ("bsld", "wait"):
+        """:raises ValueError: unless ``objective`` is a sum over jobs
+        (:data:`PER_JOB_OBJECTIVES`)"""
+        if objective not in PER_JOB_OBJECTIVES:
             raise ValueError(
-                f"reward_mode='dense' needs a per-job objective ('bsld' or 'wait'), got "
-                f"{objective!r}: utilization is not a sum over jobs (use reward_mode='terminal')"
+                f"reward_mode='dense' needs a per-job objective "
+                f"({', '.join(map(repr, PER_JOB_OBJECTIVES))}), got {objective!r}: "
+                "utilization is not a sum over jobs (use reward_mode='terminal')"
             )
 
     def _values(self, start: np.ndarray, jobs: Any) -> np.ndarray:
         wait = start[jobs] - self._submit[jobs]
+        if self._weight is not None:  # awrt: the job's weighted response time
+            return self._weight[jobs] * (wait + self._runtime[jobs])
         return wait if self._bsld is None else self._bsld(wait, self._runtime[jobs])
 
     def step(self, start: np.ndarray) -> float:
@@ -209,15 +228,15 @@ def terminal_reward(
 ) -> float:
     """The terminal reward for the agent's and the reference's metrics.
 
-    :param objective: ``bsld``, ``wait`` or ``utilization``
+    :param objective: ``bsld``, ``wait``, ``utilization`` or ``awrt``
     :param agent: the agent's metrics of the window
     :param reference: the reference scheduler's metrics, or ``None`` (raw objective:
-        ``-AVEbsld``, ``-mean wait`` in seconds, ``+utilization``)
+        ``-AVEbsld``, ``-mean wait`` in seconds, ``+utilization``, ``-AWRT`` in seconds)
     :param scale: ``linear``: ``(b_ref - b_agent) / b_ref`` for bsld, the same with
-        ``max(w_ref, 1 s)`` as denominator for wait, ``(u_agent - u_ref) / u_ref`` for
-        utilization; ``log``: ``ln(b_ref / b_agent)``, ``ln(max(w_ref, 1 s) / max(w_agent,
-        1 s))``, ``ln(u_agent / u_ref)`` (without a reference: ``-ln b_agent``,
-        ``-ln max(w_agent, 1 s)``, ``ln u_agent``)
+        ``max(w_ref, 1 s)`` as denominator for wait and awrt, ``(u_agent - u_ref) / u_ref``
+        for utilization; ``log``: ``ln(b_ref / b_agent)``, ``ln(max(w_ref, 1 s) /
+        max(w_agent, 1 s))`` (awrt alike), ``ln(u_agent / u_ref)`` (without a reference:
+        ``-ln b_agent``, ``-ln max(w_agent, 1 s)``, ``ln u_agent``)
     :raises ValueError: for an unknown ``scale``, or a log of a utilization that is 0
     """
     key = OBJECTIVES[objective]
@@ -228,7 +247,7 @@ def terminal_reward(
             if a <= 0 or (b is not None and b <= 0):
                 raise ValueError("reward_scale='log' needs a utilization above 0")
             return math.log(a) if b is None else math.log(a / b)
-        if objective == "wait":
+        if objective in ("wait", "awrt"):
             a = max(a, 1.0)
             b = None if b is None else max(b, 1.0)
         return -math.log(a) if b is None else math.log(b / a)
@@ -240,6 +259,6 @@ def terminal_reward(
         return a if objective == "utilization" else -a
     if objective == "utilization":
         return (a - b) / b
-    if objective == "wait":
+    if objective in ("wait", "awrt"):
         return (b - a) / max(b, 1.0)
     return (b - a) / b

@@ -100,7 +100,8 @@ class ScheduleEnv(BackfillEnv):
     0 at every step but the last (plus ``invalid_penalty``). The last step pays the
     terminal reward comparing the agent's schedule with the ``reference`` scheduler's on
     the same window. For objective ``bsld`` this is ``(b_ref - b_agent) / b_ref`` with
-    AVEbsld ``b``, or ``ln(b_ref / b_agent)`` with ``reward_scale="log"``.
+    AVEbsld ``b``, or ``ln(b_ref / b_agent)`` with ``reward_scale="log"``; ``wait``,
+    ``utilization`` and ``awrt`` (the area-weighted response time) as in Backfill-v0.
     ``reward_mode="dense"`` pays the same total job by job, as Backfill-v0 does.
 
     The default reference is the trace's reference queue heuristic
@@ -135,7 +136,7 @@ class ScheduleEnv(BackfillEnv):
     | `validation_fraction` | `0.1`         | share of that range held back as ``validation``   |
     | `reference`         | trace's         | scheduler of the terminal reward, or ``None``     |
     | `order`             | trace's         | the policy of the row order (rank, row 0)         |
-    | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
+    | `objective`         | `"bsld"`        | ``bsld``, ``wait``, ``utilization``, ``awrt``     |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense``                         |
     | `reward_scale`      | `"linear"`      | ``linear`` or ``log``                             |
     | `load_weighting`    | `0.0`           | ``p``: draw windows ``~ load ** p``               |

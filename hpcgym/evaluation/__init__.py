@@ -106,10 +106,13 @@ from hpcgym.evaluation.runner import (
     simulate_window,
 )
 from hpcgym.evaluation.statistics import (
+    EQUIVALENCE_MARGIN,
     PairedComparison,
     bootstrap_interval,
     geo_ratio,
     paired_comparison,
+    ratio_of_means,
+    replicated_verdict,
     verdict,
     wins,
 )
@@ -125,6 +128,7 @@ from hpcgym.evaluation.windows import WindowSet, select_windows
 
 __all__ = [
     "AGENT_HEURISTICS",
+    "EQUIVALENCE_MARGIN",
     "AGENT_LOADER_GROUP",
     "CARD_ENV_KEYS",
     "DEFAULT_SCHEDULERS",
@@ -177,6 +181,8 @@ __all__ = [
     "noise_sweep",
     "object_method",
     "paired_comparison",
+    "ratio_of_means",
+    "replicated_verdict",
     "parallel_map",
     "play_window",
     "play_windows",

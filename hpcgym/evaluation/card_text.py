@@ -330,8 +330,14 @@ def _paired_lines(paired: dict[str, Any] | None) -> list[str]:
         f"Against {ref} on the same windows: paired geometric-mean ratio of AVEbsld "
         f"{float(paired['geo_ratio']):.3f}, 95% bootstrap interval "
         f"[{float(paired['ci_low']):.3f}, {float(paired['ci_high']):.3f}], "
-        f"{paired.get('wins', '?')}/{paired.get('windows', '?')} windows won: **{word}** "
-        "(the verdict of the interval alone).",
+        + (
+            f"ratio of means {float(paired['mean_ratio']):.3f} "
+            f"[{float(paired['mean_low']):.3f}, {float(paired['mean_high']):.3f}], "
+            if paired.get("mean_ratio") is not None
+            else ""
+        )
+        + f"{paired.get('wins', '?')}/{paired.get('windows', '?')} windows won: **{word}** "
+        "(the verdict of the intervals alone, before the tail).",
     ]
 
 

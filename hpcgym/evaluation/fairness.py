@@ -22,7 +22,14 @@ import numpy as np
 if TYPE_CHECKING:  # pragma: no cover
     from hpcgym.evaluation.results import EvalResult
 
-__all__ = ["FAIRNESS_COLUMNS", "MAX_WAIT_FLOOR", "TAIL_TOLERANCE", "fairness", "tail_cell"]
+__all__ = [
+    "FAIRNESS_COLUMNS",
+    "MAX_WAIT_FLOOR",
+    "TAIL_TOLERANCE",
+    "fair_verdict",
+    "fairness",
+    "tail_cell",
+]
 
 #: Summary columns of :func:`fairness`.
 FAIRNESS_COLUMNS: tuple[str, ...] = (
@@ -86,13 +93,17 @@ def fairness(result: EvalResult, label: str) -> dict[str, Any]:
 def fair_verdict(summary: dict[str, Any]) -> str | None:
     """The verdict with the tail in it: ``"better"`` stays only when the tail is not worse.
 
-    A lower mean AVEbsld bought with a longer tail (a starved job, a heavier p99) reads
-    ``"on par (longer tail)"``; every other verdict is the AVEbsld verdict unchanged.
+    A lower mean AVEbsld bought with a longer tail (a starved job, a heavier p99) is no
+    claim either way: it reads ``"inconclusive (longer tail)"``. Every other verdict is
+    the AVEbsld verdict of :func:`hpcgym.evaluation.statistics.verdict` (recomputed from
+    the statistics when they are there, so that every table reads the same rule).
     """
-    verdict = summary.get("verdict")
-    if verdict == "better" and summary.get("tail") not in (None, "not worse"):
-        return "on par (longer tail)"
-    return verdict
+    from hpcgym.evaluation.statistics import verdict as _verdict
+
+    word = _verdict(summary) or summary.get("verdict")
+    if word == "better" and summary.get("tail") not in (None, "not worse"):
+        return "inconclusive (longer tail)"
+    return word
 
 
 def tail_cell(summary: dict[str, Any]) -> str:

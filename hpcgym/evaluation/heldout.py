@@ -39,7 +39,7 @@ from hpcgym.evaluation.play import HEAD_DELAY_METRICS
 from hpcgym.evaluation.report import late_heads_cell
 from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
-from hpcgym.evaluation.statistics import paired_comparison
+from hpcgym.evaluation.statistics import paired_comparison, verdict
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
 from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
@@ -49,6 +49,7 @@ __all__ = [
     "HELDOUT_SCHEDULERS",
     "WARM_HELDOUT",
     "card_warm",
+    "completed_paired",
     "heldout_references",
     "heldout_markdown",
     "heldout_schedulers",
@@ -288,6 +289,38 @@ def _section(
     }
 
 
+def completed_paired(section: dict[str, Any], agent: str | None = None) -> dict[str, Any]:
+    """The ``paired`` cells of a ``test`` section, each completed with the statistics a
+    section recorded before they existed (the ratio of means and its interval, the
+    equivalence interval and margin: :func:`~.statistics.paired_comparison`), recomputed
+    from the per-window values the section holds (the same seeded resamples: the recorded
+    ratio and interval come out the same). Cells without per-window values stay as they
+    are (their verdict then reads the 95% interval for the equivalence test).
+
+    :param section: a card's ``test`` section
+    :param agent: the agent's label in ``section["methods"]`` (when it is not there: the
+        section's ``agent.label``, else its first method that is an agent)
+    """
+    methods = section.get("methods") or {}
+    agents = [k for k, m in methods.items() if m.get("kind") == "agent"]
+    for name in (agent, (section.get("agent") or {}).get("label"), *agents[:1]):
+        if name in methods:
+            agent = name
+            break
+    else:
+        agent = None
+    mine = (methods.get(agent) or {}).get("per_window") if agent else None
+    out: dict[str, Any] = {}
+    for ref, cell in (section.get("paired") or {}).items():
+        theirs = (methods.get(ref) or {}).get("per_window")
+        if cell.get("eq_low") is None and mine and theirs and len(mine) == len(theirs):
+            pc = paired_comparison(mine, theirs)
+            cell = {**pc.to_dict(), **cell, **{k: v for k, v in pc.to_dict().items()
+                                               if cell.get(k) is None}}  # fmt: skip
+        out[ref] = cell
+    return out
+
+
 def _departures(rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     """``{"departures": n}`` for a gated agent's rows (:mod:`.gating`), else ``{}``."""
     if not rows or any(r.get("departures") is None for r in rows):
@@ -340,13 +373,22 @@ def heldout_markdown(section: dict[str, Any], agent: str) -> list[str]:
             else "."
         ),
         "",
-        "| vs | paired geo-mean ratio | 95% bootstrap interval | wins | verdict |",
-        "|---|---:|---:|---:|---|",
+        "| vs | paired geo-mean ratio | 95% bootstrap interval | ratio of means [95%] | wins "
+        "| verdict |",
+        "|---|---:|---:|---:|---:|---|",
     ]
-    for ref, p in section["paired"].items():
+    for ref, p in completed_paired(section, agent).items():
+        rom = (
+            "—"
+            if p.get("mean_ratio") is None
+            else f"{p['mean_ratio']:.3f} [{p['mean_low']:.3f}, {p['mean_high']:.3f}]"
+        )
+        word = verdict(p) or p.get("verdict")
+        if ref == fair:
+            word = fair_verdict(p)
         lines.append(
             f"| {ref} | {p['geo_ratio']:.3f} | [{p['ci_low']:.3f}, {p['ci_high']:.3f}] | "
-            f"{p['wins']}/{p['windows']} | {p['verdict']} |"
+            f"{rom} | {p['wins']}/{p['windows']} | {word} |"
         )
     if fair and fair in section["paired"]:
         lines += [
@@ -439,7 +481,10 @@ def section_differences(
     the numerical environment (:mod:`.numerics`: a replay on another CPU's BLAS kernel
     may depart in the last digits, which :func:`.numerics.pinning_hint` explains);
     values a replay adds that older sections do not hold (per-window values, offered load)
-    are not differences, and neither are late heads a replay measures where the recorded
+    are not differences, and neither are the verdict words (read from the compared
+    ratios and intervals by the rule of :mod:`.statistics` in force: a test recorded when
+    an interval containing 1 read *on par* reads *inconclusive* today unless the
+    equivalence test holds), nor late heads a replay measures where the recorded
     section has none (``null``: tests recorded before the engine kept, for queue policies
     other than FCFS, when each job became the reserved head).
 
@@ -455,7 +500,7 @@ def section_differences(
                 out.append(f"{path}: {_short(a)} -> {_short(b)}")
                 return
             for k, v in a.items():
-                if path == "" and k in _NOT_REPLAYED:
+                if (path == "" and k in _NOT_REPLAYED) or k == "verdict":
                     continue
                 sub = f"{path}.{k}" if path else str(k)
                 if k not in b:

@@ -8,8 +8,17 @@ every agent again on those windows, and runs every heuristic of
 agent's and the heuristics' per-window or mean AVEbsld) must agree with the replay to
 :data:`AGREEMENT_RTOL`, else the card is stale and :func:`leaderboard` says so. Each row
 is compared with :data:`LEADERBOARD_REFERENCE` on the same windows by the paired
-geometric-mean ratio and its 95% bootstrap interval (:mod:`.statistics`); an agent is also
-compared with the heuristic it was trained against (its card's ``paired`` section).
+geometric-mean ratio and its 95% bootstrap interval, the ratio of means with its interval
+and the verdict (:mod:`.statistics`); an agent is also compared with the heuristic it was
+trained against (its card's ``paired`` section). Every row also carries the objectives
+beyond bounded slowdown (:mod:`hpcgym.sim.metrics`): utilization, area-weighted response
+time (AWRT, with its paired ratio to the reference) and the waits by job-size class.
+
+A verdict on one trace's windows is one test. Each row is looked up on the board of the
+trace's sibling (:data:`REPLICATION_TRACES`: the other real trace, the other synthetic one)
+-- the same heuristic, or the zoo agent of the same recipe (queue policy, reference, mode
+and estimator) -- and :func:`~hpcgym.evaluation.statistics.replicated_verdict` says whether
+the claim holds there too (``replicated``).
 """
 
 from __future__ import annotations
@@ -21,17 +30,26 @@ from typing import Any
 import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard
+from hpcgym.evaluation.heldout import completed_paired
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
-from hpcgym.evaluation.report import late_heads_cell
+from hpcgym.evaluation.report import (
+    OBJECTIVES_CAPTION,
+    late_heads_cell,
+    ratio_cell,
+    size_class_table,
+)
 from hpcgym.evaluation.runner import evaluate
-from hpcgym.evaluation.statistics import paired_comparison
+from hpcgym.evaluation.statistics import paired_comparison, replicated_verdict, verdict_caption
 from hpcgym.evaluation.windows import select_windows
+from hpcgym.sim.metrics import SIZE_CLASS_METRICS
 
 __all__ = [
     "AGREEMENT_RTOL",
     "LEADERBOARD_REFERENCE",
     "LEADERBOARD_SCHEDULERS",
+    "REPLICATION_TRACES",
+    "replicate",
     "leaderboard",
     "leaderboard_markdown",
 ]
@@ -58,6 +76,13 @@ LEADERBOARD_SCHEDULERS: tuple[str, ...] = (
 )
 #: Relative agreement a card's recorded heuristic must have with the engine.
 AGREEMENT_RTOL = 1e-9
+#: The second trace of every trace's claims: the other real trace, the other synthetic one.
+REPLICATION_TRACES: dict[str, str] = {
+    "SDSC-SP2": "HPC2N",
+    "HPC2N": "SDSC-SP2",
+    "Lublin-1": "Lublin-2",
+    "Lublin-2": "Lublin-1",
+}
 
 
 def _test_sections(cards: Sequence[ModelCard]) -> dict[str, list[tuple[ModelCard, dict]]]:
@@ -85,8 +110,18 @@ def _windows_of(trace: str, pairs: list[tuple[ModelCard, dict]]) -> dict[str, An
 
 
 def _row(
-    label: str, kind: str, values: Sequence[float], ref: Sequence[float], **extra: Any
+    label: str,
+    kind: str,
+    values: Sequence[float],
+    ref: Sequence[float],
+    res: Any = None,
+    ref_label: str | None = None,
+    key: str | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
+    """A board's row: the paired statistics of ``values`` against ``ref`` and, with the
+    evaluation ``res``, the objectives of its method ``key`` (default ``label``; AWRT ratio
+    against ``ref_label``)."""
     pc = paired_comparison(values, ref)
     return {
         "method": label,
@@ -94,8 +129,61 @@ def _row(
         "mean_avg_bsld": float(np.mean(values)),
         **pc.to_dict(),
         "verdict": pc.verdict,
+        **(_objectives(res, key or label, ref_label) if res is not None else {}),
         **extra,
     }
+
+
+def _objectives(res: Any, label: str, ref_label: str | None) -> dict[str, Any]:
+    """``mean_utilization``, ``mean_awrt``, ``awrt_ratio`` (with its interval) and the
+    mean waits by job-size class of a method of the evaluation ``res``."""
+    aw = res.per_window("awrt")
+    out: dict[str, Any] = {
+        "mean_utilization": res.mean(label, "utilization"),
+        "mean_awrt": float(np.mean(aw[label])),
+        "awrt_ratio": None,
+        "awrt_ci_low": None,
+        "awrt_ci_high": None,
+    }
+    if ref_label is not None:
+        pc = paired_comparison(aw[label], aw[ref_label])
+        out.update(awrt_ratio=pc.geo_ratio, awrt_ci_low=pc.ci_low, awrt_ci_high=pc.ci_high)
+    for m in SIZE_CLASS_METRICS:
+        v = np.asarray(res.per_window(m)[label], dtype=np.float64)
+        out[f"mean_{m}"] = float(np.nanmean(v)) if np.isfinite(v).any() else None
+    return out
+
+
+def _recipe(card: ModelCard) -> str:
+    """What makes two zoo agents of different traces the same recipe."""
+    d = card.data
+    return "agent:" + "/".join(str(d.get(k)) for k in ("policy", "normalizer", "mode", "estimator"))
+
+
+def replicate(boards: Sequence[dict[str, Any]], pairs: dict[str, str] | None = None) -> None:
+    """Set each row's ``replicated_on`` (the sibling trace whose board holds the same
+    heuristic or recipe), ``second_verdict`` (its verdict there) and ``replicated``
+    (:func:`~hpcgym.evaluation.statistics.replicated_verdict` of the two; ``None``
+    without a second test).
+
+    :param boards: boards of :func:`leaderboard` or :func:`~.schedule_board.schedule_boards`
+        (rows with ``method``, ``verdict`` and, for agents, ``recipe``)
+    :param pairs: trace -> its second trace (:data:`REPLICATION_TRACES`)
+    """
+    pairs = REPLICATION_TRACES if pairs is None else pairs
+    by_trace = {b["trace"]: b for b in boards}
+    for b in boards:
+        other = by_trace.get(pairs.get(b["trace"], ""))
+        theirs = (
+            {r.get("recipe") or r["method"]: r for r in other["rows"]} if other is not None else {}
+        )
+        for r in b["rows"]:
+            twin = theirs.get(r.get("recipe") or r["method"])
+            r["replicated_on"] = other["trace"] if twin is not None else None
+            r["second_verdict"] = twin["verdict"] if twin is not None else None
+            r["replicated"] = (
+                replicated_verdict(r["verdict"], twin["verdict"]) if twin is not None else None
+            )
 
 
 def _check(card: ModelCard, trace: str, name: str, rec: dict, got: list[float]) -> None:
@@ -167,6 +255,8 @@ def leaderboard(
                     "heuristic",
                     per[s],
                     ref,
+                    res,
+                    LEADERBOARD_REFERENCE,
                     head_delayed=res.head_delays(s)["head_delayed"],
                     head_delay=res.head_delays(s)["head_delay"],
                     command=(
@@ -186,15 +276,28 @@ def leaderboard(
                     "agent",
                     per[label],
                     ref,
+                    res,
+                    LEADERBOARD_REFERENCE,
+                    key=label,
+                    recipe=_recipe(card),
                     **res.head_delays(label),
                     own_reference=own if own in sec.get("paired", {}) else None,
-                    own=sec.get("paired", {}).get(own),
+                    own=completed_paired(sec, label).get(own),
                     command=f"python eval/heldout.py agents/pretrained/{card.name}.json --check",
                 )
             )
         rows.sort(key=lambda r: (r["geo_ratio"], r["method"]))
-        boards.append({"trace": trace, **win, "reference": LEADERBOARD_REFERENCE, "rows": rows})
+        boards.append(
+            {
+                "trace": trace,
+                **win,
+                "reference": LEADERBOARD_REFERENCE,
+                "machine_size": int(wl.machine_size),
+                "rows": rows,
+            }
+        )
     order = {"SDSC-SP2": 0, "HPC2N": 1, "Lublin-1": 2, "Lublin-2": 3}
+    replicate(boards)
     return sorted(boards, key=lambda b: (order.get(b["trace"], 9), b["trace"]))
 
 
@@ -208,22 +311,51 @@ def _names(rows: list[dict[str, Any]]) -> str:
     return ", ".join(f"{r['method']} ({r['geo_ratio']:.2f})" for r in rows) or "none"
 
 
+def replicated_cell(r: dict[str, Any]) -> str:
+    """The cell of a row's second test: ``holds on HPC2N``, ``not on HPC2N (on par)``,
+    ``—`` (no second test of a claim)."""
+    if r.get("replicated_on") is None:
+        return "—: no second test" if r["verdict"] == "better" else "—"
+    if r["verdict"] not in ("better", "worse"):
+        return f"{r['replicated_on']}: {r['second_verdict']}"
+    if r["replicated"] == r["verdict"]:
+        return f"holds on {r['replicated_on']}"
+    return f"not on {r['replicated_on']} ({r['second_verdict']})"
+
+
 def _paragraph(board: dict[str, Any]) -> str:
     rows = [r for r in board["rows"] if r["method"] != board["reference"]]
-    by = {v: [r for r in rows if r["verdict"] == v] for v in ("better", "on par", "worse")}
+    held = [r for r in rows if r["verdict"] == "better" and r.get("replicated") == "better"]
+    once = [r for r in rows if r["verdict"] == "better" and r.get("replicated") != "better"]
+    by = {v: [r for r in rows if r["verdict"] == v] for v in ("on par", "inconclusive", "worse")}
     agents = [r for r in rows if r["kind"] == "agent"]
     text = (
-        f"Against {board['reference']} on these windows, better: {_names(by['better'])}; "
-        f"on par: {_names(by['on par'])}; worse: {_names(by['worse'])}."
+        f"Against {board['reference']} on these windows, lower slowdowns that hold on a "
+        f"second trace: {_names(held)}; lower here only (one test): {_names(once)}; "
+        f"on par: {_names(by['on par'])}; inconclusive: {_names(by['inconclusive'])}; "
+        f"worse: {_names(by['worse'])}."
     )
     own = [r for r in agents if r.get("own_reference") and r["own_reference"] != board["reference"]]
     if own:
         parts = [
-            f"{r['method']} {_ratio(r['own'])} × {r['own_reference']}, {r['own']['verdict']}"
+            f"{r['method']} {_ratio(r['own'])} × {r['own_reference']}, {_verdict_word(r['own'])}"
             for r in own
         ]
         text += " Against the heuristic each was trained against: " + "; ".join(parts) + "."
     return text
+
+
+def _verdict_word(cell: dict[str, Any] | None) -> str:
+    """The verdict of a recorded paired cell by today's rule (its own word otherwise)."""
+    from hpcgym.evaluation.statistics import verdict
+
+    if not cell:
+        return "—"
+    return verdict(cell) or str(cell.get("verdict") or "—")
+
+
+def _hours(v: float | None, digits: int = 2) -> str:
+    return "—" if v is None else f"{v / 3600.0:.{digits}f}"
 
 
 def leaderboard_markdown(boards: Sequence[dict[str, Any]], command: str) -> str:
@@ -239,36 +371,50 @@ def leaderboard_markdown(boards: Sequence[dict[str, Any]], command: str) -> str:
         "(`agents/pretrained/`) on the zoo's held-out test windows of each trace: the "
         "zoo agents were chosen on validation windows and tested once on these windows. "
         "`ratio` is the paired geometric-mean ratio of AVEbsld against the reference on "
-        "the same windows with its 95% bootstrap interval; a method is *better* only when "
-        "the whole interval lies below 1 over at least 30 windows, *worse* when it lies "
-        "above 1, else *on par* ([evaluation.md](evaluation.md)). `wins`: windows where "
-        "the method's AVEbsld is lower than the reference's. `late heads`: jobs started "
-        "after the reservation the requested run times promised them (guarded agents and "
-        "request-based backfilling never delay one). The agents' numbers are their cards' "
+        "the same windows with its 95% bootstrap interval; `ratio of means` is the mean "
+        "AVEbsld over the windows divided by the reference's, with its own paired 95% "
+        "bootstrap interval. " + verdict_caption() + " `second trace`: the verdict of "
+        "the same heuristic (or the zoo agent of the same recipe) against the same "
+        "reference on the sibling trace's board (SDSC-SP2 with HPC2N, Lublin-1 with "
+        "Lublin-2). `wins`: windows where the method's AVEbsld is lower than the "
+        "reference's. `late heads`: jobs started after the reservation the requested run "
+        "times promised them (guarded agents and request-based backfilling never delay "
+        "one). " + OBJECTIVES_CAPTION + " The agents' numbers are their cards' "
         "recorded tests, played again by this command (which fails unless they agree), and "
         "the heuristics run on the same windows. The research report "
         "([research/findings.md](research/findings.md)) explains the numbers.",
         "",
     ]
     for b in boards:
+        ref = b["reference"]
         out += [
             f"## Backfill-v0 on {b['trace']}",
             "",
             f"{b['windows']} test windows of {b['length']:,} jobs (window seed {b['seed']}), "
-            f"reference {b['reference']}.",
+            f"reference {ref}.",
             "",
-            "| rank | method | kind | mean AVEbsld | ratio vs "
-            f"{b['reference']} [95% CI] | wins | verdict | late heads |",
-            "|---:|---|---|---:|---|---:|---|---:|",
+            f"| rank | method | kind | mean AVEbsld | ratio vs {ref} [95% CI] | "
+            f"ratio of means vs {ref} [95% CI] | wins | verdict | second trace | util (%) | "
+            f"AWRT (h) | AWRT ratio vs {ref} [95% CI] | late heads |",
+            "|---:|---|---|---:|---|---|---:|---|---|---:|---:|---|---:|",
         ]
         for i, r in enumerate(b["rows"], 1):
             name = f"**{r['method']}**" if r["kind"] == "agent" else r["method"]
+            util = r.get("mean_utilization")
             out.append(
                 f"| {i} | {name} | {'zoo agent' if r['kind'] == 'agent' else 'heuristic'} | "
-                f"{r['mean_avg_bsld']:.2f} | {_ratio(r)} | {r['wins']}/{r['windows']} | "
-                f"{r['verdict']} | {late_heads_cell(r.get('head_delayed'), r.get('head_delay'))} |"
+                f"{r['mean_avg_bsld']:.2f} | {_ratio(r)} | "
+                f"{ratio_cell(r.get('mean_ratio'), r.get('mean_low'), r.get('mean_high'))} | "
+                f"{r['wins']}/{r['windows']} | {r['verdict']} | {replicated_cell(r)} | "
+                f"{'—' if util is None else f'{100 * util:.1f}'} | "
+                f"{_hours(r.get('mean_awrt'))} | "
+                f"{ratio_cell(r.get('awrt_ratio'), r.get('awrt_ci_low'), r.get('awrt_ci_high'))}"
+                f" | {late_heads_cell(r.get('head_delayed'), r.get('head_delay'))} |"
             )
-        out += ["", _paragraph(b), "", "Reproduce a row:", ""]
+        out += ["", _paragraph(b)]
+        out += [ln.replace("## Waits by job size", f"### Waits by job size on {b['trace']}")
+                for ln in size_class_table(b["rows"], b.get("machine_size"))]  # fmt: skip
+        out += ["", "Reproduce a row:", ""]
         out += [f"- {r['method']}: `{r['command']}`" for r in b["rows"]]
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -28,6 +28,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from hpcgym.sim.metrics import COMPARISON_METRICS
+
 __all__ = [
     "AGENT_COUNTERS",
     "HEAD_DELAY_METRICS",
@@ -52,6 +54,7 @@ WINDOW_METRICS: tuple[str, ...] = (
     "utilization",
     "makespan",
     "backfilled",
+    *COMPARISON_METRICS,
 )
 #: Starts beyond the request-based reservation
 #: (:func:`hpcgym.sim.metrics.request_reservation_delays`, any queue policy):

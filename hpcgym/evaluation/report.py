@@ -18,21 +18,74 @@ from hpcgym.evaluation.results import (
     csv_text,
     fmt,
 )
-from hpcgym.evaluation.statistics import DEFAULT_RESAMPLES, DEFAULT_SEED, VERDICT_CAPTION
+from hpcgym.evaluation.statistics import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    EQUIVALENCE_MARGIN,
+    verdict_caption,
+)
 from hpcgym.evaluation.windows import WindowSet
+from hpcgym.sim.metrics import MEDIUM_MACHINE_FRACTION, SIZE_CLASSES, SMALL_MAX_PROCS
 
-__all__ = ["markdown_table", "ratio_caption", "windows_caption", "write_outputs"]
+__all__ = [
+    "OBJECTIVES_CAPTION",
+    "compare_table",
+    "markdown_table",
+    "ratio_caption",
+    "ratio_cell",
+    "size_class_caption",
+    "windows_caption",
+    "write_outputs",
+]
 
 
-def ratio_caption(reference: str, windows: int) -> str:
-    """The explanation of the ratio / interval / wins columns."""
+def ratio_caption(reference: str, windows: int, margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The explanation of the ratio / interval / wins / verdict columns.
+
+    :param reference: the reference every ratio is against
+    :param windows: the windows of the comparison
+    :param margin: the equivalence margin of the verdict
+    """
     return (
         f"`ratio vs {reference}`: paired geometric-mean ratio of AVEbsld over the same "
         f"{windows} windows (< 1 = lower slowdowns than {reference}); `95% interval`: "
         f"percentile bootstrap over the windows ({DEFAULT_RESAMPLES} resamples, seed "
-        f"{DEFAULT_SEED}); `wins`: windows with a lower AVEbsld than {reference}. "
-        + VERDICT_CAPTION
+        f"{DEFAULT_SEED}); `ratio of means vs {reference}`: mean AVEbsld over the windows "
+        f"divided by {reference}'s, with its own paired bootstrap 95% interval (the busy "
+        f"windows weigh more); `wins`: windows with a lower AVEbsld than {reference}. "
+        + verdict_caption(margin)
     )
+
+
+def ratio_cell(ratio: float | None, low: float | None, high: float | None) -> str:
+    """``0.912 [0.850, 0.978]`` (``—`` without a ratio)."""
+    if ratio is None:
+        return "—"
+    return f"{fmt(ratio, 3)} [{fmt(low, 3)}, {fmt(high, 3)}]"
+
+
+def size_class_caption(machine_size: int | None = None) -> str:
+    """What the job-size classes are (with the machine's bounds when given)."""
+    medium = (
+        f"{SMALL_MAX_PROCS + 1} to {int(machine_size * MEDIUM_MACHINE_FRACTION)}"
+        if machine_size
+        else f"more than {SMALL_MAX_PROCS}"
+    )
+    return (
+        f"Job-size classes: `{SIZE_CLASSES[0]}` 1 processor, `{SIZE_CLASSES[1]}` 2 to "
+        f"{SMALL_MAX_PROCS}, `{SIZE_CLASSES[2]}` {medium} (at most 1/8 of the machine), "
+        f"`{SIZE_CLASSES[3]}` the rest (`hpcgym.sim.metrics.size_class`)."
+    )
+
+
+#: What the objective columns are.
+OBJECTIVES_CAPTION = (
+    "`util (%)`: mean over the windows of the utilization, busy processor-seconds / "
+    "(processors x (last end - first submit)); `AWRT (h)`: mean over the windows of the "
+    "area-weighted response time, sum of procs x run x (wait + run) / sum of procs x run "
+    "(`hpcgym.sim.metrics`); `AWRT ratio`: its paired geometric-mean ratio against the "
+    "same reference with the 95% interval."
+)
 
 
 def windows_caption(w: WindowSet) -> str:
@@ -75,10 +128,18 @@ def markdown_table(result: EvalResult) -> str:
     if has_paper:
         head.append("paper (Table 4)")
     stats = result.ratio_values is not None
+    rr = result.ratio_reference
     if stats:
-        head += [f"ratio vs {result.ratio_reference}", "95% interval", "wins", "verdict"]
+        head += [f"ratio vs {rr}", "95% interval", f"ratio of means vs {rr} [95%]", "wins"]
+        head.append("verdict")
         if fair:
             head.append("tail: max wait / p99 (upper 95%)")
+    objectives = any(s["mean_awrt"] is not None for s in summ)
+    if objectives:
+        head += ["util (%)", "AWRT (h)"]
+        awrt_ratio = any(s["awrt_ratio"] is not None for s in summ)
+        if awrt_ratio:
+            head.append(f"AWRT ratio vs {rr} [95%]")
     delays = any(s["head_delayed"] is not None for s in summ)
     if delays:
         head.append("late heads (mean delay)")
@@ -106,11 +167,20 @@ def markdown_table(result: EvalResult) -> str:
             cells += [
                 fmt(s["geo_ratio"], 3),
                 f"[{fmt(s['ci_low'], 3)}, {fmt(s['ci_high'], 3)}]",
+                ratio_cell(s["mean_ratio"], s["mean_low"], s["mean_high"]),
                 f"{s['wins']}/{s['windows']}",
                 (fair_verdict(s) if fair else s["verdict"]) or "—",
             ]
             if fair:
                 cells.append(tail_cell(s))
+        if objectives:
+            a = s["mean_awrt"]
+            cells += [
+                fmt(100.0 * s["mean_utilization"], 1),
+                "—" if a is None else fmt(a / 3600.0, 2),
+            ]
+            if awrt_ratio:
+                cells.append(ratio_cell(s["awrt_ratio"], s["awrt_ci_low"], s["awrt_ci_high"]))
         if delays:
             cells.append(late_heads_cell(s["head_delayed"], s["head_delay"]))
         lines.append("| " + " | ".join(cells) + " |")
@@ -124,6 +194,9 @@ def markdown_table(result: EvalResult) -> str:
         lines += ["", ratio_caption(result.ratio_reference or "", len(w.starts))]
     if fair:
         lines += ["", FAIRNESS_CAPTION]
+    if objectives:
+        lines += ["", OBJECTIVES_CAPTION]
+        lines += size_class_table(summ, result.machine_size)
     if delays:
         lines += ["", LATE_HEADS_CAPTION]
     if has_paper:
@@ -179,7 +252,7 @@ FAIRNESS_CAPTION = (
     "upper ends of the 95% intervals of the paired geometric-mean ratios of these two "
     f"(max wait floored at {MAX_WAIT_FLOOR:.0f} s) against the ratio reference; `not worse` "
     f"when both are at most {TAIL_TOLERANCE:.2f} (`hpcgym.evaluation.fairness`). A lower AVEbsld "
-    "(interval below 1) with a tail that is worse reads `on par (longer tail)` in the "
+    "(interval below 1) with a tail that is worse reads `inconclusive (longer tail)` in the "
     "verdict column."
 )
 
@@ -191,6 +264,91 @@ LATE_HEADS_CAPTION = (
     "requested times never have any; schedulers that reserve with predictions may "
     "(— : not measured: a non-FCFS queue in a test recorded before 2026-11-29)."
 )
+
+
+def compare_table(result: EvalResult, label: str = "method") -> list[str]:
+    """The table of ``hpcgym compare``: per method its mean AVEbsld and wait, and against
+    the result's ratio reference the paired geometric-mean ratio with its 95% interval,
+    the ratio of means with its interval, the wins, the verdict (tail included), the tail
+    columns, utilization and AWRT; captions say against what and how to read them.
+
+    :param result: the evaluation (paired statistics need its ``ratio_values``)
+    :param label: the first column's name (``method`` or ``scheduler``)
+    """
+    summ = result.summary()
+    rr = result.ratio_reference if result.ratio_values is not None else None
+    head = [label, "mean AVEbsld", "mean wait (s)"]
+    if rr:
+        head += [f"ratio vs {rr} [95%]", f"ratio of means vs {rr} [95%]", "wins", "verdict"]
+    head += ["max wait (h)", "p99 bsld"]
+    if rr:
+        head.append(f"tail vs {rr}: max wait / p99 (upper 95%)")
+    head += ["util (%)", "AWRT (h)"]
+    if rr:
+        head.append(f"AWRT ratio vs {rr} [95%]")
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for s in summ:
+        cells = [s["method"], fmt(s["mean_avg_bsld"]), fmt(s["mean_avg_wait"], 0)]
+        if rr:
+            cells += [
+                ratio_cell(s["geo_ratio"], s["ci_low"], s["ci_high"]),
+                ratio_cell(s["mean_ratio"], s["mean_low"], s["mean_high"]),
+                f"{s['wins']}/{s['windows']}",
+                fair_verdict(s) or "—",
+            ]
+        mw = s["mean_max_wait"]
+        cells += ["—" if mw is None else fmt(mw / 3600.0, 1), fmt(s["mean_p99_bsld"], 1)]
+        if rr:
+            cells.append(tail_cell(s))
+        awrt = s["mean_awrt"]
+        cells += [
+            fmt(100.0 * s["mean_utilization"], 1),
+            "—" if awrt is None else fmt(awrt / 3600.0, 2),
+        ]
+        if rr:
+            cells.append(ratio_cell(s["awrt_ratio"], s["awrt_ci_low"], s["awrt_ci_high"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    if rr:
+        lines += [ratio_caption(rr, len(result.windows.starts)), "", FAIRNESS_CAPTION, ""]
+    else:
+        lines += ["No ratios: no reference among the methods.", ""]
+    lines.append(OBJECTIVES_CAPTION)
+    return lines + size_class_table(summ, result.machine_size)
+
+
+def size_class_table(summ: list[dict], machine_size: int | None = None) -> list[str]:
+    """The Markdown lines of the waits by job-size class (mean / p95, hours), a row per
+    method of ``summ`` (:meth:`EvalResult.summary` rows); ``[]`` without the metrics.
+
+    :param summ: the summary rows
+    :param machine_size: processors (for the classes' bounds in the caption)
+    """
+    if not summ or all(s.get("mean_awrt") is None for s in summ):
+        return []
+
+    def cell(s: dict, c: str) -> str:
+        mean, p95 = s.get(f"mean_avg_wait_{c}"), s.get(f"mean_p95_wait_{c}")
+        if mean is None:
+            return "—"
+        return f"{fmt(mean / 3600.0, 2)} / {fmt(p95 / 3600.0, 2)}"
+
+    lines = [
+        "",
+        "## Waits by job size",
+        "",
+        "| method | " + " | ".join(f"{c}: mean / p95 wait (h)" for c in SIZE_CLASSES) + " |",
+        "|---|" + "---:|" * len(SIZE_CLASSES),
+    ]
+    for s in summ:
+        lines.append(f"| {s['method']} | " + " | ".join(cell(s, c) for c in SIZE_CLASSES) + " |")
+    lines += [
+        "",
+        "Means over the windows of each window's mean and 95th-percentile wait of the jobs "
+        "of a class (a window without jobs of the class does not count; — : no window has "
+        "any). " + size_class_caption(machine_size),
+    ]
+    return lines
 
 
 def late_heads_cell(n: int | None, delay: float | None) -> str:

@@ -18,9 +18,10 @@ from hpcgym.evaluation.methods import AGENT_HEURISTICS, Method
 from hpcgym.evaluation.paper.constants import LABEL_TO_T4, PAPER_LENGTH, PAPER_TABLE4
 from hpcgym.evaluation.play import AGENT_COUNTERS, HEAD_DELAY_METRICS, WINDOW_METRICS
 from hpcgym.evaluation.windows import WindowSet
-from hpcgym.sim.metrics import bounded_slowdown
+from hpcgym.sim.metrics import SIZE_CLASS_METRICS, bounded_slowdown
 
 __all__ = [
+    "OBJECTIVE_COLUMNS",
     "RESULT_SCHEMA",
     "STAT_COLUMNS",
     "SUMMARY_COLUMNS",
@@ -32,9 +33,36 @@ __all__ = [
 
 RESULT_SCHEMA = "hpcgym-evaluation/1"
 
-#: Paired statistics against the ratio reference (:mod:`hpcgym.evaluation.statistics`);
-#: ``verdict`` is :attr:`~hpcgym.evaluation.statistics.PairedComparison.verdict`.
-STAT_COLUMNS: tuple[str, ...] = ("geo_ratio", "ci_low", "ci_high", "wins", "verdict")
+#: Paired statistics against the ratio reference (:mod:`hpcgym.evaluation.statistics`):
+#: the geometric-mean ratio and its 95% interval, the ratio of means and its 95% interval,
+#: the 90% interval and margin of the equivalence test, the wins; ``verdict`` is
+#: :attr:`~hpcgym.evaluation.statistics.PairedComparison.verdict`.
+STAT_COLUMNS: tuple[str, ...] = (
+    "geo_ratio",
+    "ci_low",
+    "ci_high",
+    "mean_ratio",
+    "mean_low",
+    "mean_high",
+    "eq_low",
+    "eq_high",
+    "margin",
+    "wins",
+    "verdict",
+)
+
+#: Objectives beyond bounded slowdown, means over the windows (:mod:`hpcgym.sim.metrics`):
+#: the area-weighted response time, its paired geometric-mean ratio against the ratio
+#: reference with the 95% interval (when the reference is one of the methods), and the
+#: mean and 95th-percentile wait of each job-size class (a window without jobs of a class
+#: does not count in its mean; ``None``: no window has any).
+OBJECTIVE_COLUMNS: tuple[str, ...] = (
+    "mean_awrt",
+    "awrt_ratio",
+    "awrt_ci_low",
+    "awrt_ci_high",
+    *(f"mean_{m}" for m in SIZE_CLASS_METRICS),
+)
 
 #: Columns of ``windows.csv`` (one row per method and window; agent-only columns are
 #: empty for engine schedulers).
@@ -63,6 +91,7 @@ SUMMARY_COLUMNS: tuple[str, ...] = (
     "max_avg_bsld",
     "mean_avg_wait",
     "mean_utilization",
+    *OBJECTIVE_COLUMNS,
     *FAIRNESS_COLUMNS,
     "vs_reference_pct",
     "paper_table4",
@@ -168,6 +197,7 @@ class EvalResult:
                     if ref_mean is None or ref_mean == 0
                     else 100.0 * (ref_mean - mean) / ref_mean,
                     "paper_table4": paper.get(m.label),
+                    **self.objectives(m.label),
                     **fairness(self, m.label),
                     **self.paired(m.label),
                     **self.head_delays(m.label),
@@ -187,8 +217,8 @@ class EvalResult:
         return {"head_delayed": n, "head_delay": total / n if n else 0.0}
 
     def paired(self, label: str, metric: str = "avg_bsld") -> dict[str, Any]:
-        """``geo_ratio, ci_low, ci_high, wins, verdict`` of a method against the ratio
-        reference on the same windows (``None`` values without a reference).
+        """:data:`STAT_COLUMNS` of a method against the ratio reference on the same windows
+        (``None`` values without a reference).
 
         :param label: the method
         :param metric: the per-window metric (AVEbsld)
@@ -198,13 +228,41 @@ class EvalResult:
         from hpcgym.evaluation.statistics import paired_comparison
 
         pc = paired_comparison(self.per_window(metric)[label], self.ratio_values)
-        return {
-            "geo_ratio": pc.geo_ratio,
-            "ci_low": pc.ci_low,
-            "ci_high": pc.ci_high,
-            "wins": pc.wins,
-            "verdict": pc.verdict,
-        }
+        out = {k: v for k, v in pc.to_dict().items() if k in STAT_COLUMNS}
+        out["verdict"] = pc.verdict
+        return {k: out.get(k) for k in STAT_COLUMNS}
+
+    def objectives(self, label: str) -> dict[str, Any]:
+        """:data:`OBJECTIVE_COLUMNS` of a method (``None`` where not measured: rows
+        recorded before these metrics, a class without jobs in any window, no ratio
+        reference among the methods).
+
+        :param label: the method
+        """
+        from hpcgym.evaluation.statistics import paired_comparison
+
+        rows = [r for r in self.rows if r["method"] == label]
+        out: dict[str, Any] = dict.fromkeys(OBJECTIVE_COLUMNS)
+
+        def values(rs: list[dict[str, Any]], key: str) -> np.ndarray | None:
+            if not rs or any(r.get(key) is None for r in rs):
+                return None
+            return np.asarray([float(r[key]) for r in rs], dtype=np.float64)
+
+        awrt = values(rows, "awrt")
+        if awrt is None:
+            return out
+        out["mean_awrt"] = float(awrt.mean())
+        for m in SIZE_CLASS_METRICS:
+            v = values(rows, m)
+            if v is not None and np.isfinite(v).any():
+                out[f"mean_{m}"] = float(np.nanmean(v))
+        ref = self.ratio_reference
+        theirs = values([r for r in self.rows if r["method"] == ref], "awrt")
+        if ref in self.labels and theirs is not None and (awrt > 0).all() and (theirs > 0).all():
+            pc = paired_comparison(awrt, theirs)
+            out.update(awrt_ratio=pc.geo_ratio, awrt_ci_low=pc.ci_low, awrt_ci_high=pc.ci_high)
+        return out
 
     def paper_values(self) -> dict[str, float]:
         """Published Table 4 values for the methods that have one (paper protocol only:

@@ -5,9 +5,12 @@ built-in queue policies with EASY-SJBF backfilling, and every zoo agent of the j
 task (cards with ``task: schedule``) tested on that trace, on the same test windows. Each
 row is compared with the trace's reference heuristic
 (:func:`hpcgym.sim.references.reference_policy`) by the paired geometric-mean ratio of
-AVEbsld with its 95% interval. The fairness columns are those of
-:mod:`hpcgym.evaluation.fairness`: maximum wait, p99 bounded slowdown and the tail test. A
-row is *better* only with an interval below 1 **and** a tail that is not worse.
+AVEbsld with its 95% interval, and by the ratio of means with its interval. The fairness
+columns are those of :mod:`hpcgym.evaluation.fairness`: maximum wait, p99 bounded slowdown
+and the tail test. A row claims lower slowdowns only with an interval below 1 **and** a
+tail that is not worse, and that claim is checked on the sibling trace's board
+(:func:`hpcgym.evaluation.leaderboard.replicate`). The objectives beyond bounded slowdown
+(utilization, AWRT, waits by job-size class) are columns too.
 """
 
 from __future__ import annotations
@@ -16,10 +19,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from hpcgym.evaluation.cards import ModelCard
-from hpcgym.evaluation.fairness import fair_verdict
+from hpcgym.evaluation.fairness import fair_verdict, tail_cell
+from hpcgym.evaluation.leaderboard import replicate, replicated_cell
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
+from hpcgym.evaluation.report import OBJECTIVES_CAPTION, ratio_cell, size_class_table
 from hpcgym.evaluation.runner import evaluate
+from hpcgym.evaluation.statistics import verdict_caption
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.sim.schedulers import policy_name
 
@@ -76,7 +82,9 @@ def schedule_boards(
             rows.append({**s, "verdict": fair_verdict(s)})
         rows.sort(key=lambda r: (r["geo_ratio"], r["method"]))
         out.append({**{k: b[k] for k in ("trace", "windows", "length", "seed")}, "rows": rows,
-                    "reference": ref, "starts": b["starts"]})  # fmt: skip
+                    "reference": ref, "starts": b["starts"],
+                    "machine_size": int(wl.machine_size)})  # fmt: skip
+    replicate(out)
     return out
 
 
@@ -90,42 +98,55 @@ def schedule_markdown(boards: Sequence[dict[str, Any]]) -> list[str]:
         "is its strongest queue heuristic on the train range (`hpcgym.sim.references`). "
         "`max wait` and `p99 bsld` are means over the windows of each window's maximum wait "
         "and 99th-percentile bounded slowdown. `tail` gives the upper ends of the 95% "
-        "intervals of their paired ratios against the reference. A method is *better* only "
-        "when its AVEbsld interval lies below 1 and its tail is not worse (both upper ends "
-        "≤ 1.10; [schedule_env.md](schedule_env.md#fairness-in-every-comparison)). The "
-        "ceilings of this task are in [research/schedule.md](research/schedule.md).",
+        "intervals of their paired ratios against the reference. A method claims lower "
+        "slowdowns only when its AVEbsld interval lies below 1 and its tail is not worse "
+        "(both upper ends ≤ 1.10; "
+        "[schedule_env.md](schedule_env.md#fairness-in-every-comparison)); "
+        "with a worse tail it reads *inconclusive (longer tail)*. " + verdict_caption() + " "
+        "`second trace` as above. " + OBJECTIVES_CAPTION + " The one-step lookaheads of "
+        "this task are reference points, in [research/schedule.md](research/schedule.md).",
         "",
     ]
     for b in boards:
+        ref = b["reference"]
         out += [
             f"### Schedule-v0 on {b['trace']}",
             "",
             f"{b['windows']} test windows of {b['length']:,} jobs (window seed {b['seed']}), "
-            f"reference {b['reference']}.",
+            f"reference {ref}.",
             "",
-            f"| rank | method | kind | mean AVEbsld | ratio vs {b['reference']} [95% CI] | "
-            "verdict | max wait (h) | p99 bsld | tail (max wait / p99) |",
-            "|---:|---|---|---:|---|---|---:|---:|---|",
+            f"| rank | method | kind | mean AVEbsld | ratio vs {ref} [95% CI] | "
+            f"ratio of means vs {ref} [95% CI] | verdict | second trace | max wait (h) | "
+            f"p99 bsld | tail (max wait / p99) | util (%) | AWRT (h) | "
+            f"AWRT ratio vs {ref} [95% CI] |",
+            "|---:|---|---|---:|---|---|---|---|---:|---:|---|---:|---:|---|",
         ]
         for i, r in enumerate(b["rows"], 1):
             kind = "zoo agent" if r["kind"] == "agent" else "heuristic"
             name = f"**{r['method']}**" if r["kind"] == "agent" else r["method"]
-            tail = (
-                "—"
-                if r["tail"] is None
-                else f"{r['tail_max_wait']:.2f} / {r['tail_p99_bsld']:.2f}: {r['tail']}"
-            )
+            awrt = r.get("mean_awrt")
             out.append(
-                f"| {i} | {name} | {kind} | {r['mean_avg_bsld']:.2f} | {r['geo_ratio']:.3f} "
-                f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}] | {r['verdict']} | "
-                f"{r['mean_max_wait'] / 3600:.1f} | {r['mean_p99_bsld']:.0f} | {tail} |"
+                f"| {i} | {name} | {kind} | {r['mean_avg_bsld']:.2f} | "
+                f"{ratio_cell(r['geo_ratio'], r['ci_low'], r['ci_high'])} | "
+                f"{ratio_cell(r.get('mean_ratio'), r.get('mean_low'), r.get('mean_high'))} | "
+                f"{r['verdict']} | {replicated_cell(r)} | "
+                f"{r['mean_max_wait'] / 3600:.1f} | {r['mean_p99_bsld']:.0f} | {tail_cell(r)} | "
+                f"{100 * r['mean_utilization']:.1f} | "
+                f"{'—' if awrt is None else f'{awrt / 3600:.2f}'} | "
+                f"{ratio_cell(r.get('awrt_ratio'), r.get('awrt_ci_low'), r.get('awrt_ci_high'))} |"
             )
+        out += [
+            ln.replace(
+                "## Waits by job size", f"#### Waits by job size, Schedule-v0 on {b['trace']}"
+            )
+            for ln in size_class_table(b["rows"], b.get("machine_size"))
+        ]
         out += [
             "",
             "Reproduce: `python eval/compare.py --trace "
             f"{b['trace']} --schedulers {' '.join(_name(p) for p in SCHEDULE_POLICIES)} "
             f"--split test --windows {b['windows']} --length {b['length']} --seed {b['seed']} "
-            f"--reference {b['reference']}`",
+            f"--reference {ref}`",
             "",
         ]
     return out

@@ -8,13 +8,21 @@ same windows ``i = 1..n``:
 * its **95% percentile bootstrap interval**: the windows are resampled with replacement
   (``resamples`` times, at least 4,000, from a seeded :class:`numpy.random.Generator`),
   the ratio recomputed on each resample, and the 2.5% and 97.5% percentiles taken;
+* the **ratio of means** ``mean(x_i) / mean(r_i)`` (what a site sees over the windows
+  taken together: the busy windows weigh more) with its own 95% paired bootstrap interval
+  (the same resamples, the ratio of the resampled means);
+* the **equivalence interval**: the 90% bootstrap interval of the geometric-mean ratio
+  (the 5% and 95% percentiles of the same resamples), read by the two one-sided tests
+  (TOST, 5% each) against the margin :data:`EQUIVALENCE_MARGIN` (``±5%`` in ratio);
 * **wins**: the number of windows where the method's AVEbsld is strictly lower.
 
 The verdict (:attr:`PairedComparison.verdict`, :func:`verdict`) is the only place
-generated text takes its words from: ``better`` only when the comparison covers at least
-:data:`MIN_WINDOWS` (30) windows and the whole interval lies below 1, ``worse`` when (with
-as many windows) it lies above 1, ``on par`` otherwise — including every comparison over
-fewer windows, whose interval is too unreliable for a claim.
+generated text takes its words from, over at least :data:`MIN_WINDOWS` (30) windows:
+``better`` when the whole 95% interval lies below 1, ``worse`` when it lies above 1,
+``on par`` when the equivalence test supports it (the 90% interval lies inside
+``[1 / margin, margin]``), and ``inconclusive`` otherwise -- including every comparison
+over fewer windows, too few for a claim. :func:`replicated_verdict` combines the verdicts
+of two tests (a second test period or trace): a claim holds when both make it.
 """
 
 from __future__ import annotations
@@ -31,10 +39,13 @@ __all__ = [
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "DEFAULT_SPLITS",
+    "EQUIVALENCE_CONFIDENCE",
+    "EQUIVALENCE_MARGIN",
     "HOLDOUT_MIN_WINDOWS",
     "MIN_RESAMPLES",
     "MIN_WINDOWS",
     "PairedComparison",
+    "VERDICTS",
     "VERDICT_ALPHA",
     "VERDICT_CAPTION",
     "bootstrap_interval",
@@ -46,8 +57,11 @@ __all__ = [
     "holm",
     "p_below_one",
     "paired_comparison",
+    "ratio_of_means",
+    "replicated_verdict",
     "spread",
     "verdict",
+    "verdict_caption",
     "wins",
 ]
 
@@ -56,8 +70,15 @@ DEFAULT_RESAMPLES = 10_000
 MIN_RESAMPLES = 4_000
 #: Seed of the bootstrap generator by default (results are reproducible).
 DEFAULT_SEED = 0
-#: Fewest windows for a verdict other than "on par" (the project's rule for a claim).
+#: Fewest windows for a verdict other than "inconclusive" (the project's rule for a claim).
 MIN_WINDOWS = 30
+#: The equivalence margin of "on par", a ratio: the method is on par with the reference
+#: when its geometric-mean ratio is shown to lie within ``[1 / 1.05, 1.05]`` (±5%).
+EQUIVALENCE_MARGIN = 1.05
+#: Two-sided coverage of the equivalence interval: 90% (two one-sided tests at 5% each).
+EQUIVALENCE_CONFIDENCE = 0.90
+#: The verdict words, from the strongest claim down.
+VERDICTS: tuple[str, ...] = ("better", "worse", "on par", "inconclusive")
 #: One-sided error level of the verdict "the 95 % interval is below 1"; the default
 #: family-wise level of :func:`holm`.
 VERDICT_ALPHA = 0.025
@@ -104,11 +125,29 @@ def bootstrap_log_means(
     :param resamples: bootstrap resamples (at least :data:`MIN_RESAMPLES`)
     :param seed: seed of the ``numpy`` Generator (or a Generator, which is advanced)
     """
+    return logs[_bootstrap_indices(len(logs), resamples, seed)].mean(axis=1)
+
+
+def _bootstrap_indices(n: int, resamples: int, seed: int | np.random.Generator) -> np.ndarray:
+    """The windows of every bootstrap resample, ``(resamples, n)`` (one draw of the
+    Generator: every statistic of a comparison reads the same resamples)."""
     if resamples < MIN_RESAMPLES:
         raise ValueError(f"use at least {MIN_RESAMPLES} bootstrap resamples, got {resamples}")
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    idx = rng.integers(0, len(logs), size=(int(resamples), len(logs)))
-    return logs[idx].mean(axis=1)
+    return rng.integers(0, n, size=(int(resamples), n))
+
+
+def ratio_of_means(values: Sequence[float], reference: Sequence[float]) -> float:
+    """The ratio of means ``mean(values) / mean(reference)`` over the same windows (the
+    windows with large values weigh more than in :func:`geo_ratio`).
+
+    :param values: the method's value per window
+    :param reference: the reference's value on the same windows, in the same order
+    """
+    _log_ratios(values, reference)  # same checks
+    return float(
+        np.mean(np.asarray(values, np.float64)) / np.mean(np.asarray(reference, np.float64))
+    )
 
 
 def bootstrap_interval(
@@ -147,10 +186,17 @@ class PairedComparison:
     """A method against a reference on the same windows.
 
     :param geo_ratio: paired geometric-mean ratio (< 1: lower than the reference)
-    :param ci_low: lower end of the bootstrap interval
-    :param ci_high: upper end of the bootstrap interval
+    :param ci_low: lower end of the 95% bootstrap interval
+    :param ci_high: upper end of the 95% bootstrap interval
     :param wins: windows where the method is strictly lower
     :param windows: number of windows
+    :param mean_ratio: ratio of means ``mean(x) / mean(r)`` (``None``: not recorded)
+    :param mean_low: lower end of its 95% paired bootstrap interval
+    :param mean_high: upper end of it
+    :param eq_low: lower end of the 90% interval of the geometric-mean ratio (the
+        equivalence test's; ``None``: not recorded, the 95% interval stands in for it)
+    :param eq_high: upper end of it
+    :param margin: the equivalence margin of "on par" (a ratio above 1)
     """
 
     geo_ratio: float
@@ -158,56 +204,134 @@ class PairedComparison:
     ci_high: float
     wins: int
     windows: int
+    mean_ratio: float | None = None
+    mean_low: float | None = None
+    mean_high: float | None = None
+    eq_low: float | None = None
+    eq_high: float | None = None
+    margin: float = EQUIVALENCE_MARGIN
+
+    @property
+    def equivalent(self) -> bool:
+        """Whether the equivalence test (TOST at the :attr:`margin`) says the ratio lies
+        within ``[1 / margin, margin]``: the 90% interval does (without one, recorded
+        before it was, the 95% interval must: a stricter test)."""
+        lo, hi = (
+            (self.eq_low, self.eq_high)
+            if self.eq_low is not None and self.eq_high is not None
+            else (self.ci_low, self.ci_high)
+        )
+        return 1.0 / self.margin <= lo and hi <= self.margin
 
     @property
     def verdict(self) -> str:
-        """``better`` (interval entirely below 1), ``worse`` (entirely above) or ``on par``
-        (it contains 1, or fewer than :data:`MIN_WINDOWS` windows: too few for a claim)."""
+        """``better`` (95% interval entirely below 1), ``worse`` (entirely above), ``on
+        par`` (the equivalence test holds: :attr:`equivalent`) or ``inconclusive``
+        (neither, or fewer than :data:`MIN_WINDOWS` windows: too few for a claim)."""
         if self.windows < MIN_WINDOWS:
-            return "on par"
+            return "inconclusive"
         if self.ci_high < 1.0:
             return "better"
         if self.ci_low > 1.0:
             return "worse"
-        return "on par"
+        if self.equivalent:
+            return "on par"
+        return "inconclusive"
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a dict (``geo_ratio, ci_low, ci_high, wins, windows``)."""
+        """The fields as a dict (``geo_ratio, ci_low, ci_high, wins, windows, mean_ratio,
+        mean_low, mean_high, eq_low, eq_high, margin``)."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PairedComparison:
         """The comparison of a dict with ``geo_ratio, ci_low, ci_high`` (``wins`` and
-        ``windows`` default to 0), e.g. a row of ``summary.csv`` or a table cell.
+        ``windows`` default to 0, the ratio of means and the equivalence interval to
+        ``None``, the margin to :data:`EQUIVALENCE_MARGIN`), e.g. a row of
+        ``summary.csv`` or a table cell.
 
         :param data: the values
         """
+
+        def opt(key: str) -> float | None:
+            v = data.get(key)
+            return None if v is None or v == "" else float(v)
+
         return cls(
             geo_ratio=float(data["geo_ratio"]),
             ci_low=float(data["ci_low"]),
             ci_high=float(data["ci_high"]),
             wins=int(data.get("wins") or 0),
             windows=int(data.get("windows") or 0),
+            mean_ratio=opt("mean_ratio"),
+            mean_low=opt("mean_low"),
+            mean_high=opt("mean_high"),
+            eq_low=opt("eq_low"),
+            eq_high=opt("eq_high"),
+            margin=float(data.get("margin") or EQUIVALENCE_MARGIN),
         )
 
 
-#: The sentence explaining the verdict words (every generated table that shows them).
-VERDICT_CAPTION = (
-    "`verdict`: read from the 95% interval over at least 30 windows — an interval entirely "
-    "below 1 is the only case that claims lower slowdowns than the reference, one entirely "
-    "above 1 says *worse*; one that contains 1, or any comparison over fewer than 30 "
-    "windows, says *on par*."
-)
+def verdict_caption(margin: float = EQUIVALENCE_MARGIN) -> str:
+    """The sentence explaining the verdict words (every generated table that shows them).
+
+    :param margin: the equivalence margin of the table's comparisons
+    """
+    pct = 100.0 * (margin - 1.0)
+    return (
+        f"`verdict`: read over at least {MIN_WINDOWS} windows. A 95% interval of the "
+        "geometric-mean ratio entirely below 1 is the only case that claims lower "
+        "slowdowns than the reference; one entirely above 1 says *worse*; *on par* needs "
+        f"an equivalence test (TOST: the 90% interval inside [1/{margin:g}, {margin:g}], a "
+        f"margin of ±{pct:g}% in ratio); anything else, and every comparison over fewer "
+        f"than {MIN_WINDOWS} windows, is *inconclusive*. A claim of lower slowdowns from "
+        "one test holds where a second test period or trace makes it too "
+        "(`hpcgym.evaluation.statistics.replicated_verdict`)."
+    )
+
+
+#: The sentence explaining the verdict words at the default margin.
+VERDICT_CAPTION = verdict_caption()
 
 
 def verdict(cell: Mapping[str, Any] | None) -> str | None:
     """The verdict word of a dict of paired statistics (``None`` without statistics).
 
-    :param cell: ``geo_ratio, ci_low, ci_high`` (e.g. a summary row), or ``None``
+    :param cell: ``geo_ratio, ci_low, ci_high`` and ``windows`` (e.g. a summary row;
+        ``eq_low, eq_high, margin`` where recorded), or ``None``
     """
     if not cell or any(cell.get(k) is None for k in ("geo_ratio", "ci_low", "ci_high")):
         return None
     return PairedComparison.from_dict(cell).verdict
+
+
+def replicated_verdict(first: Any, second: Any) -> str | None:
+    """The verdict of a claim tested twice (a second test period or a second trace): a
+    claim holds only where both tests make it. ``better`` or ``worse`` when both say so,
+    ``on par`` when both do, ``inconclusive`` when they disagree or either is; ``None``
+    when either test is missing (``None``).
+
+    :param first: the first test: a :class:`PairedComparison`, a dict of paired
+        statistics (:func:`verdict`) or a verdict word
+    :param second: the second test, in the same forms
+    """
+
+    def word(x: Any) -> str | None:
+        if x is None:
+            return None
+        if isinstance(x, PairedComparison):
+            return x.verdict
+        if isinstance(x, str):
+            w = x.split(" (")[0]  # "inconclusive (longer tail)" -> "inconclusive"
+            if w not in VERDICTS:
+                raise ValueError(f"unknown verdict {x!r}; valid choices: {', '.join(VERDICTS)}")
+            return w
+        return verdict(x)
+
+    a, b = word(first), word(second)
+    if a is None or b is None:
+        return None
+    return a if a == b else "inconclusive"
 
 
 def paired_comparison(
@@ -217,24 +341,47 @@ def paired_comparison(
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
     seed: int | np.random.Generator = DEFAULT_SEED,
+    margin: float = EQUIVALENCE_MARGIN,
 ) -> PairedComparison:
-    """Ratio, bootstrap interval and wins of ``values`` against ``reference``.
+    """Ratio, bootstrap interval, ratio of means with its interval, equivalence interval
+    and wins of ``values`` against ``reference`` (one set of bootstrap resamples for all).
 
     :param values: the method's value per window
     :param reference: the reference's value on the same windows, in the same order
     :param resamples: bootstrap resamples (at least :data:`MIN_RESAMPLES`)
-    :param confidence: coverage of the interval
+    :param confidence: coverage of the intervals of the two ratios
     :param seed: seed of the bootstrap generator
+    :param margin: equivalence margin of "on par" (a ratio above 1;
+        :data:`EQUIVALENCE_MARGIN`)
     """
-    low, high = bootstrap_interval(
-        values, reference, resamples=resamples, confidence=confidence, seed=seed
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if not margin > 1.0:
+        raise ValueError(f"the equivalence margin is a ratio above 1 (1.05: ±5%), got {margin}")
+    logs = _log_ratios(values, reference)
+    idx = _bootstrap_indices(len(logs), resamples, seed)
+    means = logs[idx].mean(axis=1)
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    eq_tail = 100.0 * (1.0 - EQUIVALENCE_CONFIDENCE) / 2.0
+    low, high, eq_low, eq_high = np.exp(
+        np.percentile(means, [tail, 100.0 - tail, eq_tail, 100.0 - eq_tail])
     )
+    x = np.asarray(values, dtype=np.float64)
+    r = np.asarray(reference, dtype=np.float64)
+    mean_ratios = x[idx].sum(axis=1) / r[idx].sum(axis=1)
+    m_low, m_high = np.percentile(mean_ratios, [tail, 100.0 - tail])
     return PairedComparison(
         geo_ratio=geo_ratio(values, reference),
-        ci_low=low,
-        ci_high=high,
+        ci_low=float(low),
+        ci_high=float(high),
         wins=wins(values, reference),
         windows=len(values),
+        mean_ratio=ratio_of_means(values, reference),
+        mean_low=float(m_low),
+        mean_high=float(m_high),
+        eq_low=float(eq_low),
+        eq_high=float(eq_high),
+        margin=float(margin),
     )
 
 

@@ -2,6 +2,22 @@
 
 All metrics are over the window's jobs. ``tau = 10`` seconds bounds the slowdown of
 very short jobs (Feitelson et al.; Gaussier et al. SC'15 §2, Carastan-Santos Eq. 3.2).
+
+Beside the bounded slowdown (which rewards running short jobs first and can hide a
+starved wide job), every window reports objectives of a different kind:
+
+* ``utilization``: busy processor-seconds over the processor-seconds of the window,
+  ``sum_j procs_j * run_j / (m * makespan)``, ``makespan`` = the last job's end minus the
+  first job's submission (the window's jobs only, from an empty machine);
+* ``awrt``: the area-weighted response time (Schwiegelshohn and Yahyapour),
+  ``sum_j a_j * (wait_j + run_j) / sum_j a_j`` with area ``a_j = procs_j * run_j``: the
+  response time of a processor-second of work, which a schedule cannot improve by
+  favouring small short jobs at the expense of wide long ones;
+* ``avg_wait_<class>`` and ``p95_wait_<class>``: the mean and the 95th-percentile wait of
+  the jobs of each size class (:data:`SIZE_CLASSES`, :func:`size_class`): ``serial`` (1
+  processor), ``small`` (2 to :data:`SMALL_MAX_PROCS` = 8), ``medium`` (up to
+  :data:`MEDIUM_MACHINE_FRACTION` = 1/8 of the machine) and ``wide`` (more), taken in
+  that order; ``nan`` for a class without jobs in the window.
 """
 
 from __future__ import annotations
@@ -14,7 +30,12 @@ from hpcgym.workload.core import Workload
 TAU = 10.0
 
 __all__ = [
+    "COMPARISON_METRICS",
     "KERNEL_METRICS",
+    "MEDIUM_MACHINE_FRACTION",
+    "SIZE_CLASSES",
+    "SIZE_CLASS_METRICS",
+    "SMALL_MAX_PROCS",
     "TAU",
     "bounded_slowdown",
     "compute_metrics",
@@ -22,6 +43,7 @@ __all__ = [
     "metrics_kernel",
     "pp_bounded_slowdown",
     "request_reservation_delays",
+    "size_class",
 ]
 
 
@@ -38,7 +60,24 @@ def pp_bounded_slowdown(
     return np.maximum((wait + runtime) / (procs * np.maximum(runtime, tau)), 1.0)
 
 
-#: the float metrics of :func:`metrics_kernel`, in the order of its output
+#: the job-size classes of the per-class waits, in the order they are tested
+SIZE_CLASSES: tuple[str, ...] = ("serial", "small", "medium", "wide")
+#: the largest job of the ``small`` class (processors)
+SMALL_MAX_PROCS = 8
+#: the ``medium`` class: jobs on at most this share of the machine (and more than
+#: :data:`SMALL_MAX_PROCS` processors); ``wide``: the rest
+MEDIUM_MACHINE_FRACTION = 1.0 / 8.0
+_MEDIUM_DIV = 8  # procs * 8 <= m: the medium test in integers (1 / MEDIUM_MACHINE_FRACTION)
+#: the per-class wait metrics (mean, then 95th percentile, per class)
+SIZE_CLASS_METRICS: tuple[str, ...] = tuple(
+    f"{stat}_wait_{c}" for c in SIZE_CLASSES for stat in ("avg", "p95")
+)
+
+#: the objectives beyond bounded slowdown that every comparison reports per window
+COMPARISON_METRICS: tuple[str, ...] = ("awrt", *SIZE_CLASS_METRICS)
+
+#: the float metrics of :func:`metrics_kernel`, in the order of its output (new metrics
+#: are appended, so that the first ones keep their places)
 KERNEL_METRICS: tuple[str, ...] = (
     "avg_bsld",
     "p99_bsld",
@@ -48,7 +87,36 @@ KERNEL_METRICS: tuple[str, ...] = (
     "avg_turnaround",
     "utilization",
     "makespan",
+    *COMPARISON_METRICS,
 )
+
+
+def size_class(procs: np.ndarray, machine_size: int) -> np.ndarray:
+    """The size class of every job, an index into :data:`SIZE_CLASSES`: ``serial`` (1
+    processor), ``small`` (at most :data:`SMALL_MAX_PROCS`), ``medium`` (at most 1/8 of
+    ``machine_size``), ``wide`` (the rest), tested in that order.
+
+    :param procs: processors of every job
+    :param machine_size: processors of the machine
+    """
+    p = np.asarray(procs, dtype=np.int64)
+    return np.where(
+        p <= 1,
+        0,
+        np.where(p <= SMALL_MAX_PROCS, 1, np.where(p * _MEDIUM_DIV <= machine_size, 2, 3)),
+    )
+
+
+@njit(cache=True)
+def _size_class(p, m):  # pragma: no cover - numba
+    """:func:`size_class` of one job (``m``: the machine's processors, a float)."""
+    if p <= 1:
+        return 0
+    if p <= SMALL_MAX_PROCS:
+        return 1
+    if p * _MEDIUM_DIV <= m:
+        return 2
+    return 3
 
 
 @njit(cache=True)
@@ -169,8 +237,26 @@ def metrics_kernel(submit, runtime, procs, start, m, out):  # pragma: no cover -
     out[3] = _pairwise_sum(wait, 0, n) / n
     out[4] = wait_max
     out[5] = _pairwise_sum(turn, 0, n) / n
-    out[6] = _pairwise_sum(work, 0, n) / (m * makespan) if makespan > 0 else 0.0
+    area = _pairwise_sum(work, 0, n)
+    out[6] = area / (m * makespan) if makespan > 0 else 0.0
     out[7] = makespan
+    # area-weighted response time (equal weights when no job has any area)
+    for j in range(n):
+        pp[j] = work[j] * turn[j]  # pp is not needed any more: reuse it
+    out[8] = _pairwise_sum(pp, 0, n) / area if area > 0 else out[5]
+    # waits by size class: the class's waits in submission order, as numpy's wait[mask]
+    for k in range(4):
+        cnt = 0
+        for j in range(n):
+            if _size_class(procs[j], m) == k:
+                bsld[cnt] = wait[j]  # bsld is not needed any more: reuse it
+                cnt += 1
+        if cnt == 0:
+            out[9 + 2 * k] = np.nan
+            out[10 + 2 * k] = np.nan
+        else:
+            out[9 + 2 * k] = _pairwise_sum(bsld, 0, cnt) / cnt
+            out[10 + 2 * k] = _percentile(bsld[:cnt], 95.0)
 
 
 def compute_metrics(
@@ -182,7 +268,10 @@ def compute_metrics(
     slowdowns: the tail that SJF-like orders can starve), ``avg_pp_bsld``, ``avg_wait``,
     ``max_wait``,
     ``avg_turnaround``, ``utilization`` (work / (m x makespan)), ``makespan`` (last
-    completion - first submission), ``backfilled`` (count), ``jobs``, ``machine_size``.
+    completion - first submission), ``awrt`` (area-weighted response time, seconds),
+    ``avg_wait_<class>`` and ``p95_wait_<class>`` for the classes of
+    :data:`SIZE_CLASSES` (seconds; ``nan`` without jobs of the class), ``backfilled``
+    (count), ``jobs``, ``machine_size``. The module docstring defines them.
     The float metrics come from :func:`metrics_kernel` (numpy's summation and
     percentile, reproduced).
     """

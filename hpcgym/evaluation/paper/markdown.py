@@ -87,16 +87,27 @@ def results_markdown(
             f"{w['split']!r}, seed {w['seed']}). Replay: `{data['replay']}`"
         )
         ref = data.get("ratio_reference")
-        stats = f" ratio vs {ref} [95% interval] | wins | verdict |" if ref else ""
+        stats = (
+            f" ratio vs {ref} [95% interval] | ratio of means vs {ref} [95% interval] | wins |"
+            " verdict |"
+            if ref
+            else ""
+        )
         out += [
             "",
             "| method | kind | mean AVEbsld | median | mean wait (s) |" + stats,
-            "|---|---|---:|---:|---:|" + ("---:|---:|---|" if ref else ""),
+            "|---|---|---:|---:|---:|" + ("---:|---:|---:|---|" if ref else ""),
         ]
         for s in data["summary"]:
+            rom = (
+                "—"
+                if s.get("mean_ratio") is None
+                else f"{fmt(s['mean_ratio'], 3)} [{fmt(s['mean_low'], 3)}, "
+                f"{fmt(s['mean_high'], 3)}]"
+            )
             cells = (
                 f" {fmt(s['geo_ratio'], 3)} [{fmt(s['ci_low'], 3)}, {fmt(s['ci_high'], 3)}] | "
-                f"{s['wins']}/{s['windows']} | {verdict(s) or '—'} |"
+                f"{rom} | {s['wins']}/{s['windows']} | {verdict(s) or '—'} |"
                 if ref
                 else ""
             )
@@ -130,7 +141,7 @@ def _ratio_cell(p: dict[str, Any] | None) -> str:
         return "—"
     return (
         f"{p['geo_ratio']:.3f} [{p['ci_low']:.3f}, {p['ci_high']:.3f}] "
-        f"{p['wins']}/{p['windows']} **{p['verdict']}**"
+        f"{p['wins']}/{p['windows']} **{verdict(p) or p.get('verdict')}**"
     )
 
 
@@ -155,8 +166,10 @@ def agents_markdown(cards: Sequence[dict[str, Any]]) -> list[str]:
         "",
         "Each row: the agent's paired geometric-mean ratio of AVEbsld against a heuristic "
         "on the same test windows, its 95% bootstrap interval, windows won, and the verdict "
-        "of the interval (*better* only when the whole interval is below 1 over at least 30 "
-        "windows). The heuristics run with the agent's base queue policy (`SJF+EASY-SJBF`... "
+        "of the intervals (`hpcgym.evaluation.statistics.verdict`: a claim of lower "
+        "slowdowns only when the whole interval is below 1 over at least 30 windows, *on "
+        "par* only where the equivalence test at ±5% supports it, else *inconclusive*). "
+        "The heuristics run with the agent's base queue policy (`SJF+EASY-SJBF`... "
         "for an SJF agent), warm-started from the accounting log (*(warm)*: `ELOSS,warm=log`) "
         "for an agent whose own predictors are. `late heads`: jobs started after their "
         "request-based reservation (the agent / ELOSS). Windows come from the test split "
@@ -199,9 +212,11 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---:|---|---|---|---:|---|---|",
     ]
     commands: list[str] = []
+    from hpcgym.evaluation.heldout import completed_paired
+
     for card in cards:
         for trace, sec in (card.get("test") or {}).items():
-            paired = sec.get("paired") or {}
+            paired = completed_paired(sec, str(card.get("name") or "")) if sec.get("paired") else {}
             refs = [_like_for_like(paired, base) for base in HELDOUT_REFERENCES]
             cells = [
                 "—" if r is None else _ratio_cell(paired[r]) + (" (warm)" if ",warm=" in r else "")

@@ -177,7 +177,7 @@ def _ratio_lines(s: TableSection) -> list[str]:
     lines = [
         "",
         f"Paired geometric-mean ratio of AVEbsld vs {s.reference} [95% bootstrap interval], "
-        "wins / windows, verdict, hpcgym:",
+        "ratio of means, wins / windows, verdict, hpcgym:",
         "",
         "| trace | " + " | ".join(s.columns) + " |",
         "|---|" + "---:|" * len(s.columns),
@@ -190,7 +190,13 @@ def _ratio_lines(s: TableSection) -> list[str]:
                 "—"
                 if not v
                 else f"{fmt(v['geo_ratio'], 3)} [{fmt(v['ci_low'], 3)}, "
-                f"{fmt(v['ci_high'], 3)}] {v['wins']}/{v['windows']} {verdict(v) or ''}".rstrip()
+                f"{fmt(v['ci_high'], 3)}]"
+                + (
+                    f", ratio of means {fmt(v['mean_ratio'], 3)}"
+                    if v.get("mean_ratio") is not None
+                    else ""
+                )
+                + f" {v['wins']}/{v['windows']} {verdict(v) or ''}".rstrip()
             )
         lines.append(f"| {row} | " + " | ".join(cells) + " |")
     lines += ["", ratio_caption(s.reference or "", n)]
