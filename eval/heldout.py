@@ -168,7 +168,11 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> int:
     """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
     from hpcgym.evaluation.cards import canonical_trace
-    from hpcgym.evaluation.heldout import replay_heldout, section_differences
+    from hpcgym.evaluation.heldout import (
+        recorded_under_name,
+        replay_heldout,
+        section_differences,
+    )
     from hpcgym.evaluation.numerics import pinning_hint
 
     if args.retest or args.seed is not None:
@@ -193,7 +197,10 @@ def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> 
         replay = replay_heldout(
             card, rec, agent_loader=C.agent_loader(), jobs=args.jobs, progress=args.progress
         )
-        diffs = section_differences(rec, replay, rtol=args.rtol)
+        trained_as = str(card.data.get("trained_as") or "")
+        diffs = section_differences(
+            recorded_under_name(rec, trained_as, card.name), replay, rtol=args.rtol
+        )
         what = (
             f"{card.name} on {trace} ({rec['windows']} x {rec['length']}, window seed "
             f"{rec['seed']}, evaluated {rec.get('evaluated', '?')})"

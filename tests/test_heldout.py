@@ -491,3 +491,27 @@ def test_completed_paired_recomputes_what_older_sections_lack():
     assert cell["mean_ratio"] == pytest.approx(np.mean(mine) / np.mean(ref), rel=1e-12)
     assert cell["eq_low"] == pc.eq_low and cell["margin"] == 1.05
     assert E.verdict(cell) == pc.verdict
+
+
+def test_a_renamed_card_replays_under_its_new_name() -> None:
+    """A zoo card renamed after its test (``trained_as`` keeps the old name) compares its
+    recorded values with a replay under the new name; the values themselves still count."""
+    from hpcgym.evaluation.heldout import recorded_under_name, section_differences
+
+    rec = {
+        "seed": 1,
+        "methods": {"old-run-name": {"kind": "agent", "v": 1.0}, "EASY": {"v": 2.0}},
+        "agent": {"label": "old-run-name"},
+    }
+    replay = {
+        "seed": 1,
+        "methods": {"zoo-name": {"kind": "agent", "v": 1.0}, "EASY": {"v": 2.0}},
+        "agent": {"label": "zoo-name"},
+    }
+    assert section_differences(rec, replay) != []
+    assert section_differences(recorded_under_name(rec, "old-run-name", "zoo-name"), replay) == []
+    assert recorded_under_name(rec, "", "zoo-name") is rec
+    changed = {**replay, "methods": {**replay["methods"], "zoo-name": {"kind": "agent", "v": 1.5}}}
+    assert section_differences(recorded_under_name(rec, "old-run-name", "zoo-name"), changed) == [
+        "methods.zoo-name.v: 1.0 -> 1.5"
+    ]

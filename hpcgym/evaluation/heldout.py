@@ -57,6 +57,7 @@ __all__ = [
     "schedule_heldout_references",
     "schedule_heldout_schedulers",
     "replay_heldout",
+    "recorded_under_name",
     "section_differences",
     "tied_windows",
 ]
@@ -467,6 +468,25 @@ def replay_heldout(
 
 #: Keys of a ``test`` section that a replay is not expected to repeat.
 _NOT_REPLAYED = frozenset({"evaluated", "command", "numerics"})
+
+
+def recorded_under_name(recorded: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """``recorded`` with the agent's label ``old`` read as ``new``: a card renamed after its
+    test was recorded (a zoo agent keeps the name it was trained as in ``trained_as``)
+    replays under its new name; the values are compared unchanged.
+
+    :param recorded: a card's ``test`` section
+    :param old: the label the section was recorded with (the card's ``trained_as``)
+    :param new: the card's name now
+    """
+    if not old or old == new or old not in recorded.get("methods", {}):
+        return recorded
+    out = dict(recorded)
+    out["methods"] = {(new if k == old else k): v for k, v in recorded["methods"].items()}
+    agent = recorded.get("agent")
+    if isinstance(agent, dict) and agent.get("label") == old:
+        out["agent"] = {**agent, "label": new}
+    return out
 
 
 def section_differences(
