@@ -145,26 +145,26 @@ def test_schedule_oracle_is_never_worse_than_its_reference():
     for seed in (1, 2, 3):
         w = load("synthetic", n_jobs=200, seed=seed)
         ref = get_scheduler("SAF+EASY-SJBF").simulate(w)
-        one = get_scheduler("SAF+SCHEDULE-ORACLE,k=1").simulate(w)
+        one = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=1").simulate(w)
         np.testing.assert_array_equal(one.start, ref.start)
-        orc = get_scheduler("SAF+SCHEDULE-ORACLE,k=4").simulate(w)
+        orc = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=4").simulate(w)
         assert orc.metrics["avg_bsld"] <= ref.metrics["avg_bsld"] + 1e-9
         assert orc.counters["schedule_decisions"] == orc.counters["queue_decisions"]
-        assert orc.config["chooser"] == "schedule-oracle"
+        assert orc.config["chooser"] == "schedule-lookahead1-clairvoyant"
 
 
 def test_schedule_oracle_finds_room_on_a_loaded_window():
     w = load("synthetic", n_jobs=300, seed=5)
     ref = get_scheduler("F2+EASY-SJBF").simulate(w).metrics["avg_bsld"]
-    orc = get_scheduler("F2+SCHEDULE-ORACLE,k=4").simulate(w)
+    orc = get_scheduler("F2+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=4").simulate(w)
     assert orc.metrics["avg_bsld"] < 0.95 * ref
     assert orc.counters["schedule_not_reference"] > 0
 
 
 def test_schedule_lookahead_runs_online_and_is_seeded():
     w = load("synthetic", n_jobs=150, seed=2)
-    a = get_scheduler("SAF+SCHEDULE-LOOKAHEAD,k=3,samples=2,seed=4").simulate(w)
-    b = get_scheduler("SAF+SCHEDULE-LOOKAHEAD,k=3,samples=2,seed=4").simulate(w)
+    a = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-ONLINE,k=3,samples=2,seed=4").simulate(w)
+    b = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-ONLINE,k=3,samples=2,seed=4").simulate(w)
     np.testing.assert_array_equal(a.start, b.start)
     assert a.counters["schedule_decisions"] > 0
     with pytest.raises(ValueError, match="valid choices"):
@@ -173,7 +173,7 @@ def test_schedule_lookahead_runs_online_and_is_seeded():
 
 def test_horizon_limited_oracle_and_reference_table():
     w = load("synthetic", n_jobs=150, seed=2)
-    res = get_scheduler("SAF+SCHEDULE-ORACLE,k=3,horizon=20").simulate(w)
+    res = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=3,horizon=20").simulate(w)
     assert np.isfinite(res.start).all()
     assert isinstance(ScheduleOracle(horizon="2h").horizon, tuple)
     assert reference_policy("sdsc-sp2") == REFERENCE_POLICY["SDSC-SP2"] == "SAF"
@@ -441,3 +441,25 @@ def test_fair_verdict_needs_the_tail():
     assert fair_verdict({**better, "tail": None}) == "better"  # no reference tail to test
     assert fair_verdict({"verdict": "worse", "tail": "worse"}) == "worse"
     assert fair_verdict({"verdict": "on par", "tail": "worse"}) == "on par"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("LOOKAHEAD-ORACLE", "LOOKAHEAD1-CLAIRVOYANT"),
+        ("LOOKAHEAD", "LOOKAHEAD1-ONLINE"),
+        ("SCHEDULE-ORACLE", "SCHEDULE-LOOKAHEAD1-CLAIRVOYANT"),
+        ("SCHEDULE-LOOKAHEAD", "SCHEDULE-LOOKAHEAD1-ONLINE"),
+    ],
+)
+def test_old_lookahead_names_resolve_with_a_warning_naming_the_new(old, new):
+    """The one-step lookaheads were renamed (they are reference points, not bounds); the
+    old names still work for one minor version and say which name replaces them."""
+    with pytest.warns(FutureWarning, match=f"'{new}'"):
+        assert get_scheduler(old).name == new
+    with pytest.warns(FutureWarning, match=f"'{new}'"):
+        assert get_scheduler(f"SAF+{old},k=2").name == f"SAF+{new},k=2"
+    with pytest.warns(FutureWarning, match=f"'{new.lower()}'"):
+        spec = get_scheduler(f"decider={old.lower()},backfill=sjbf,k=2")
+    assert spec.decider == new.lower() and spec.make_decider().name == new.lower()
+    assert get_scheduler(new).description  # the new name is a plain named scheduler

@@ -93,7 +93,8 @@ def schedule_markdown(boards: Sequence[dict[str, Any]]) -> list[str]:
         "intervals of their paired ratios against the reference. A method is *better* only "
         "when its AVEbsld interval lies below 1 and its tail is not worse (both upper ends "
         "≤ 1.10; [schedule_env.md](schedule_env.md#fairness-in-every-comparison)). The "
-        "ceilings of this task are in [research/schedule.md](research/schedule.md).",
+        "one-step lookahead reference points of this task are in "
+        "[research/schedule.md](research/schedule.md).",
         "",
     ]
     for b in boards:
