@@ -20,7 +20,7 @@ from hpcgym.sim import Event, Simulation, get_scheduler
 from hpcgym.sim.deciders import EasyDecider
 from hpcgym.sim.engine import POLICIES
 from hpcgym.sim.queue_deciders import PolicyChooser, ScheduleOracle, make_chooser
-from hpcgym.sim.references import REFERENCE_POLICY, reference_policy
+from hpcgym.sim.references import REFERENCE_POLICY, deployable_reference, reference_policy
 from hpcgym.workload import load
 
 QUEUE_POLICIES = [p for p in POLICIES if p not in ("SPF", "LPF")]
@@ -189,7 +189,7 @@ def test_env_passes_both_checkers_on_defaults():
     env = gym.make("hpcgym/Schedule-v0")
     check_env(env.unwrapped)
     sb3_check(ScheduleEnv(), warn=False)
-    assert env.unwrapped.reference.name == f"{reference_policy(None)}+EASY-SJBF"
+    assert env.unwrapped.reference.name == deployable_reference(None)
     assert env.observation_space.shape == (128, len(QUEUE_COLUMNS))
     assert env.action_space.n == 128
 
@@ -261,14 +261,20 @@ def test_invalid_actions():
         ScheduleEnv(backfill="conservative")
 
 
-def test_starvation_applies_to_a_plain_reference():
-    env = ScheduleEnv(window_length=64, reference="EASY-SJBF", starvation=7200.0)
+def test_starvation_applies_to_the_envs_own_queue_reference():
+    """``ENV+NAME`` (and the default reference) play the env's order and starvation rule;
+    a plain name is exactly that scheduler (EASY-SJBF is FCFS + EASY-SJBF, no guard)."""
+    env = ScheduleEnv(window_length=64, reference="ENV+EASY-SJBF", starvation=7200.0)
     assert env.reference.policy == env.order and env.reference.starvation == 7200.0
-    assert ScheduleEnv(window_length=64, starvation="auto").reference.starvation == "auto"
+    assert env.reference.name == f"{env.order}+EASY-SJBF,starvation=2h"
+    auto = ScheduleEnv(window_length=64, starvation="auto").reference
+    assert auto.starvation == "auto" and auto.name.endswith(",starvation=auto")
+    plain = ScheduleEnv(window_length=64, reference="EASY-SJBF", starvation=7200.0).reference
+    assert plain.policy == "FCFS" and plain.starvation is None and plain.name == "EASY-SJBF"
 
 
 def test_options_commit_head_reference_and_pickle():
-    env = ScheduleEnv(window_length=150, commit_head=True, reference="SJF", backfill="easy")
+    env = ScheduleEnv(window_length=150, commit_head=True, reference="SJF+EASY", backfill="easy")
     assert env.reference.name == "SJF+EASY" and env.commit_head
     steps, total, info = play(env, lambda o, i: int(np.flatnonzero(i["action_mask"])[-1]))
     assert info["episode_steps"] == steps
@@ -389,12 +395,14 @@ def test_heldout_test_of_a_schedule_card(tmp_path):
           "--eval-length", "64", "--no-progress", "--logdir", str(tmp_path), "--total-steps",
           "0", "--row-prior", "rank=-5", "--run-name", "prior"])  # fmt: skip
     card = card_from_run(tmp_path / "prior", model="final")
-    order = reference_policy(None)
-    ref = f"{order}+EASY-SJBF"
-    assert schedule_heldout_references(card, "synthetic") == [ref, "EASY-SJBF"]
+    order = reference_policy(None)  # the unguarded reference, also the deployable order here
+    ref = deployable_reference(None)  # the deployable reference: the same order, guarded
+    assert ref == f"{order}+EASY-SJBF,starvation=144h"
+    refs = [ref, f"{order}+EASY-SJBF", "EASY-SJBF"]
+    assert schedule_heldout_references(card, "synthetic") == refs
     assert len(schedule_heldout_schedulers(card)) == 13
     sec = heldout_test(card, agent_loader=load_agent, windows=3, length=128, seed=9, jobs=1)
-    assert sec["fairness_reference"] == ref and set(sec["paired"]) == {ref, "EASY-SJBF"}
+    assert sec["fairness_reference"] == ref and set(sec["paired"]) == set(refs)
     assert sec["methods"][card.name]["per_window"] == sec["methods"][ref]["per_window"]
     main_ref = sec["paired"][ref]
     assert main_ref["geo_ratio"] == pytest.approx(1.0)

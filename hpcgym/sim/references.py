@@ -70,15 +70,25 @@ def reference_policy(trace: str | None) -> str:
 
 def schedule_order(policy: str | None, trace: str | None) -> str:
     """The row order of a Schedule-v0 run or card: ``policy``, where ``None`` or ``FCFS``
-    (the training command line's default) means the trace's reference policy."""
+    (the training command line's default) means the order of the trace's deployable
+    reference (:func:`deployable_policy`), the env's default ``order``."""
     if policy is None or str(policy).upper() == "FCFS":
-        return reference_policy(trace)
+        return deployable_policy(trace)
     return str(policy).upper()
 
 
 #: trace name -> its deployable reference: the strongest order under the starvation guard
 #: (ratio to EASY-SJBF on the train windows; max wait: mean per-window maximum, hours)
-DEPLOYABLE_REFERENCE: dict[str, str] = {}
+DEPLOYABLE_REFERENCE: dict[str, str] = {
+    "SDSC-SP2": "SJF+EASY-SJBF,starvation=54h",  # 0.543, max wait 49.5 h (SAF: 89.0 h)
+    "HPC2N": "SAF+EASY-SJBF,starvation=360h",  # 0.579, 15.4 h (the guard never binds)
+    "CTC-SP2": "F2+EASY-SJBF,starvation=54h",  # 0.440, 47.4 h (unguarded F2: 60.8 h)
+    "KTH-SP2": "F3+EASY-SJBF,starvation=180h",  # 0.579, 84.1 h (unguarded F3: 90.7 h)
+    "Lublin-1": "WFP3+EASY-SJBF,starvation=60h",  # 0.570, 78.5 h (unguarded SAF: 217.8 h)
+    "Lublin-2": "F4+EASY-SJBF,starvation=60h",  # 0.403, 62.8 h (unguarded F4: 72.0 h)
+    "SDSC-BLUE": "F4+EASY-SJBF,starvation=108h",  # 0.510, 26.9 h (the guard never binds)
+    "synthetic": "F2+EASY-SJBF,starvation=144h",  # 0.104, 74.9 h (unguarded: 75.5 h)
+}
 
 #: the share of a trace's jobs allowed to ask for more than its platform limit (records
 #: above the limit exist: SDSC-SP2 asks up to 141.7 h once, its limit is 18 h)
