@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcgym.envs import observation as FT
-from hpcgym.envs._args import _UNSET, _alias, _choice, _Unset
+from hpcgym.envs._args import _UNSET, _alias, _choice, _Unset, agent_spec
 from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext, has_extended
 from hpcgym.envs.predictions import episode_predictions
 from hpcgym.envs.render import render_ansi
@@ -27,12 +27,13 @@ from hpcgym.envs.reward import (
     clear_normalizer_cache,
     deterministic_metrics,
     reference_metrics,
+    resolve_reference,
     terminal_reward,
     workload_fingerprint,
 )
 from hpcgym.sim.engine import EstimatorFeed, Event, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name, make_estimator
-from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
+from hpcgym.sim.schedulers import SchedulerSpec
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import VALIDATION_FRACTION, WindowSampler
 
@@ -205,7 +206,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `train_fraction`    | `0.7`           | share of the jobs in the training range           |
     | `validation_fraction` | `0.1`         | share of that range held back as ``validation``   |
     | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
-    | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
+    | `reference`         | `"ENV+EASY-SJBF"` | scheduler of the terminal reward, or ``None``   |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait``, ``utilization``, ``awrt``     |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense`` (see *Rewards*)         |
     | `reward_scale`      | `"linear"`      | ``linear`` or ``log`` (see *Rewards*)             |
@@ -223,6 +224,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `time_scale`        | `"linear"`      | ``linear`` or ``log``: the duration columns       |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
+    | `rank_estimator`    | `None`          | estimate the queue ``policy`` ranks by (predictor |
+    |                     |                 | names); ``None``: ``estimator`` ranks too         |
+    | `rank_estimator_kwargs` | `None`      | arguments of the ``rank_estimator`` predictor     |
+    ``estimator`` gives the reservation estimate (shadow time, the jobs EASY allows, the
+    ``estimate`` column); ``rank_estimator`` the run time the queue ``policy`` ranks by.
 
     Modes (what counts as a candidate): ``guarded`` -- the jobs EASY itself would start
     now (fits now and ends by the shadow time or fits in the extra processors): the
@@ -231,12 +237,13 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     paper's rule); ``free`` -- every job that fits now, no penalty (what the reference
     code trains). Violations are counted in every mode.
 
-    Normalizer: any name of :func:`hpcgym.sim.schedulers.get_scheduler`. A plain named
-    scheduler whose queue policy is FCFS (``EASY-SJBF``, ``EASY``, ``EASY-AR``,
-    ``EASY++``...) runs with the env's base ``policy`` (``SJF+EASY-SJBF`` under
-    ``policy="SJF"``), so that the reward measures the backfilling decisions only; a
-    ``POLICY+NAME`` or ``key=value`` spec is used as given. It is simulated once per
-    window (seed 0) with the built-in backfiller and cached (bounded LRU, per process).
+    Reference: any name of :func:`hpcgym.sim.schedulers.get_scheduler`, meaning exactly
+    what ``hpcgym simulate --scheduler NAME`` runs (``EASY-SJBF`` is FCFS + EASY-SJBF under
+    any ``policy``); ``ENV+NAME`` plays NAME's backfilling with the env's own ``policy``
+    and starvation rule (the default ``ENV+EASY-SJBF`` is ``SJF+EASY-SJBF`` under
+    ``policy="SJF"``), so that the reward measures the backfilling decisions only
+    (:func:`hpcgym.envs.reward.resolve_reference`). It is simulated once per window
+    (seed 0) with the built-in backfiller and cached (bounded LRU, per process).
 
     ## Info
 
@@ -296,6 +303,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         load_weighting: float = 0.0,
         reward_scale: str = "linear",
         time_scale: str = "linear",
+        rank_estimator: str | None = None,
+        rank_estimator_kwargs: dict[str, Any] | None = None,
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -308,7 +317,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             window_length = 256
         reference = _alias("reference", reference, "normalizer", normalizer, unset=_UNSET)
         if reference is _UNSET:
-            reference = "EASY-SJBF"
+            reference = "ENV+EASY-SJBF"
 
         if render_mode not in (None, *self.metadata["render_modes"]):
             # not an error: SB3's make_vec_env always asks for "rgb_array"
@@ -368,21 +377,14 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self.train_fraction, self.validation_fraction = self._sampler.fractions
 
         # ---- scheduler of the agent (external backfilling) and the reference
-        if not isinstance(estimator, str):
-            raise TypeError(
-                f"estimator must be a name ('request', 'actual' or a predictor of "
-                f"hpcgym.predictors.make_estimator), got {type(estimator).__name__}; pass "
-                "predictor options with estimator_kwargs"
-            )
-        est_name = canonical_name(estimator)
-        self._spec = SchedulerSpec(
-            name="agent",
-            policy=policy.upper(),
-            backfill="easy",
-            estimate=est_name,
-            estimate_kwargs=tuple(sorted((estimator_kwargs or {}).items())),
-            correction=correction,
-            starvation=starvation,
+        self._spec = agent_spec(
+            policy,
+            estimator,
+            estimator_kwargs,
+            correction,
+            starvation,
+            rank_estimator,
+            rank_estimator_kwargs,
         )
         # validate every name now (not at the first reset)
         Simulation(
@@ -391,10 +393,13 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             backfill="external",
             estimate=self._spec._estimator(),
             correction=correction,
-            starvation=starvation,
+            starvation=self._spec.starvation,
+            rank_estimate=self._spec._rank_estimator(),
         )
         self.policy = policy.upper()
-        self.estimator = est_name
+        self.estimator = self._spec.estimate
+        #: the estimator the queue ranks by, or ``None`` (``estimator`` ranks too)
+        self.rank_estimator = self._spec.rank_estimate if self._spec.ranks_apart else None
         self.reference = self._resolve_normalizer(reference)  # type: ignore[arg-type]
         self._norm_key = None if self.reference is None else repr(self.reference.to_dict())
 
@@ -461,16 +466,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         return self.reference
 
     def _resolve_normalizer(self, normalizer: str | SchedulerSpec | None) -> SchedulerSpec | None:
-        if normalizer is None:
-            return None
-        spec = get_scheduler(normalizer)
-        if isinstance(normalizer, str):
-            plain = normalizer.strip().lower() in {k.lower() for k in NAMED}
-            if plain and spec.policy == "FCFS" and self.policy != "FCFS":
-                spec = spec.with_policy(self.policy)
-        if spec.backfill == "external":
-            raise ValueError("the reference needs a built-in backfiller, not 'external'")
-        return spec
+        return resolve_reference(normalizer, self.policy, self._spec.starvation)
 
     @property
     def workload(self) -> Workload:

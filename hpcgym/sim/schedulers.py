@@ -12,19 +12,30 @@ Spellings accepted by :func:`get_scheduler`:
 * ``POLICY+NAME``: a named scheduler with another queue policy, e.g. ``SJF+EASY``,
   ``WFP3+EASY-AR``, ``F1+EASY``, ``FCFS+NONE`` (no backfilling);
 * a key-value spec, e.g. ``policy=SJF,backfill=sjbf,estimate=actual,correction=doubling``
-  (keys: policy, backfill, estimate, correction, starvation, decider, warm); with a
+  (keys: policy, backfill, estimate, rank_estimate (or ``rank``), correction, starvation,
+  decider, warm); with a
   ``decider``, any other key is an option of the decider
-  (``decider=lookahead-oracle,backfill=sjbf,k=8``);
-* a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD-ORACLE,k=8,
-  horizon=256``, ``LOOKAHEAD,samples=8,seed=3``, ``EASY-HMM,tau=0.1`` or
+  (``decider=lookahead1-clairvoyant,backfill=sjbf,k=8``);
+* a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD1-CLAIRVOYANT,k=8,
+  horizon=256``, ``LOOKAHEAD1-ONLINE,samples=8,seed=3``, ``EASY-HMM,tau=0.1`` or
   ``SJF+EASY,estimate=actual``: the keys above replace the scheduler's own, other keys
   are options of its decider. Values are read as int, float, ``true``/``false`` or text.
   ``warm=log`` (or ``warm=N`` jobs) warm-starts an online estimator from the trace's
   recorded schedule before the window (``ELOSS,warm=log``; :mod:`hpcgym.sim.warmstart`).
+  ``rank=NAME`` (or ``rank_estimate=NAME``) gives the queue policy its own ranking
+  estimator while ``estimate`` serves the reservations and backfilling only
+  (``SAF+EASY-SJBF,estimate=eloss,rank=log-ridge``; ``SJF+EASY,rank=actual`` ranks by the
+  real run times and reserves by the requests).
 
-``LOOKAHEAD-ORACLE`` and ``LOOKAHEAD`` (:mod:`hpcgym.sim.lookahead`) are decider-backed
-one-step lookahead backfillers over EASY-SJBF rollouts; the ORACLE is clairvoyant (it
-sees the window's future): an upper bound, not a scheduler a site could run.
+``LOOKAHEAD1-CLAIRVOYANT`` and ``LOOKAHEAD1-ONLINE`` (:mod:`hpcgym.sim.lookahead`) are
+decider-backed one-step lookahead backfillers over EASY-SJBF rollouts;
+``SCHEDULE-LOOKAHEAD1-CLAIRVOYANT`` and ``SCHEDULE-LOOKAHEAD1-ONLINE``
+(:mod:`hpcgym.sim.queue_deciders`) choose the head of the queue the same way, rolled out
+with the reference order. The CLAIRVOYANT ones see the window's future: reference
+points, not schedulers a site could run, and -- one step of lookahead -- not bounds on
+anything. Their old names (``LOOKAHEAD-ORACLE``, ``LOOKAHEAD``, ``SCHEDULE-ORACLE``,
+``SCHEDULE-LOOKAHEAD``) still resolve, with a :class:`FutureWarning`
+(:mod:`hpcgym.sim.renamed`).
 """
 
 from __future__ import annotations
@@ -36,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
-from hpcgym.sim.estimators import make_estimator
+from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, canonical_name, make_estimator
+from hpcgym.sim.renamed import RENAMED_DECIDERS, RENAMED_SCHEDULERS, renamed
 from hpcgym.sim.warmstart import warm_label
 from hpcgym.suggest import did_you_mean
 from hpcgym.workload.core import Workload
@@ -64,7 +76,11 @@ class SchedulerSpec:
     :param warm: warm-start the online estimator from the trace's accounting log before
         the window: ``"log"`` (every job before it) or a number of jobs
         (:mod:`hpcgym.sim.warmstart`); ``None`` (default): cold, as the estimator of a
-        window has always been
+        window has always been. It warms the ranking estimator too
+    :param rank_estimate: the estimator the queue policy ranks by (a name as for
+        ``estimate``), apart from ``estimate``, which then serves the reservations and
+        backfilling only; ``None`` (default): ``estimate`` does both
+    :param rank_estimate_kwargs: keyword arguments of the ranking predictor
     """
 
     name: str
@@ -78,14 +94,36 @@ class SchedulerSpec:
     decider: str | None = None
     decider_kwargs: tuple[tuple[str, Any], ...] = field(default=())
     warm: str | None = None
+    rank_estimate: str | None = None
+    rank_estimate_kwargs: tuple[tuple[str, Any], ...] = field(default=())
 
     def _estimator(self) -> Any:
-        kw = dict(self.estimate_kwargs)
+        return self._make_estimator(self.estimate, self.estimate_kwargs)
+
+    def _make_estimator(self, name: str, kwargs: tuple[tuple[str, Any], ...]) -> Any:
+        kw = dict(kwargs)
         if self.warm is not None:
             kw["warm"] = self.warm
-        elif self.estimate.lower() in ("request", "actual") and not kw:
-            return self.estimate.lower()
-        return make_estimator(self.estimate, **kw)
+        elif name.lower() in BUILTIN_ESTIMATORS and not kw:
+            return name.lower()
+        return make_estimator(name, **kw)
+
+    @property
+    def ranks_apart(self) -> bool:
+        """Whether the queue ranks by another estimator than the reservations use."""
+        if self.rank_estimate is None:
+            return False
+        return (canonical_name(self.rank_estimate), self.rank_estimate_kwargs) != (
+            canonical_name(self.estimate),
+            self.estimate_kwargs,
+        )
+
+    def _rank_estimator(self) -> Any:
+        """The ranking estimator of a new simulation, or ``None`` (the estimate ranks)."""
+        if not self.ranks_apart:
+            return None
+        assert self.rank_estimate is not None
+        return self._make_estimator(self.rank_estimate, self.rank_estimate_kwargs)
 
     def make_simulation(
         self,
@@ -122,6 +160,7 @@ class SchedulerSpec:
             external_order="sjbf" if self.backfill == "sjbf" else "policy",
             seed=seed,
             decider=decider,
+            rank_estimate=self._rank_estimator(),
         )
 
     def make_decider(self) -> Any:
@@ -131,10 +170,11 @@ class SchedulerSpec:
         from hpcgym.sim.deciders import make_decider
         from hpcgym.sim.queue_deciders import CHOOSERS, make_chooser
 
-        if self.decider.lower() in CHOOSERS:
-            return make_chooser(self.decider, **dict(self.decider_kwargs))
+        name = renamed(self.decider.lower(), RENAMED_DECIDERS, "decider")
+        if name in CHOOSERS:
+            return make_chooser(name, **dict(self.decider_kwargs))
 
-        return make_decider(self.decider, **dict(self.decider_kwargs))
+        return make_decider(name, **dict(self.decider_kwargs))
 
     def simulate(self, workload: Workload, seed: int | np.random.Generator | None = 0) -> SimResult:
         res = self.make_simulation(workload, seed).run()
@@ -164,6 +204,14 @@ class SchedulerSpec:
             "decider": self.decider,
             "decider_kwargs": dict(self.decider_kwargs),
             **({"warm": self.warm} if self.warm is not None else {}),
+            **(
+                {
+                    "rank_estimate": self.rank_estimate,
+                    "rank_estimate_kwargs": dict(self.rank_estimate_kwargs),
+                }
+                if self.ranks_apart
+                else {}
+            ),
         }
 
 
@@ -249,36 +297,38 @@ NAMED: dict[str, SchedulerSpec] = {
             estimate="tang-selective",
         ),
         _s(
-            "LOOKAHEAD-ORACLE",
-            "CLAIRVOYANT upper bound, not a scheduler: FCFS + guarded one-step lookahead over "
-            "EASY-SJBF rollouts that see the window's actual future (options k=16, "
-            "horizon=window, rollout=same|actual)",
+            "LOOKAHEAD1-CLAIRVOYANT",
+            "CLAIRVOYANT one-step lookahead, a reference point (not a scheduler a site could "
+            "run, not a bound): FCFS + guarded one-step lookahead over EASY-SJBF rollouts "
+            "that see the window's actual future (options k=16, horizon=window, "
+            "rollout=same|actual)",
             backfill="sjbf",
-            decider="lookahead-oracle",
+            decider="lookahead1-clairvoyant",
         ),
         _s(
-            "LOOKAHEAD",
+            "LOOKAHEAD1-ONLINE",
             "FCFS + guarded online one-step lookahead over EASY-SJBF rollouts of Monte Carlo "
             "futures sampled from the past (options k=16, samples=4, horizon=6h, seed=0, z=1)",
             backfill="sjbf",
-            decider="lookahead",
+            decider="lookahead1-online",
         ),
         _s(
-            "SCHEDULE-ORACLE",
-            "CLAIRVOYANT upper bound, not a scheduler: one-step lookahead over the head of the "
-            "queue, the first k=8 jobs of the reference order (the POLICY of POLICY+"
-            "SCHEDULE-ORACLE) rolled out with that policy and EASY-SJBF on the window's "
-            "actual future (options k, horizon)",
+            "SCHEDULE-LOOKAHEAD1-CLAIRVOYANT",
+            "CLAIRVOYANT one-step lookahead, a reference point (not a scheduler a site could "
+            "run, not a bound): over the head of the queue, the first k=8 jobs of the "
+            "reference order (the POLICY of POLICY+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT) rolled "
+            "out with that policy and EASY-SJBF on the window's actual future (options k, "
+            "horizon)",
             backfill="sjbf",
-            decider="schedule-oracle",
+            decider="schedule-lookahead1-clairvoyant",
         ),
         _s(
-            "SCHEDULE-LOOKAHEAD",
-            "online one-step lookahead over the head of the queue: the first k=8 jobs of the "
-            "reference order rolled out with that policy and EASY-SJBF on Monte Carlo "
-            "futures sampled from the past (options of LOOKAHEAD, z=1)",
+            "SCHEDULE-LOOKAHEAD1-ONLINE",
+            "online one-step lookahead over the head of the queue, a reference point: the "
+            "first k=8 jobs of the reference order rolled out with that policy and EASY-SJBF "
+            "on Monte Carlo futures sampled from the past (options of LOOKAHEAD1-ONLINE, z=1)",
             backfill="sjbf",
-            decider="schedule-lookahead",
+            decider="schedule-lookahead1-online",
         ),
         _s(
             "EASY-HMM",
@@ -299,7 +349,45 @@ def list_schedulers() -> list[str]:
     return list(NAMED)
 
 
-_SPEC_KEYS = ("policy", "backfill", "estimate", "correction", "starvation", "decider", "warm")
+_SPEC_KEYS = (
+    "policy",
+    "backfill",
+    "estimate",
+    "rank_estimate",
+    "correction",
+    "starvation",
+    "decider",
+    "warm",
+)
+#: other spellings of spec keys
+_KEY_ALIASES = {"rank": "rank_estimate", "rank_estimator": "rank_estimate", "estimator": "estimate"}
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def starvation_seconds(text: str | float) -> float:
+    """A starvation threshold in seconds: a number of seconds, or a number with a unit
+    ``s``, ``m``/``min``, ``h`` or ``d`` (``"54h"``).
+
+    :raises ValueError: for anything else, or a threshold that is not positive
+    """
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(s|m|min|h|d)?", str(text).strip())
+    if m is None:
+        raise ValueError(
+            f"bad starvation threshold {text!r}: want seconds, a time such as 54h or 90m, or auto"
+        )
+    value = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if value <= 0:
+        raise ValueError(f"starvation threshold must be > 0 seconds, got {text!r}")
+    return value
+
+
+def starvation_label(seconds: float) -> str:
+    """The spelling of a threshold in scheduler names: whole hours as ``54h``, else
+    seconds (``starvation_seconds(starvation_label(x)) == x``)."""
+    hours = float(seconds) / 3600.0
+    return f"{hours:g}h" if hours == int(hours) else f"{float(seconds):g}"
 
 
 def _value(text: str) -> Any:
@@ -324,7 +412,8 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
         if "=" not in part:
             raise ValueError(f"bad scheduler spec part {part!r} in {spec!r} (want key=value)")
         k, v = (x.strip() for x in part.split("=", 1))
-        k = k.lower()
+        k = k.lower().replace("-", "_")
+        k = _KEY_ALIASES.get(k, k)
         if k in _SPEC_KEYS:
             kw[k] = v
         else:
@@ -338,15 +427,15 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
     if "correction" in kw:
         _check("correction", kw["correction"], CORRECTIONS)
     if "starvation" in kw and kw["starvation"] != "auto":
-        kw["starvation"] = float(kw["starvation"])
+        kw["starvation"] = starvation_seconds(kw["starvation"])
     if "warm" in kw:
         kw["warm"] = warm_label(kw["warm"])
     if "decider" in kw:
         from hpcgym.sim.deciders import DECIDERS
         from hpcgym.sim.queue_deciders import CHOOSERS
 
+        kw["decider"] = renamed(kw["decider"].lower(), RENAMED_DECIDERS, "decider")
         _check("decider", kw["decider"], {**DECIDERS, **CHOOSERS})
-        kw["decider"] = kw["decider"].lower()
     return kw, opts
 
 
@@ -366,11 +455,23 @@ def _with_options(spec: SchedulerSpec, opts: dict[str, Any], text: str) -> Sched
     return spec
 
 
+def _new_name(name: str) -> str:
+    """``name`` (``NAME`` or ``POLICY+NAME``) with an old scheduler name replaced by the
+    new one (:mod:`hpcgym.sim.renamed`; a :class:`FutureWarning` says so)."""
+    policy, plus, rest = name.partition("+")
+    if rest and policy.strip().upper() in POLICIES:
+        return policy + plus + renamed(rest, RENAMED_SCHEDULERS)
+    return renamed(name, RENAMED_SCHEDULERS)
+
+
 def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     """Resolve a scheduler name or spec string (see module doc)."""
     if isinstance(spec, SchedulerSpec):
         return spec
     text = spec.strip()
+    head, comma, tail = text.partition(",")
+    if "=" not in head:  # the name part: an old name becomes the new one
+        text = _new_name(head) + comma + tail
     if "=" in text:
         parts = text.split(",")
         if "=" not in parts[0]:  # NAME,key=value,...
@@ -384,6 +485,8 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
             kw.get("backfill", "easy").upper(),
             kw.get("estimate", "request"),
         )
+        if "rank_estimate" in kw:
+            name += f"/rank={kw['rank_estimate']}"
         if "decider" in kw:
             name += f"+{kw['decider']}"
         return _with_options(SchedulerSpec(name=name, **kw), opts, spec)
@@ -402,9 +505,8 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     raise ValueError(
         f"unknown scheduler {spec!r}{did_you_mean(text, known)}; valid names: "
         f"{', '.join(NAMED)}; or POLICY+NAME "
-        f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
-        "correction, starvation, decider, warm, and the decider's options), or "
-        "NAME,key=value,..."
+        f"(policies: {', '.join(POLICIES)}), or key=value,... ({', '.join(_SPEC_KEYS)}, and "
+        "the decider's options), or NAME,key=value,..."
     )
 
 
