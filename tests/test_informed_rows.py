@@ -275,3 +275,20 @@ def test_default_columns_unchanged_and_vector_env():
         ov, *_ = vec.step(np.array([a, 0]))
         os_, *_ = single.step(a)
     vec.close()
+
+
+def test_pickled_env_continues_the_same():
+    import pickle
+
+    env = _env(_random_trace(), window_length=60, row_predictor="log-ridge:warm=log")
+    obs, _ = env.reset(seed=2, options={"start": 100})
+    for _ in range(10):
+        obs, *_ = env.step(1 % int(env.action_masks().sum()))
+    twin = pickle.loads(pickle.dumps(env))
+    for k in range(20):
+        a = k % int(env.action_masks().sum())
+        o1, _, t1, _, _ = env.step(a)
+        o2, _, t2, _, _ = twin.step(a)
+        np.testing.assert_array_equal(o1, o2)
+        if t1:
+            break
