@@ -9,6 +9,8 @@ anything) or ``ONLINE`` (Monte Carlo futures sampled from the past).
 
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 __all__ = ["RENAMED_DECIDERS", "RENAMED_SCHEDULERS", "renamed"]
@@ -39,7 +41,18 @@ def renamed(name: str, table: dict[str, str], kind: str = "scheduler") -> str:
                 f"{kind} name {old!r} is deprecated and will be removed in the next minor "
                 f"version: use {new!r} (a one-step lookahead: a reference point, not a bound)",
                 FutureWarning,
-                stacklevel=3,
+                stacklevel=_caller_level(),
             )
             return new
     return name
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside :mod:`hpcgym.sim` (the user's call)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(2)  # the caller of renamed()
+    level = 2
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
+        frame = frame.f_back
+        level += 1
+    return level
