@@ -292,3 +292,53 @@ def test_pickled_env_continues_the_same():
         np.testing.assert_array_equal(o1, o2)
         if t1:
             break
+
+
+def _oracle_rows(env: ScheduleEnv, wl: Workload, start: int) -> np.ndarray:
+    """The informed columns of every row, from scratch: the log's jobs finished by ``t0``
+    (by recorded end, then index) and the window's finished jobs (completion order)."""
+    view = env.simulation.view
+    t0 = float(wl.submit[start])
+    end = wl.submit + wl.recorded_wait + wl.runtime
+    log = [i for i in range(start) if np.isfinite(end[i]) and end[i] <= t0]
+    log.sort(key=lambda i: (end[i], i))
+    known = [(i, float(end[i])) for i in log]
+    known += [
+        (start + int(j), float(view.start[j] + wl.runtime[start + j])) for j in view.finished()
+    ]
+    lg = lambda x: min(math.log1p(x / 10.0) / math.log1p(env.est_scale / 10.0), 1.0)  # noqa: E731
+    ratio = lambda i: min(wl.runtime[i] / wl.request[i], 1.0)  # noqa: E731
+    out = []
+    for j in env.candidate_jobs():
+        if j < 0:
+            break
+        i = start + int(j)
+        key = (wl.user[i], wl.request[i], wl.procs[i])
+        like = [(k, e) for k, e in known if (wl.user[k], wl.request[k], wl.procs[k]) == key]
+        mine = [k for k, _ in known if wl.user[k] == wl.user[i]]
+        row = [lg(view.rank_estimate[j]), lg(env.feature_predictions()[j])]
+        if like:
+            last = [wl.runtime[k] for k, _ in like[-4:]]
+            ago = view.now - like[-1][1]
+            row += [_cnt(len(like)), lg(last[-1]), lg(np.mean(last)), ago / (ago + 3600)]
+        else:
+            row += [0.0, 0.0, 0.0, 1.0]
+        pop = np.mean([ratio(k) for k, _ in known]) if known else 1.0
+        row += [np.mean([ratio(k) for k in mine[-32:]]) if mine else pop, _cnt(len(mine))]
+        out.append(row)
+    return np.array(out, dtype=np.float32)
+
+
+def test_rows_equal_a_from_scratch_computation():
+    wl, start = _random_trace(), 220
+    env = _env(wl, window_length=100, rank_estimator="ave2", est_scale=None)
+    obs, _ = env.reset(seed=4, options={"start": start})
+    checked = 0
+    for k in range(80):
+        want = _oracle_rows(env, wl, start)
+        np.testing.assert_allclose(obs[: len(want), 16:], want, rtol=0, atol=2e-6)
+        checked += int((want[:, 2] > 0).sum())
+        obs, _, term, trunc, _ = env.step((5 * k) % int(env.action_masks().sum()))
+        if term or trunc:
+            break
+    assert checked > 100  # rows with like jobs were compared
