@@ -142,6 +142,10 @@ def test_row_history_limits_the_log():
     obs, _ = env.reset(options={"start": 6})
     assert env._eh.log_jobs == 0
     assert _row(env, obs, 7)["user_accuracy_long"] == 1.0  # nothing finished yet
+    # the default row predictor is warmed on the same log
+    assert _env(row_predictor=None)._fpred.name == "log-ridge+warm=log"
+    assert _env(row_predictor=None, row_history=2)._fpred.name == "log-ridge+warm=2"
+    assert _env(row_predictor=None, row_history=0)._fpred.name == "log-ridge"
 
 
 def test_options_checked():

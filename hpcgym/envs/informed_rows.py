@@ -15,8 +15,8 @@ ln(1 + est_scale / 10 s), 1)`` is the log duration scale of the env (whatever
                         by (the env's ``rank_estimator``; the reservation estimate
                         when there is none)
 17  prediction          ``lg(the row predictor's estimate)``, predicted at the job's
-                        submission (``row_predictor``, default ``log-ridge:warm=log``:
-                        the log-ridge predictor warmed on the log before the window)
+                        submission (``row_predictor``; default: the log-ridge predictor
+                        warmed on the log of the history, ``log-ridge:warm=log``)
 18  like_count          ``cnt(L)``, ``L`` = the user's finished *like jobs* known now
                         (same user, same request, same processors)
 19  like_last           ``lg(run time of the most recently finished like job)``; 0 when
@@ -68,6 +68,7 @@ from hpcgym.workload.core import Workload
 
 __all__ = [
     "DEFAULT_ROW_PREDICTOR",
+    "default_row_predictor",
     "INFORMED_COLUMNS",
     "LIKE_HISTORY",
     "LONG_HISTORY",
@@ -101,10 +102,22 @@ N_INFORMED = len(INFORMED_COLUMNS)
 LIKE_HISTORY = 4
 #: finished jobs per user averaged in ``user_accuracy_long``
 LONG_HISTORY = 32
-#: the row predictor of ``rows="informed"`` unless ``row_predictor`` is given
-DEFAULT_ROW_PREDICTOR = "log-ridge:warm=log"
+#: the row predictor of ``rows="informed"`` unless ``row_predictor`` is given (warmed on
+#: the same log as the history: :func:`default_row_predictor`)
+DEFAULT_ROW_PREDICTOR = "log-ridge"
 
 _HISTORY_CHOICES = "'log' (every job before the window), a number of jobs N >= 0 (the last N)"
+
+
+def default_row_predictor(warmup: int) -> str:
+    """The default ``row_predictor``: log-ridge warmed on the log the history reads
+    (``warm=log`` for the whole log, ``warm=N`` for the last ``N`` jobs, cold for none).
+
+    :param warmup: :func:`parse_history`'s value
+    """
+    if warmup == 0:
+        return DEFAULT_ROW_PREDICTOR
+    return f"{DEFAULT_ROW_PREDICTOR}:warm={'log' if warmup < 0 else warmup}"
 
 
 def parse_history(value: Any) -> int:
@@ -169,7 +182,8 @@ class TraceHistory:
                 f"rows='informed' reads the accounting log before the window from the "
                 f"trace's recorded schedule (SWF field 3, the wait time), and workload "
                 f"{workload.name!r} has none (generated workloads have none); pass "
-                f"row_history=0 (history from the window's finished jobs only)"
+                f"row_history=0 (history from the window's finished jobs only, and a cold "
+                f"default row_predictor)"
             )
         known = np.isfinite(wait)
         self.log_unknown = int(np.count_nonzero(~known))

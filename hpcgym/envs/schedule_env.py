@@ -15,12 +15,12 @@ from gymnasium import spaces
 from hpcgym.envs._args import _choice
 from hpcgym.envs.backfill_env import BackfillEnv
 from hpcgym.envs.informed_rows import (
-    DEFAULT_ROW_PREDICTOR,
     INFORMED_COLUMNS,
     ROW_SETS,
     EpisodeHistory,
     TraceHistory,
     build_informed,
+    default_row_predictor,
     parse_history,
 )
 from hpcgym.envs.queue_observation import QUEUE_COLUMNS, QueueFeatures, build_queue
@@ -125,7 +125,8 @@ class ScheduleEnv(BackfillEnv):
     every job of the trace that its recorded schedule shows finished by the window's
     first submission; ``N``: of the last ``N`` jobs before the window; ``0``: none), then
     the window's jobs as they finish; never a job that has not finished. The default
-    ``row_predictor`` is ``"log-ridge:warm=log"``, warmed on the same log.
+    ``row_predictor`` is log-ridge warmed on the same log (``"log-ridge:warm=log"``;
+    ``warm=N`` with ``row_history=N``, cold with ``0``).
 
     ## Rewards
 
@@ -195,7 +196,8 @@ class ScheduleEnv(BackfillEnv):
     | `rank_estimator_kwargs` | `None`      | arguments of the ``rank_estimator`` predictor     |
     | `rows`              | `"default"`     | ``default`` (16 columns) or ``informed`` (24)     |
     | `row_predictor`     | `None`          | informed rows' ``prediction``: predictor name or  |
-    |                     |                 | Estimator (``None``: ``"log-ridge:warm=log"``)    |
+    |                     |                 | Estimator (``None``: log-ridge warmed on the log  |
+    |                     |                 | of ``row_history``, ``"log-ridge:warm=log"``)     |
     | `row_history`       | `None`          | informed rows' log before the window: ``"log"``   |
     |                     |                 | (``None``), a number of jobs, or 0 (none)         |
 
@@ -256,6 +258,7 @@ class ScheduleEnv(BackfillEnv):
         informed = self.rows == "informed"
         if not informed and (row_predictor is not None or row_history is not None):
             raise ValueError("row_predictor and row_history apply to rows='informed' only")
+        warmup = parse_history("log" if row_history is None else row_history)
         engine_bf, named = BACKFILLERS[bf]
         label = trace.name if isinstance(trace, Workload) else trace
         label = None if label is None else str(label)
@@ -298,14 +301,12 @@ class ScheduleEnv(BackfillEnv):
             time_scale=time_scale,
             rank_estimator=rank_estimator,
             rank_estimator_kwargs=rank_estimator_kwargs,
-            feature_predictor=(row_predictor or DEFAULT_ROW_PREDICTOR) if informed else None,
+            feature_predictor=(row_predictor or default_row_predictor(warmup))
+            if informed
+            else None,
         )
         self._history = (  # the accounting log of the informed rows (per trace)
-            TraceHistory(
-                self._workload, parse_history("log" if row_history is None else row_history)
-            )
-            if informed
-            else None
+            TraceHistory(self._workload, warmup) if informed else None
         )
         if platform:  # the thesis's guard: 3 x the platform's largest allowed run time
             theta = starvation_threshold(self._workload)
