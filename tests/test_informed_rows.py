@@ -234,7 +234,8 @@ def test_no_row_reads_the_future(clairvoyant):
     kw = dict(
         window_length=n,
         row_predictor="actual" if clairvoyant else "log-ridge:warm=log",
-        rank_estimator="ave2",
+        rank_estimator="eloss:warm=log",
+        estimator="ave2",
         est_scale=None,
     )
     env = _env(wl, **kw)
