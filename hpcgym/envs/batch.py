@@ -442,10 +442,15 @@ def fast_path_problem(env: Any) -> str | None:
     """Why sub-env ``env`` (after a reset) cannot be stepped by the compiled batch step,
     or ``None`` when it can: every per-step part of its configuration must be compiled
     (no online estimator or feature predictor, no extended features, no dense reward, a
-    built-in backfiller inside ``Schedule-v0``)."""
+    built-in backfiller inside ``Schedule-v0``, its default rows)."""
     sim = env._sim
     if sim is None:
         return "no episode"
+    if getattr(env, "rows", "default") != "default":
+        return (
+            f"rows={env.rows!r} (their history is kept in Python and the compiled step "
+            "builds the default rows only): use the vector env's Python step, compiled=False"
+        )
     if int(sim.C[K.C_ONLINE]) != 0:
         return "an online estimator or feature predictor (it predicts in Python at arrivals)"
     if env._ext is not None:

@@ -14,6 +14,15 @@ from gymnasium import spaces
 
 from hpcgym.envs._args import _choice
 from hpcgym.envs.backfill_env import BackfillEnv
+from hpcgym.envs.informed_rows import (
+    INFORMED_COLUMNS,
+    ROW_SETS,
+    EpisodeHistory,
+    TraceHistory,
+    build_informed,
+    default_row_predictor,
+    parse_history,
+)
 from hpcgym.envs.queue_observation import QUEUE_COLUMNS, QueueFeatures, build_queue
 from hpcgym.sim.engine import Event, Simulation, policy_id
 from hpcgym.sim.references import deployable_policy, reference_policy, starvation_threshold
@@ -95,6 +104,30 @@ class ScheduleEnv(BackfillEnv):
     whole trace, and ``wait_scale`` defaults to ``est_scale``. Columns 12-15 are the
     machine state, the same in every row, so that a per-job kernel network sees it.
 
+    With ``rows="informed"`` the space is ``Box(0, 1, (K, 24), float32)``: the 16 columns
+    above, then what a site knows (:mod:`hpcgym.envs.informed_rows` has the formulas),
+    with ``lg(x) = min(ln(1 + x / 10 s) / ln(1 + est_scale / 10 s), 1)`` whatever
+    ``time_scale``; a *like job* is a finished job of the same user with the same request
+    and processors:
+
+    | Num | Name               | Value                                                |
+    |-----|--------------------|------------------------------------------------------|
+    | 16  | rank_estimate      | ``lg(the estimate the row order ranks by)``          |
+    | 17  | prediction         | ``lg(row_predictor's estimate at submission)``       |
+    | 18  | like_count         | ``cnt(L)``, L = the user's finished like jobs        |
+    | 19  | like_last          | ``lg(run time of the latest like job)`` (0 if L = 0) |
+    | 20  | like_mean          | ``lg(mean run time, last 4 like jobs)`` (0 if L = 0) |
+    | 21  | like_ago           | ``sat(now - its end, 1 h)`` (1 if L = 0)             |
+    | 22  | user_accuracy_long | mean actual/request, the user's last 32 finished jobs|
+    | 23  | user_finished      | ``cnt(the user's finished jobs)``                    |
+
+    The history is the accounting log before the window (``row_history``: ``"log"``,
+    every job of the trace that its recorded schedule shows finished by the window's
+    first submission; ``N``: of the last ``N`` jobs before the window; ``0``: none), then
+    the window's jobs as they finish; never a job that has not finished. The default
+    ``row_predictor`` is log-ridge warmed on the same log (``"log-ridge:warm=log"``;
+    ``warm=N`` with ``row_history=N``, cold with ``0``).
+
     ## Rewards
 
     0 at every step but the last (plus ``invalid_penalty``). The last step pays the
@@ -162,6 +195,12 @@ class ScheduleEnv(BackfillEnv):
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
     | `rank_estimator_kwargs` | `None`      | arguments of the ``rank_estimator`` predictor     |
+    | `rows`              | `"default"`     | ``default`` (16 columns) or ``informed`` (24)     |
+    | `row_predictor`     | `None`          | informed rows' ``prediction``: predictor name or  |
+    |                     |                 | Estimator (``None``: log-ridge warmed on the log  |
+    |                     |                 | of ``row_history``, ``"log-ridge:warm=log"``)     |
+    | `row_history`       | `None`          | informed rows' log before the window: ``"log"``   |
+    |                     |                 | (``None``), a number of jobs, or 0 (none)         |
 
     ## Info
 
@@ -177,6 +216,8 @@ class ScheduleEnv(BackfillEnv):
 
     :class:`~hpcgym.envs.vector.ScheduleVectorEnv` (``gymnasium.make_vec(...,
     num_envs=N)``) steps ``N`` of these envs with batched arrays, as for Backfill-v0.
+    Its compiled step builds the default rows only: with ``rows="informed"`` the sub-envs
+    step in Python (``compiled=True`` raises an error that says so).
     """
 
     def __init__(
@@ -209,8 +250,16 @@ class ScheduleEnv(BackfillEnv):
         time_scale: str = "linear",
         rank_estimator: str | None = None,
         rank_estimator_kwargs: dict[str, Any] | None = None,
+        rows: str = "default",
+        row_predictor: str | Any | None = None,
+        row_history: int | str | None = None,
     ) -> None:
         bf = _choice("backfill", str(backfill).lower(), BACKFILLERS)
+        self.rows = _choice("rows", rows, ROW_SETS)
+        informed = self.rows == "informed"
+        if not informed and (row_predictor is not None or row_history is not None):
+            raise ValueError("row_predictor and row_history apply to rows='informed' only")
+        warmup = parse_history("log" if row_history is None else row_history)
         engine_bf, named = BACKFILLERS[bf]
         label = trace.name if isinstance(trace, Workload) else trace
         label = None if label is None else str(label)
@@ -253,6 +302,12 @@ class ScheduleEnv(BackfillEnv):
             time_scale=time_scale,
             rank_estimator=rank_estimator,
             rank_estimator_kwargs=rank_estimator_kwargs,
+            feature_predictor=(row_predictor or default_row_predictor(warmup))
+            if informed
+            else None,
+        )
+        self._history = (  # the accounting log of the informed rows (per trace)
+            TraceHistory(self._workload, warmup) if informed else None
         )
         if platform:  # the thesis's guard: 3 x the platform's largest allowed run time
             theta = starvation_threshold(self._workload)
@@ -267,8 +322,8 @@ class ScheduleEnv(BackfillEnv):
         self._order_id = policy_id(self.order)
         self._tau = 10.0 if self.time_scale == "log" else 0.0
         #: name of every observation column, in order
-        self.feature_names = QUEUE_COLUMNS
-        self.n_features = len(QUEUE_COLUMNS)
+        self.feature_names = QUEUE_COLUMNS + (tuple(INFORMED_COLUMNS) if informed else ())
+        self.n_features = len(self.feature_names)
         self.observation_space = spaces.Box(
             0.0, 1.0, (self.max_queue, self.n_features), dtype=np.float32
         )
@@ -281,6 +336,7 @@ class ScheduleEnv(BackfillEnv):
         self._obs = np.zeros((self.max_queue, nf), dtype=np.float32)
         self._mask = np.zeros(self.max_queue, dtype=bool)
         self._qf: QueueFeatures | None = None
+        self._eh: EpisodeHistory | None = None
         self._order_buf = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------ episode core
@@ -288,6 +344,9 @@ class ScheduleEnv(BackfillEnv):
         sp = self._spec
         self._qf = QueueFeatures(window.user, window.runtime, window.request)
         self._order_buf = np.zeros(len(window), dtype=np.int64)
+        if self._history is not None:
+            start = int(window.offset - self._workload.offset)
+            self._eh = EpisodeHistory(self._history, start, window)
         return Simulation(
             window,
             policy="external",
@@ -308,17 +367,23 @@ class ScheduleEnv(BackfillEnv):
         if ev == Event.QUEUE:
             assert self._qf is not None
             order = sim.policy_order(self.order)
-            self._obs, self._mask, self._rows, self._ncand = build_queue(
-                sim.view,
-                order,
-                len(order),
-                self._qf,
-                self.est_scale,
-                self.wait_scale,
-                kq,
-                self._out,
-                self._tau,
-            )
+            if self._eh is not None:  # rows="informed"
+                self._obs, self._mask, self._rows, self._ncand = build_informed(
+                    sim.view, order, len(order), self._qf, self._eh, self._pred,
+                    self.est_scale, self.wait_scale, kq, self._out, self._tau,
+                )  # fmt: skip
+            else:
+                self._obs, self._mask, self._rows, self._ncand = build_queue(
+                    sim.view,
+                    order,
+                    len(order),
+                    self._qf,
+                    self.est_scale,
+                    self.wait_scale,
+                    kq,
+                    self._out,
+                    self._tau,
+                )
             if self._ncand > kq:
                 self._overflow += 1
             self._at_decision = True
