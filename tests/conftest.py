@@ -103,3 +103,19 @@ def compiled_kernels() -> None:
     from hpcgym.envs.vector import BackfillVectorEnv
 
     BackfillVectorEnv(1, window_length=8).reset(seed=0)
+
+
+def same_metrics(a: dict, b: dict) -> bool:
+    """Two metric dicts are equal, a ``nan`` equal to a ``nan`` (a job-size class with no
+    job has no wait: ``avg_wait_wide`` is ``nan`` then, and ``nan != nan``)."""
+    import math
+
+    if a.keys() != b.keys():
+        return False
+    for k, x in a.items():
+        y = b[k]
+        if isinstance(x, float) and isinstance(y, float) and math.isnan(x) and math.isnan(y):
+            continue
+        if x != y:
+            return False
+    return True

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -123,6 +124,11 @@ def test_skip_comment_is_parsed(tmp_path: Path) -> None:
         snippets(page)
 
 
+#: files the docs' examples name as a user's own (a site's accounting export), and the
+#: test data that plays them: the block runs in a folder holding a copy under that name
+DATA_FILES: dict[str, Path] = {"accounting.txt": REPO / "tests" / "data" / "slurm" / "sacct.txt"}
+
+
 @pytest.mark.parametrize("snippet", ALL, ids=[s.id for s in ALL])
 def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
     if snippet.skip is not None:
@@ -130,6 +136,9 @@ def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
     missing = _missing_trace(snippet.code)
     if missing is not None:
         pytest.skip(f"{snippet.id} needs the {missing} trace (set HPCGYM_TRACE_DIR)")
+    for name, source in DATA_FILES.items():  # a site's own files, played by test data
+        if f'"{name}"' in snippet.code:
+            shutil.copyfile(source, tmp_path / name)
     script = tmp_path / "snippet.py"
     script.write_text(snippet.code, encoding="utf-8")
     env = dict(os.environ)

@@ -164,6 +164,6 @@ def test_main_on_the_synthetic_workload(capsys: pytest.CaptureFixture[str], tmp_
     with pytest.raises(SystemExit):  # an unknown method: the valid names
         B.main(["--trace", "synthetic:n_jobs=10000", "--method", "EASY,NOPE", "--length", "64"])
     err = capsys.readouterr().err
-    assert "--method NOPE: unknown scheduler 'NOPE'; valid names: EASY" in err
+    assert "--method NOPE: unknown scheduler 'NOPE' (did you mean 'NONE'?); valid names: " in err
     assert "longer than synthetic:n_jobs=10000's test range (3000)" in err
     assert "do not cover a range as long as the test's (3000 jobs)" in err

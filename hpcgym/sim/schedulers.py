@@ -511,12 +511,20 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
 
 
 #: Deciders that see the window's actual future (the ORACLE reference points).
-CLAIRVOYANT_DECIDERS: frozenset[str] = frozenset({"lookahead-oracle", "schedule-oracle"})
+CLAIRVOYANT_DECIDERS: frozenset[str] = frozenset(
+    {
+        "lookahead1-clairvoyant",
+        "schedule-lookahead1-clairvoyant",
+        "lookahead-oracle",  # the former names
+        "schedule-oracle",
+    }
+)
 
 
 def is_clairvoyant(scheduler: str | SchedulerSpec) -> bool:
     """Whether a scheduler uses what no scheduler knows in advance: the jobs' actual run
-    times (``estimate=actual``: ``EASY-AR``, ``SJF+EASY-SJBF-AR``...) or the window's future
+    times (``estimate=actual`` or ``rank_estimate=actual``: ``EASY-AR``,
+    ``SJF+EASY-SJBF-AR``...) or the window's future
     (the ORACLE deciders, :data:`CLAIRVOYANT_DECIDERS`). Such a method is a reference point,
     not a competitor; tables and TensorBoard runs mark it. A name that is no scheduler (an
     agent's label) is not clairvoyant.
@@ -528,4 +536,5 @@ def is_clairvoyant(scheduler: str | SchedulerSpec) -> bool:
     except (ValueError, KeyError, TypeError):
         return False
     decider = (spec.decider or "").lower()
-    return spec.estimate.lower() == "actual" or decider in CLAIRVOYANT_DECIDERS
+    rank = str(getattr(spec, "rank_estimate", None) or "").lower()
+    return "actual" in (spec.estimate.lower(), rank) or decider in CLAIRVOYANT_DECIDERS
