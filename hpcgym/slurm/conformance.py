@@ -20,7 +20,15 @@ from hpcgym.sim.schedulers import get_scheduler
 from hpcgym.slurm.replay import ReplayResult
 from hpcgym.workload.core import Workload
 
-__all__ = ["KINDS", "Conformance", "classify", "compare", "engine_workload", "order_conforming"]
+__all__ = [
+    "KINDS",
+    "Conformance",
+    "anchored",
+    "classify",
+    "compare",
+    "engine_workload",
+    "order_conforming",
+]
 
 
 def engine_workload(
@@ -190,3 +198,95 @@ def classify(res: ReplayResult, c: Conformance) -> list[str]:
         else:
             out.append("order only")
     return out
+
+
+def anchored(
+    res: ReplayResult, scheduler: str = "CONSERVATIVE", *, tol: float = 2.0
+) -> Conformance:
+    """Slurm's decisions against the engine's *from Slurm's own state*, job by job.
+
+    The free-running comparison (:func:`compare`) lets a difference carry on: a start a
+    second late (Slurm's next pass) delays the jobs behind it, and so on. Here the engine
+    decides from the state Slurm was in. At every second ``t`` at which something happened
+    in Slurm (a job became eligible, started or ended), the engine gets the jobs running in
+    Slurm at ``t`` (started before ``t``, at their real start, with their limits) and the
+    jobs waiting at ``t`` (eligible, not started before ``t``; in priority order), and
+    makes one pass; a job's *engine start* is the first such ``t`` at which that pass starts
+    it (``inf`` if none, up to Slurm's start). So each job's difference is the
+    difference of one decision, given the same running jobs and the same queue.
+
+    :param res: a finished replay
+    :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`)
+    :param tol: a start counts as the same when it differs by at most ``tol`` seconds
+    """
+    if not res.complete:
+        engine_workload(res)  # raises the error that names the unfinished job
+    w = res.workload
+    n = len(w)
+    sub, start, end = w.submit, res.start, res.end
+    spec = get_scheduler(scheduler)
+    # A job recorded as ending in second t ended before or after Slurm's pass in that
+    # second, and a job that started and ended within it ran before the jobs started after
+    # it in that second: the engine decides from each of these states.
+    events = np.unique(np.concatenate([sub, start, end]))
+    eng = np.full(n, np.inf)
+    for t in events:
+        waiting = np.flatnonzero((sub <= t) & (start >= t))
+        if len(waiting) == 0:
+            continue
+        free = np.flatnonzero((start < t) & (end > t))
+        states = [(free, waiting)]
+        if np.any((start < t) & (end == t)):
+            states.append((np.flatnonzero((start < t) & (end >= t)), waiting))
+        quick = (start[waiting] == t) & (end[waiting] == t)
+        if quick.any():  # jobs that started and ended within the second: done already
+            states.append((free, waiting[~quick]))
+        for running, queue in states:
+            if len(queue) == 0:
+                continue
+            now = _one_pass(w, spec, running, queue, t, start, end)
+            eng[now] = np.minimum(eng[now], t)
+    delta = start - eng
+    return Conformance(
+        scheduler=scheduler,
+        tol=tol,
+        slurm_start=start.copy(),
+        engine_start=eng,
+        delta=delta,
+        within=np.abs(delta) <= tol,
+        in_order=order_conforming(start, np.where(np.isfinite(eng), eng, 1e12), tol),
+    )
+
+
+def _one_pass(
+    w: Workload,
+    spec: Any,
+    running: np.ndarray,
+    waiting: np.ndarray,
+    t: float,
+    start: np.ndarray,
+    end: np.ndarray,
+) -> np.ndarray:
+    """The waiting rows that ``spec`` starts at ``t``, with ``running`` running since their
+    Slurm starts (their limits as estimates) and ``waiting`` queued at ``t`` in row order."""
+    rows = np.concatenate([running, waiting])
+    is_run = np.arange(len(rows)) < len(running)
+    occ = np.where(is_run, end[rows] - start[rows], np.maximum(end[rows] - start[rows], 1.0))
+    occ = np.maximum(occ, 1e-3)
+    order = np.argsort(np.where(is_run, start[rows], t), kind="stable")
+    rows, is_run, occ = rows[order], is_run[order], occ[order]
+    wl = Workload(
+        name=w.name,
+        machine_size=w.machine_size,
+        job_id=w.job_id[rows],
+        submit=np.where(is_run, start[rows], t),
+        runtime=occ,
+        procs=w.procs[rows],
+        request=np.maximum(w.request[rows], occ),
+        user=w.user[rows],
+        group=w.group[rows],
+        executable=w.executable[rows],
+        queue=w.queue[rows],
+    )
+    st = np.asarray(spec.simulate(wl).start)
+    return rows[~is_run & (st <= t)]
