@@ -181,11 +181,11 @@ def test_daemons_are_stopped_by_pid_also_on_error() -> None:
     assert workdir is not None and not workdir.exists()
 
 
-def test_replay_runs_every_job_and_matches_conservative_backfilling() -> None:
+def test_replay_on_one_node_per_core_runs_every_job_in_conservative_order() -> None:
     _need()
     wl = _toy()
     t = time.monotonic()
-    with LocalSlurm(cpus=8) as s:
+    with LocalSlurm(cpus=8, nodes=8) as s:  # one node per core, as the conformance bench
         res = s.replay(wl, time_scale=1.0, lead=3.0, margin=1.0)
     assert time.monotonic() - t < 180
     assert res.complete and set(res.state) == {"COMPLETED"}
