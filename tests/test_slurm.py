@@ -181,6 +181,36 @@ def test_daemons_are_stopped_by_pid_also_on_error() -> None:
     assert workdir is not None and not workdir.exists()
 
 
+def _our_processes(workdir: Path) -> list[int]:
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                if str(workdir).encode() in (d / "cmdline").read_bytes():
+                    out.append(int(d.name))
+            except OSError:
+                pass
+    return out
+
+
+def test_a_daemon_behind_a_forking_launcher_is_stopped_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A launcher that forks (``faketime``, a shell script) hides the daemon from the child
+    process the harness started; the daemon's own PID file finds it."""
+    _need()
+    real = H._which("slurmd")
+    wrapper = tmp_path / "slurmd"
+    wrapper.write_text(f'#!/bin/sh\n{real} "$@"\nexit $?\n')  # sh forks, then waits
+    wrapper.chmod(0o755)
+    which = H._which
+    monkeypatch.setattr(H, "_which", lambda n: str(wrapper) if n == "slurmd" else which(n))
+    with LocalSlurm(cpus=2) as s:
+        workdir = s.dir
+        assert len(_our_processes(workdir)) >= 4  # munged, slurmctld, sh, slurmd
+    assert _our_processes(workdir) == []
+
+
 def test_replay_on_one_node_per_core_runs_every_job_in_conservative_order() -> None:
     _need()
     wl = _toy()

@@ -304,8 +304,30 @@ class LocalSlurm:
         for name, proc in reversed(self._procs):
             _terminate(proc, name)
         self._procs.clear()
+        self._stop_by_pid_files()
         if self._started and not self.keep and self._workdir_arg is None and self.dir != Path():
             shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _stop_by_pid_files(self) -> None:
+        """Stop any daemon of this instance still alive by the PID in its own PID file
+        (a launcher that forks, such as ``faketime``, hides the daemon from its child
+        process): only a process whose command line names this instance's directory."""
+        if not self._started or self.dir == Path():
+            return
+        files = [*self.dir.glob("*.pid"), *(self.dir / "munge").glob("*.pid")]
+        for f in files:
+            with contextlib.suppress(OSError, ValueError):
+                pid = int(f.read_text().split()[0])
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                if str(self.dir).encode() not in cmd:
+                    continue  # a stale file: the PID is someone else's now
+                os.kill(pid, signal.SIGTERM)
+                for _ in range(50):
+                    time.sleep(0.2)
+                    if not Path(f"/proc/{pid}").exists():
+                        break
+                else:
+                    os.kill(pid, signal.SIGKILL)
 
     # ------------------------------------------------------------------ daemons
     def _spawn(self, name: str, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
