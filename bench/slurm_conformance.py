@@ -41,7 +41,6 @@ from hpcgym.workload.core import Workload
 #: (trace, first job of the window, jobs, time scale: trace seconds per real second)
 DEFAULT_WINDOWS = ("SDSC-SP2:20000:160:120", "HPC2N:60500:170:60", "KTH-SP2:14000:160:120")
 SCHEDULERS = ("CONSERVATIVE", "EASY", "NONE")
-keep = False
 
 
 def _window(spec: str) -> tuple[str, int, int, float]:
@@ -50,7 +49,12 @@ def _window(spec: str) -> tuple[str, int, int, float]:
 
 
 def run_window(
-    spec: str, out: Path, log: Any, extra_conf: list[str] | None = None, sched_params: str = ""
+    spec: str,
+    out: Path,
+    log: Any,
+    extra_conf: list[str] | None = None,
+    sched_params: str = "",
+    keep: bool = False,
 ) -> ReplayResult:
     name, start, jobs, scale = _window(spec)
     wl = load(name).window(start, jobs)
@@ -238,8 +242,6 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--keep", action="store_true", help="keep each Slurm's directory (logs)")
     a = p.parse_args(argv)
-    global keep
-    keep = a.keep
     lock = threading.Lock()
 
     def log(msg: str) -> None:
@@ -261,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
 
         def work(spec: str) -> None:
             try:
-                out[spec] = run_window(spec, a.out, log, a.slurm_conf, a.scheduler_parameters)
+                out[spec] = run_window(
+                    spec, a.out, log, a.slurm_conf, a.scheduler_parameters, a.keep
+                )
             except BaseException as e:  # noqa: BLE001 (reported below)
                 errors.append(e)
                 log(f"{spec}: FAILED: {e}")

@@ -211,6 +211,23 @@ def test_a_daemon_behind_a_forking_launcher_is_stopped_too(
     assert _our_processes(workdir) == []
 
 
+def test_slurmctld_restart_keeps_the_jobs() -> None:
+    _need()
+    with LocalSlurm(cpus=2) as s:
+        running = s.sbatch(30.0, 2)
+        pending = s.sbatch(5.0, 1)
+        deadline = time.monotonic() + 20
+        while s.pending_ids() != [pending] and time.monotonic() < deadline:
+            time.sleep(0.5)  # until the first one runs
+        old = s.pids["slurmctld"]
+        s.restart("slurmctld")  # SIGTERM: slurmctld saves its state as it stops
+        assert s.pids["slurmctld"] != old and not _alive(old)
+        assert set(s.queue_ids()) == {running, pending}
+        assert s.pending_ids() == [pending]
+        with pytest.raises(H.SlurmError, match="no daemon"):
+            s.restart("slurmxyz")
+
+
 def test_replay_on_one_node_per_core_runs_every_job_in_conservative_order() -> None:
     _need()
     wl = _toy()

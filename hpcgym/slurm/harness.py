@@ -210,6 +210,7 @@ class LocalSlurm:
         self.cluster = ""
         self.ports: dict[str, int] = {}
         self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._argv: dict[str, tuple[list[str], dict[str, Any]]] = {}
         self._started = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -308,6 +309,38 @@ class LocalSlurm:
         if self._started and not self.keep and self._workdir_arg is None and self.dir != Path():
             shutil.rmtree(self.dir, ignore_errors=True)
 
+    def restart(
+        self, name: str = "slurmctld", *, sig: int = signal.SIGTERM, down: float = 0.0
+    ) -> None:
+        """Stop one daemon of this instance by its PID and start it again (fault tests: a
+        slurmctld restart keeps its state, the jobs and their priorities).
+
+        :param name: a key of :attr:`pids` (``slurmctld``, ``slurmd``, ``slurmd-n3``, ...)
+        :param sig: the signal that stops it (``signal.SIGKILL`` for a crash)
+        :param down: seconds to stay down before the start
+        """
+        match = [(i, p) for i, (n, p) in enumerate(self._procs) if n == name]
+        if not match:
+            raise SlurmError(f"no daemon {name!r} in this instance; running: {sorted(self.pids)}")
+        i, proc = match[-1]
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, sig)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=5)
+        del self._procs[i]
+        if down > 0:
+            time.sleep(down)
+        argv, kw = self._argv[name]
+        self._spawn(name, argv, **kw)
+        if name == "slurmctld":
+            self._wait_for(self._controller_up, "slurmctld (restarted)")
+        elif name.startswith("slurmd"):
+            self._wait_for(self._node_idle_or_busy, f"{name} (restarted)")
+
     def _stop_by_pid_files(self) -> None:
         """Stop any daemon of this instance still alive by the PID in its own PID file
         (a launcher that forks, such as ``faketime``, hides the daemon from its child
@@ -331,6 +364,8 @@ class LocalSlurm:
 
     # ------------------------------------------------------------------ daemons
     def _spawn(self, name: str, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        self._argv[name] = (list(argv), dict(kw))
+        kw = dict(kw)
         log = open(self.dir / "log" / f"{name}.out", "ab")  # noqa: SIM115 (kept by the child)
         try:
             proc = subprocess.Popen(
@@ -562,6 +597,10 @@ class LocalSlurm:
         return self.run(["scontrol", "ping"], check=False, timeout=10).returncode == 0 and (
             "UP" in self.run(["scontrol", "ping"], check=False, timeout=10).stdout
         )
+
+    def _node_idle_or_busy(self) -> bool:
+        out = self.run(["sinfo", "-h", "-N", "-o", "%t"], check=False, timeout=10).stdout.split()
+        return bool(out) and all(s.rstrip("*~#") in ("idle", "mix", "alloc") for s in out)
 
     def _node_idle(self) -> bool:
         out = self.run(["sinfo", "-h", "-N", "-o", "%t"], check=False, timeout=10).stdout.split()
