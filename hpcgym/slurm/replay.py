@@ -82,7 +82,8 @@ def replay(
     Jobs are submitted in row order, ``lead`` seconds before they become eligible, so
     Slurm's job ids (its FIFO priority under ``priority/basic``) follow the rows.
 
-    :param workload: the jobs (``procs`` at most :attr:`cpus`)
+    :param slurm: a started :class:`~hpcgym.slurm.harness.LocalSlurm`
+    :param workload: the jobs (``procs`` at most the instance's cores)
     :param time_scale: trace seconds per real second
     :param lead: submit each job this many seconds before its begin time
     :param margin: seconds between the call and ``t0`` beyond ``lead``
@@ -93,6 +94,8 @@ def replay(
         comparison of schedules needs; their state is then ``CANCELLED`` and their end
         the time of the cancel, after every start)
     :param progress: called with a status line now and then
+    :return: the replay; a job without an accounting record when the wait timed out has
+        ``nan`` times and state ``""`` (:attr:`ReplayResult.complete` is then false)
     """
     n = len(workload)
     if n == 0:
@@ -105,7 +108,7 @@ def replay(
     if len(too_big):
         i = int(too_big[0])
         raise ValueError(
-            f"{len(too_big)} job(s) need more than the node's {slurm.cpus} cores "
+            f"{len(too_big)} job(s) need more than the instance's {slurm.cpus} cores "
             f"(first: row {i}, job {int(workload.job_id[i])}, {int(workload.procs[i])} procs)"
         )
     sub = np.round((workload.submit - workload.submit[0]) / time_scale)
