@@ -1,0 +1,1 @@
+"""hpcgym and a real Slurm: the policy bridge (:mod:`hpcgym.slurm.bridge`)."""

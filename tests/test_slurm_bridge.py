@@ -1,0 +1,401 @@
+"""``hpcgym slurm prioritize``: hpcgym's policies ordering a live Slurm's queue.
+
+The first part feeds the bridge recorded ``squeue`` / ``sinfo`` / ``scontrol`` output
+through a fake runner (no Slurm needed): parsing, the order and priorities it sets, what
+it never does, faults. The live part (at the end) runs a real Slurm through the test
+harness and skips with the reason where none can run.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from hpcgym.cli import main
+from hpcgym.envs.queue_observation import QueueFeatures, build_queue
+from hpcgym.sim import Event, Simulation
+from hpcgym.sim.engine import POLICIES
+from hpcgym.sim.ordering import policy_keys, policy_order
+from hpcgym.slurm.bridge import (
+    DEFAULT_TOP_PRIORITY,
+    SQUEUE_FORMAT,
+    Bridge,
+    CommandResult,
+    Machine,
+    QueuePolicyOrderer,
+    SlurmJob,
+    Snapshot,
+    parse_duration,
+    parse_sinfo,
+    parse_squeue,
+    parse_time,
+    priorities_for,
+)
+from hpcgym.slurm.bridge_agents import AgentOrderer, make_orderer
+from hpcgym.workload import load
+
+QUEUE_POLICIES = [p for p in POLICIES if p not in ("SPF", "LPF")]
+
+
+# ------------------------------------------------------------------ fake Slurm
+def line(jid, state, submit, limit, cpus, prio, user="alice", start="N/A", end="N/A", used="0:00"):
+    reason = "Priority" if state == "PENDING" else "None"
+    return (
+        f"{jid}|{state}|{user}|{submit}|{start}|{end}|{limit}|{cpus}|{prio}|{used}|{reason}|debug"
+    )
+
+
+class FakeSlurm:
+    """A recorded Slurm: ``squeue`` prints ``queue`` (or fails with ``down``), ``sinfo``
+    prints ``cpus``; ``scontrol update`` answers from ``update`` (job id -> result) and
+    records every call."""
+
+    def __init__(self, queue: list[str], cpus: str = "0/16/0/16") -> None:
+        self.queue = queue
+        self.cpus = cpus
+        self.down = False
+        self.update: dict[str, CommandResult] = {}
+        self.calls: list[list[str]] = []
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        argv = list(argv)
+        self.calls.append(argv)
+        if self.down:
+            return CommandResult(1, "", "slurm_load_jobs error: Unable to contact slurm controller")
+        if argv[0] == "squeue":
+            return CommandResult(0, "\n".join(self.queue) + "\n")
+        if argv[0] == "sinfo":
+            return CommandResult(0, self.cpus + "\n")
+        if argv[:2] == ["scontrol", "update"]:
+            jid = argv[2].split("=", 1)[1]
+            return self.update.get(jid, CommandResult(0))
+        raise AssertionError(f"unexpected command {argv}")
+
+    def updates(self) -> dict[str, int]:
+        return {
+            c[2].split("=")[1]: int(c[3].split("=")[1])
+            for c in self.calls
+            if c[:2] == ["scontrol", "update"]
+        }
+
+
+T0 = 1_800_000_000
+
+
+def small_queue() -> list[str]:
+    return [
+        line(10, "RUNNING", T0 - 50, "10:00", 8, 5, start=T0 - 40, used="0:40"),
+        line(11, "PENDING", T0 - 30, "1:00:00", 4, 4294901750),
+        line(12, "PENDING", T0 - 20, "5:00", 8, 4294901749),
+        line(13, "PENDING", T0 - 10, "20:00", 1, 4294901748, user="bob"),
+        line(14, "PENDING", T0 - 5, "1-00:00:00", 2, 0),  # held: never touched
+    ]
+
+
+# ------------------------------------------------------------------- parsing
+def test_parse_times_and_durations():
+    assert parse_time("1800000000") == 1_800_000_000.0
+    assert parse_time("N/A") is None and parse_time("Unknown") is None
+    assert parse_time("2026-01-02T03:04:05") == pytest.approx(
+        __import__("datetime").datetime(2026, 1, 2, 3, 4, 5).timestamp()
+    )
+    assert parse_duration("5:00") == 300.0
+    assert parse_duration("1:00:00") == 3600.0
+    assert parse_duration("2-03:04:05") == ((2 * 24 + 3) * 60 + 4) * 60 + 5
+    assert parse_duration("UNLIMITED") is None
+    assert parse_duration("30") == 1800.0  # minutes alone
+    with pytest.raises(ValueError):
+        parse_duration("1:2:3:4")
+
+
+def test_parse_squeue_reports_bad_lines_with_their_number():
+    text = "\n".join([small_queue()[1], "garbage", line(20, "PENDING", "soon", "5:00", 1, 3)])
+    jobs, bad = parse_squeue(text, "rec")
+    assert [j.job_id for j in jobs] == ["11"]
+    assert bad[0].startswith("rec:2: 1 fields") and bad[1].startswith("rec:3:")
+    assert SQUEUE_FORMAT.count("|") == 11
+
+
+def test_parse_sinfo():
+    assert parse_sinfo("4/12/0/16\n") == Machine(4, 12, 0, 16)
+    assert parse_sinfo("1/1/0/2\n3/3/2/8") == Machine(4, 4, 2, 10)
+    with pytest.raises(RuntimeError):
+        parse_sinfo("idle")
+
+
+# ------------------------------------------------------------ the ordering
+def _queue_state(wl, policy):
+    """The simulation of ``wl`` at its queue decisions (at least 3 waiting jobs)."""
+    sim = Simulation(wl, "external", "easy", rest_order=policy)
+    while (ev := sim.advance()) != Event.DONE:
+        if ev == Event.QUEUE:
+            yield sim
+            sim.choose(int(sim.policy_order(policy)[0]))
+
+
+@pytest.mark.parametrize("policy", QUEUE_POLICIES)
+def test_public_policy_order_is_the_engines(policy):
+    """:func:`policy_order` on plain arrays gives the engine's own order, at every queue
+    decision of a simulation: the bridge orders a live queue with the engine's keys."""
+    wl = load("synthetic", n_jobs=120, seed=5)
+    checked = 0
+    for sim in _queue_state(wl, policy):
+        v = sim.view
+        w = v.waiting()
+        mine = w[policy_order(policy, v.submit[w], v.procs[w], v.estimate[w], v.now)]
+        np.testing.assert_array_equal(mine, sim.policy_order(policy))
+        checked += 1
+    assert checked > 5
+
+
+def test_policy_order_starvation_and_errors():
+    submit = np.array([0.0, 10.0, 20.0])
+    keys = policy_keys("SAF", submit, np.array([4, 1, 2]), np.array([10.0, 10.0, 10.0]), 30.0)
+    np.testing.assert_array_equal(keys, [40.0, 10.0, 20.0])
+    order = policy_order("SAF", submit, np.array([4, 1, 2]), np.ones(3) * 10, 30.0)
+    np.testing.assert_array_equal(order, [1, 2, 0])
+    starving = policy_order("SAF", submit, np.array([4, 1, 2]), np.ones(3) * 10, 30.0, 15.0)
+    np.testing.assert_array_equal(starving, [0, 1, 2])  # jobs 0, 1 waited > 15 s: FCFS first
+    with pytest.raises(ValueError, match="valid choices"):
+        policy_order("nope", submit, np.ones(3), np.ones(3), 0.0)
+    with pytest.raises(ValueError, match="one length"):
+        policy_order("SAF", submit, np.ones(2), np.ones(3), 0.0)
+
+
+def test_priorities_descend_and_stay_positive():
+    assert priorities_for(["a", "b", "c"], 10) == {"a": 10, "b": 9, "c": 8}
+    with pytest.raises(ValueError, match=">= 1"):
+        priorities_for(["a", "b"], 1)
+    with pytest.raises(ValueError, match="largest"):
+        priorities_for(["a"], 2**32)
+
+
+# --------------------------------------------------------------- the bridge
+def test_saf_pass_sets_priorities_in_policy_order_and_skips_held_jobs(tmp_path):
+    slurm = FakeSlurm(small_queue())
+    log = tmp_path / "log.jsonl"
+    with Bridge(QueuePolicyOrderer("SAF"), slurm, log=log, clock=lambda: T0) as b:
+        rec = b.pass_once()
+    # SAF = limit x CPUs: 13 (1200 s x 1), 12 (300 s x 8), 11 (3600 s x 4); 14 is held
+    assert rec["order"] == ["13", "12", "11"]
+    assert rec["held"] == ["14"]
+    top = DEFAULT_TOP_PRIORITY
+    assert slurm.updates() == {"13": top, "12": top - 1, "11": top - 2}
+    for c in slurm.calls:  # only reads, and priority updates of pending, unheld jobs
+        assert c[0] in ("squeue", "sinfo") or (
+            c[:2] == ["scontrol", "update"] and c[3].startswith("priority=") and len(c) == 4
+        )
+    logged = [json.loads(x) for x in log.read_text().splitlines()]
+    assert logged == [rec]
+    assert logged[0]["pending"] == ["11", "12", "13", "14"] and logged[0]["running"] == 1
+
+
+def test_unchanged_priorities_are_not_set_again():
+    slurm = FakeSlurm(small_queue())
+    b = Bridge(QueuePolicyOrderer("SAF"), slurm, clock=lambda: T0)
+    b.pass_once()
+    top = DEFAULT_TOP_PRIORITY
+    slurm.queue = [
+        q.replace("|4294901748|", f"|{top}|")
+        .replace("|4294901749|", f"|{top - 1}|")
+        .replace("|4294901750|", f"|{top - 2}|")
+        for q in small_queue()
+    ]
+    slurm.calls.clear()
+    rec = b.pass_once()
+    assert rec["set"] == [] and slurm.updates() == {}
+
+
+def test_dry_run_prints_and_sets_nothing():
+    slurm = FakeSlurm(small_queue())
+    out = io.StringIO()
+    rec = Bridge(
+        QueuePolicyOrderer("SAF"), slurm, dry_run=True, out=out, clock=lambda: T0
+    ).pass_once()
+    assert slurm.updates() == {}
+    assert rec["set"] == ["13", "12", "11"]
+    assert "13=4294967040, 12=4294967039, 11=4294967038" in out.getvalue()
+
+
+def test_a_job_gone_during_the_pass_is_not_an_error():
+    slurm = FakeSlurm(small_queue())
+    slurm.update["12"] = CommandResult(1, "", "slurm_update error: Invalid job id specified")
+    rec = Bridge(QueuePolicyOrderer("SAF"), slurm, clock=lambda: T0).pass_once()
+    assert rec["gone"] == ["12"] and rec["set"] == ["13", "11"] and rec["errors"] == []
+
+
+def test_controller_away_is_logged_and_retried_at_the_next_pass():
+    slurm = FakeSlurm(small_queue())
+    warned: list[str] = []
+    b = Bridge(QueuePolicyOrderer("SAF"), slurm, clock=lambda: T0, warn=warned.append)
+    slurm.down = True
+    rec = b.pass_once()
+    assert "Unable to contact slurm controller" in rec["errors"][0] and "order" not in rec
+    assert warned and "retrying" in warned[0]
+    # the controller fails in the middle of a pass: the rest of the pass is left
+    slurm.down = False
+    slurm.update["13"] = CommandResult(
+        1, "", "Unable to contact slurm controller (connect failure)"
+    )
+    rec = b.pass_once()
+    assert (
+        rec["set"] == []
+        and len(rec["errors"]) == 1
+        and slurm.updates() == {"13": DEFAULT_TOP_PRIORITY}
+    )
+    slurm.update.clear()
+    rec = b.pass_once()
+    assert rec["set"] == ["13", "12", "11"] and rec["errors"] == []
+
+
+def test_f2_reads_submit_times_from_the_origin():
+    q = QueuePolicyOrderer("F2")
+    snap = Snapshot(T0, *_jobs(), Machine(0, 16, 0, 16))
+    q.order(snap)
+    assert q.origin == T0 - 50  # the earliest submit time listed at the first pass
+    pinned = QueuePolicyOrderer("F2", origin=0.0)
+    pinned.order(snap)
+    assert pinned.origin == 0.0
+
+
+def _jobs():
+    jobs, bad = parse_squeue("\n".join(small_queue()))
+    assert not bad
+    pending = [j for j in jobs if j.state == "PENDING"]
+    running = [j for j in jobs if j.state == "RUNNING"]
+    return pending, running, []
+
+
+# ------------------------------------------------------------------ agents
+class RowZero:
+    """A Schedule-v0 agent that picks row 0 and keeps the observations it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def predict(self, obs, action_masks=None, deterministic=True, **_):
+        self.seen.append((obs.copy(), action_masks.copy()))
+        return np.array(0), None
+
+
+def _snapshot_of(sim: Simulation) -> Snapshot:
+    """The simulation's state as a live Slurm would show it."""
+    v, wl = sim.view, sim.workload
+
+    def job(j: int, state: str, **kw) -> SlurmJob:
+        base = dict(
+            job_id=str(j),
+            state=state,
+            user=str(wl.user[j]),
+            submit=float(wl.submit[j]),
+            start=None,
+            end=None,
+            limit=float(wl.request[j]),
+            cpus=int(wl.procs[j]),
+            priority=1,
+            used=0.0,
+            reason="None",
+            partition="p",
+        )
+        return SlurmJob(**{**base, **kw})
+
+    pending = [job(int(j), "PENDING") for j in v.waiting()]
+    running = [
+        job(int(j), "RUNNING", start=float(v.start[j])) for j in v.running_buffer[: v.n_running]
+    ]
+    finished = [
+        job(
+            int(j),
+            "COMPLETED",
+            start=float(v.start[j]),
+            end=float(v.start[j] + wl.runtime[j]),
+            used=float(wl.runtime[j]),
+        )
+        for j in v.finished()
+    ]
+    return Snapshot(v.now, pending, running, finished, Machine(0, v.free, 0, v.machine_size))
+
+
+@pytest.mark.parametrize("time_scale", ["linear", "log"])
+def test_agent_sees_the_rows_of_schedule_v0(time_scale):
+    """The rows an agent is shown for a live queue are the env's rows for the same state."""
+    wl = load("synthetic", n_jobs=150, seed=9)
+    tau = 10.0 if time_scale == "log" else 0.0
+    scale = float(wl.request.max())
+    compared = 0
+    for sim in _queue_state(wl, "SAF"):
+        if sim.view.n_waiting < 3:
+            continue
+        qf = QueueFeatures(wl.user, wl.runtime, wl.request)
+        order = sim.policy_order("SAF")
+        want, mask, rows, _ = build_queue(
+            sim.view, order, len(order), qf, scale, scale, 16, None, tau
+        )
+        agent = RowZero()
+        orderer = AgentOrderer(agent, "row0", "SAF", scale, scale, time_scale, 16)
+        got_order = orderer.order(_snapshot_of(sim))
+        got, got_mask = agent.seen[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(got_mask, mask)
+        # always row 0: the SAF order itself
+        assert got_order == [str(int(j)) for j in order]
+        assert orderer.last_choices[0] == {
+            "job": str(int(order[0])),
+            "row": 0,
+            "candidates": len(order),
+        }
+        compared += 1
+        if compared == 6:
+            break
+    assert compared == 6
+
+
+def test_agent_choices_order_the_queue_and_are_logged():
+    class LastRow:
+        def predict(self, obs, action_masks=None, deterministic=True):
+            return np.array(int(np.flatnonzero(action_masks)[-1])), None
+
+    slurm = FakeSlurm(small_queue(), cpus="8/8/0/16")
+    b = Bridge(AgentOrderer(LastRow(), "last", "SAF"), slurm, clock=lambda: T0)
+    rec = b.pass_once()
+    # rows in SAF order 13, 12, 11; the last row (11: 4 CPUs) fits in 8 idle and starts,
+    # then 12 (8 CPUs) is chosen, does not fit in the 4 left: 13 follows in SAF order
+    assert rec["order"] == ["11", "12", "13"]
+    assert [c["job"] for c in rec["choices"]] == ["11", "12"]
+    assert rec["choices"][0] == {"job": "11", "row": 2, "candidates": 3}
+
+
+def test_make_orderer_kinds(tmp_path, monkeypatch):
+    assert isinstance(make_orderer("saf"), QueuePolicyOrderer)
+    notes: list[str] = []
+    zoo = make_orderer("lublin1-sjf", notice=notes.append)
+    assert isinstance(zoo, QueuePolicyOrderer) and zoo.policy == "SJF"
+    assert "Backfill-v0 agent" in notes[0] and "SJF" in zoo.name
+    agent = make_orderer("first", order="SAF")
+    assert isinstance(agent, AgentOrderer) and agent.rows.policy == "SAF"
+    with pytest.raises(ValueError, match="valid|queue policy"):
+        make_orderer("no-such-agent")
+    model = tmp_path / "x.zip"
+    model.touch()
+    backfill_model = _Spaces((16, 13), 17)  # Backfill-v0: K rows + STOP
+    with pytest.raises(ValueError, match="not a Schedule-v0 agent"):
+        make_orderer(str(model), loader=lambda s: backfill_model)
+    schedule = make_orderer(str(model), loader=lambda s: _Spaces((32, 16), 32))
+    assert isinstance(schedule, AgentOrderer) and schedule.max_queue == 32
+
+
+class _Spaces:
+    def __init__(self, shape, n):
+        self.observation_space = type("B", (), {"shape": shape})()
+        self.action_space = type("D", (), {"n": n})()
+
+
+def test_cli_errors_are_one_line(capsys):
+    assert main(["slurm", "prioritize", "--policy", "nope", "--passes", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "SAF" in err[0]
+    assert main(["slurm", "prioritize", "--policy", "SAF", "--order", "xx"]) == 2
