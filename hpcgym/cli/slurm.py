@@ -8,6 +8,7 @@ Slurm with an hpcgym queue policy or Schedule-v0 agent by setting their prioriti
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from datetime import datetime
 
@@ -162,5 +163,7 @@ def run_prioritize(args: argparse.Namespace) -> int:
             f"ordering with {orderer.name} every {args.interval:g} s"
             f"{' (dry run: nothing is set)' if args.dry_run else ''}; log: {args.log}"
         )
+        # SIGTERM ends the loop between two commands, like Ctrl-C (the log stays whole)
+        signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
         bridge.run(args.interval, args.passes)
     return 0

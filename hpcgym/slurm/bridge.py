@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -89,6 +90,7 @@ FINISHED_STATES = frozenset(
 #: what ``scontrol update`` says when the job is gone (ended, cancelled, purged)
 GONE_MESSAGES = (
     "invalid job id",
+    "already completing",
     "already completed",
     "job has already finished",
     "job is no longer pending",
@@ -476,6 +478,7 @@ class Bridge:
         self.out = out
         self.warn = warn
         self.passes = 0
+        self._stop = threading.Event()
         self._own_log = False
         self._log: IO[str] | None
         if log is None or hasattr(log, "write"):
@@ -582,8 +585,13 @@ class Bridge:
         )
         out.flush()
 
+    def stop(self) -> None:
+        """Make :meth:`run` return after the pass in progress (from another thread)."""
+        self._stop.set()
+
     def run(self, interval: float = 10.0, passes: int | None = None) -> int:
-        """Pass every ``interval`` seconds, ``passes`` times (``None``: until interrupted).
+        """Pass every ``interval`` seconds, ``passes`` times (``None``: until :meth:`stop`
+        or an interrupt).
 
         :return: the number of passes made
         """
@@ -591,13 +599,13 @@ class Bridge:
             raise ValueError(f"interval must be > 0 seconds, got {interval}")
         made = 0
         try:
-            while passes is None or made < passes:
+            while not self._stop.is_set() and (passes is None or made < passes):
                 t0 = time.monotonic()
                 self.pass_once()
                 made += 1
                 if passes is not None and made >= passes:
                     break
-                time.sleep(max(interval - (time.monotonic() - t0), 0.0))
+                self._stop.wait(max(interval - (time.monotonic() - t0), 0.0))
         except KeyboardInterrupt:
             pass
         return made
