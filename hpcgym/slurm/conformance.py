@@ -1,0 +1,138 @@
+"""Compare a schedule that a real Slurm produced with hpcgym's engine on the same jobs.
+
+:func:`engine_workload` turns a :class:`~hpcgym.slurm.harness.ReplayResult` into the
+workload the engine should simulate: Slurm's submit (begin) times, its whole-minute time
+limits as the requests, and each job's *occupancy* as its run time: the run time Slurm
+recorded (end - start, whole seconds) plus the scheduling latency, because the cores of
+a finished job become usable at Slurm's next scheduling pass (``bf_interval=1``: about a
+second later). :func:`compare` simulates it with a named scheduler and reports, per job,
+the start-time difference and whether the job keeps its place in the order of starts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hpcgym.sim.schedulers import get_scheduler
+from hpcgym.slurm.harness import ReplayResult
+from hpcgym.workload.core import Workload
+
+__all__ = ["Conformance", "compare", "engine_workload", "order_conforming"]
+
+
+def engine_workload(res: ReplayResult, *, latency: float = 1.0) -> Workload:
+    """The workload of ``res`` as the engine should see it (real seconds since ``t0``).
+
+    :param res: a replay
+    :param latency: seconds added to each job's recorded run time (the time from a job's
+        end to the scheduling pass that can reuse its cores)
+    :raises ValueError: when some job has no start or end (the replay did not finish)
+    """
+    if not res.complete:
+        bad = int(np.flatnonzero(~(np.isfinite(res.start) & np.isfinite(res.end)))[0])
+        raise ValueError(
+            f"row {bad} (Slurm job {int(res.slurm_ids[bad])}) has no start or end: "
+            "the replay did not finish"
+        )
+    wl = res.workload
+    ran = np.maximum(res.end - res.start, 0.0) + latency
+    request = np.maximum(wl.request, ran)  # never shorter than the occupancy
+    return Workload(
+        name=wl.name,
+        machine_size=wl.machine_size,
+        job_id=wl.job_id,
+        submit=wl.submit,
+        runtime=np.maximum(ran, 1e-3),
+        procs=wl.procs,
+        request=request,
+        user=wl.user,
+        group=wl.group,
+        executable=wl.executable,
+        queue=wl.queue,
+        source=wl.source,
+        meta=dict(wl.meta),
+    )
+
+
+def order_conforming(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
+    """Per job: ``True`` where no other job starts before it in one schedule and after it
+    in the other, each by more than ``tol`` seconds (the same place in the start order,
+    up to the latency)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    da = a[:, None] - a[None, :]  # > 0: j starts after k
+    db = b[:, None] - b[None, :]
+    inverted = ((da > tol) & (db < -tol)) | ((da < -tol) & (db > tol))
+    return ~inverted.any(axis=1)
+
+
+@dataclass
+class Conformance:
+    """Slurm's schedule against the engine's, per job (seconds since the replay's ``t0``).
+
+    :param scheduler: the engine's scheduler
+    :param tol: the tolerance (the scheduling latency), seconds
+    :param slurm_start: Slurm's starts
+    :param engine_start: the engine's starts
+    :param delta: ``slurm_start - engine_start``
+    :param within: ``|delta| <= tol``
+    :param in_order: :func:`order_conforming`
+    """
+
+    scheduler: str
+    tol: float
+    slurm_start: np.ndarray
+    engine_start: np.ndarray
+    delta: np.ndarray
+    within: np.ndarray
+    in_order: np.ndarray
+
+    @property
+    def both(self) -> np.ndarray:
+        """Jobs in order and within the tolerance."""
+        return self.within & self.in_order
+
+    def summary(self) -> dict[str, Any]:
+        """Counts and shares of the per-job comparison."""
+        n = len(self.delta)
+        ad = np.abs(self.delta)
+        return {
+            "scheduler": self.scheduler,
+            "jobs": n,
+            "tol_s": self.tol,
+            "within": int(self.within.sum()),
+            "in_order": int(self.in_order.sum()),
+            "both": int(self.both.sum()),
+            "share_both": float(self.both.mean()) if n else float("nan"),
+            "mean_abs_delta_s": float(ad.mean()) if n else float("nan"),
+            "max_abs_delta_s": float(ad.max()) if n else float("nan"),
+            "exact": int((ad == 0).sum()),
+        }
+
+
+def compare(
+    res: ReplayResult, scheduler: str = "CONSERVATIVE", *, latency: float = 1.0, tol: float = 2.0
+) -> Conformance:
+    """Simulate the jobs of ``res`` with ``scheduler`` and compare the starts with Slurm's.
+
+    :param res: a finished replay
+    :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`)
+    :param latency: see :func:`engine_workload`
+    :param tol: a start counts as the same when it differs by at most ``tol`` seconds
+    """
+    wl = engine_workload(res, latency=latency)
+    sim = get_scheduler(scheduler).simulate(wl)
+    eng = np.asarray(sim.start, dtype=np.float64)
+    delta = res.start - eng
+    return Conformance(
+        scheduler=scheduler,
+        tol=tol,
+        slurm_start=res.start.copy(),
+        engine_start=eng,
+        delta=delta,
+        within=np.abs(delta) <= tol,
+        in_order=order_conforming(res.start, eng, tol),
+    )

@@ -1,0 +1,814 @@
+"""A private Slurm on this host: configuration, daemons, replay of a workload, accounting.
+
+Quick use (as root, with Debian's ``slurmctld slurmd slurm-client munge`` installed)::
+
+    from hpcgym.slurm import LocalSlurm, slurm_unavailable
+
+    if (why := slurm_unavailable()) is None:
+        with LocalSlurm(cpus=128) as slurm:        # munge + slurmctld + slurmd, free ports
+            res = slurm.replay(workload, time_scale=60.0)   # 1 trace minute -> 1 s
+        res.start, res.end                          # seconds since res.t0, per workload row
+
+Everything lives in a fresh temporary directory (configuration, munge key and socket,
+state, spool, logs, the ``jobcomp/filetxt`` log); the ports are chosen free, so several
+instances run side by side. Every daemon is started in the foreground as a child process
+and stopped by its PID (SIGTERM, then SIGKILL) when the ``with`` block ends, also on an
+exception. Clients (``sbatch``, ``squeue``, ``scontrol``, ``sacct``) reach this instance
+through :attr:`LocalSlurm.env` (``SLURM_CONF``); :meth:`LocalSlurm.run` runs one.
+
+Time: daemons and clients run with ``TZ=UTC``, so every time stamp of the accounting is
+UTC. Slurm's time limits have a granularity of one minute: :meth:`LocalSlurm.replay`
+rounds each scaled request *up* to whole minutes and reports the limits it used.
+
+Accounting: ``accounting="jobcomp"`` (default) writes Slurm's ``jobcomp/filetxt`` log
+(no database; start and end to the second). ``accounting="slurmdbd"`` also starts a
+private MariaDB server and slurmdbd, so that ``sacct`` works (:meth:`LocalSlurm.sacct`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hpcgym.slurm.records import SACCT_FIELDS, JobRecord, parse_jobcomp, parse_sacct, parse_time
+from hpcgym.workload.core import Workload
+
+__all__ = [
+    "DEFAULT_SCHEDULER_PARAMETERS",
+    "JobRecord",
+    "LocalSlurm",
+    "ReplayResult",
+    "SlurmError",
+    "SlurmUnavailable",
+    "parse_jobcomp",
+    "parse_sacct",
+    "slurm_unavailable",
+]
+
+#: the binaries each accounting mode needs (searched on PATH, then in /usr/sbin, /sbin)
+REQUIRED = {
+    "jobcomp": ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel"),
+    "slurmdbd": (
+        "slurmdbd",
+        "sacct",
+        "sacctmgr",
+        "mariadbd|mysqld",
+        "mariadb-install-db|mysql_install_db",
+        "mariadb|mysql",
+    ),
+}
+
+#: sched/backfill every second, at a one-second resolution (the default 60 s would blur a
+#: time-scaled replay), with a window of a week and a test depth that covers the queue;
+#: the main scheduler also runs every second.
+DEFAULT_SCHEDULER_PARAMETERS = (
+    "bf_interval=1,bf_resolution=1,bf_window=10080,bf_max_job_test=1000,"
+    "bf_continue,sched_interval=1,default_queue_depth=1000"
+)
+
+_SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+
+
+class SlurmUnavailable(RuntimeError):
+    """Slurm cannot run here (the message says why: a missing binary, not root)."""
+
+
+class SlurmError(RuntimeError):
+    """A daemon did not start, or a client command failed (the message has its output)."""
+
+
+def _which(name: str) -> str | None:
+    for alt in name.split("|"):
+        found = shutil.which(alt)
+        if found is None:
+            for d in _SBIN:
+                p = Path(d) / alt
+                if p.is_file() and os.access(p, os.X_OK):
+                    found = str(p)
+                    break
+        if found is not None:
+            return found
+    return None
+
+
+def slurm_unavailable(accounting: str = "jobcomp") -> str | None:
+    """Why :class:`LocalSlurm` cannot run here, or ``None`` if it can.
+
+    :param accounting: ``"jobcomp"`` or ``"slurmdbd"`` (also needs slurmdbd and MariaDB)
+    :return: a one-line reason (for ``pytest.skip``), or ``None``
+    """
+    if accounting not in REQUIRED:
+        raise ValueError(f"accounting must be one of {sorted(REQUIRED)}, not {accounting!r}")
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return "a private Slurm needs root (slurmd runs jobs as their user)"
+    names = list(REQUIRED["jobcomp"])
+    if accounting == "slurmdbd":
+        names += REQUIRED["slurmdbd"]
+    missing = [n for n in names if _which(n) is None]
+    if missing:
+        return (
+            f"Slurm binaries missing: {', '.join(missing)} (Debian: apt-get install slurmctld "
+            "slurmd slurm-client munge"
+            + (" slurmdbd mariadb-server" if accounting == "slurmdbd" else "")
+            + ")"
+        )
+    return None
+
+
+def _free_ports(n: int) -> list[int]:
+    """``n`` distinct TCP ports that are free on 127.0.0.1 right now."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+@dataclass
+class ReplayResult:
+    """One workload replayed through a :class:`LocalSlurm`.
+
+    All times are real seconds since :attr:`t0` (the replay's time origin: trace time 0
+    of the scaled workload). Arrays are aligned with the rows of :attr:`workload`.
+
+    :param workload: the workload *as Slurm ran it*, in real seconds: submit = the job's
+        ``--begin`` time, runtime = its ``sleep``, request = its time limit (whole minutes),
+        procs = its ``-n``. Simulate this to compare an engine with Slurm.
+    :param t0: the Unix time of the origin
+    :param time_scale: trace seconds per real second
+    :param slurm_ids: Slurm's job id of each row
+    :param submit: when Slurm recorded the job eligible (its begin time), ``nan`` if unknown
+    :param start: Slurm's start time, ``nan`` for a job that never started
+    :param end: Slurm's end time, ``nan`` if unknown
+    :param state: Slurm's final state (``COMPLETED``, ``TIMEOUT``, ``CANCELLED`` ...), or
+        ``""`` for a job without a record
+    :param records: the accounting records of the replayed jobs
+    :param log: the jobcomp log path (or ``None``)
+    """
+
+    workload: Workload
+    t0: float
+    time_scale: float
+    slurm_ids: np.ndarray
+    submit: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    state: list[str]
+    records: list[JobRecord] = field(default_factory=list)
+    log: Path | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Every job has a start and an end."""
+        return bool(np.all(np.isfinite(self.start)) and np.all(np.isfinite(self.end)))
+
+
+class LocalSlurm:
+    """A private single-node Slurm (munge, slurmctld, slurmd[, MariaDB, slurmdbd]).
+
+    :param cpus: virtual cores of the one node (``NodeName=<host> CPUs=cpus``)
+    :param accounting: ``"jobcomp"`` (``jobcomp/filetxt`` log, no database) or
+        ``"slurmdbd"`` (also MariaDB and slurmdbd, for ``sacct``)
+    :param scheduler_parameters: ``SchedulerParameters`` (default
+        :data:`DEFAULT_SCHEDULER_PARAMETERS`)
+    :param priority_type: ``PriorityType`` (default ``priority/basic``: FIFO by job id)
+    :param extra_conf: more ``slurm.conf`` lines (they come before the node and partition)
+    :param workdir: where to put the instance (default: a fresh temporary directory,
+        removed at stop unless ``keep``)
+    :param keep: keep the directory (configuration, logs, accounting) after stop
+    :param start_timeout: seconds to wait for the daemons to come up
+    """
+
+    def __init__(
+        self,
+        cpus: int = 16,
+        *,
+        accounting: str = "jobcomp",
+        scheduler_parameters: str = DEFAULT_SCHEDULER_PARAMETERS,
+        priority_type: str = "priority/basic",
+        extra_conf: Sequence[str] = (),
+        workdir: str | os.PathLike[str] | None = None,
+        keep: bool = False,
+        start_timeout: float = 60.0,
+    ) -> None:
+        if accounting not in REQUIRED:
+            raise ValueError(f"accounting must be one of {sorted(REQUIRED)}, not {accounting!r}")
+        if int(cpus) < 1:
+            raise ValueError(f"cpus must be >= 1, not {cpus}")
+        self.cpus = int(cpus)
+        self.accounting = accounting
+        self.scheduler_parameters = scheduler_parameters
+        self.priority_type = priority_type
+        self.extra_conf = list(extra_conf)
+        self._workdir_arg = Path(workdir) if workdir is not None else None
+        self.keep = keep
+        self.start_timeout = float(start_timeout)
+        self.hostname = socket.gethostname().split(".")[0]
+        self.dir: Path = Path()
+        self.cluster = ""
+        self.ports: dict[str, int] = {}
+        self._procs: list[tuple[str, subprocess.Popen[bytes]]] = []
+        self._started = False
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> LocalSlurm:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    @property
+    def conf(self) -> Path:
+        """The ``slurm.conf`` of this instance."""
+        return self.dir / "etc" / "slurm.conf"
+
+    @property
+    def jobcomp_log(self) -> Path:
+        """The ``jobcomp/filetxt`` log (one line per finished job)."""
+        return self.dir / "jobcomp.txt"
+
+    @property
+    def pids(self) -> dict[str, int]:
+        """PID of every daemon this instance started and that still runs."""
+        return {name: p.pid for name, p in self._procs if p.poll() is None}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for Slurm clients of this instance (``SLURM_CONF``, ``TZ=UTC``)."""
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_"))}
+        env.update(SLURM_CONF=str(self.conf), TZ="UTC")
+        return env
+
+    def start(self) -> None:
+        """Write the configuration and start the daemons (raises :class:`SlurmUnavailable`
+        where Slurm cannot run, :class:`SlurmError` where a daemon does not come up)."""
+        why = slurm_unavailable(self.accounting)
+        if why is not None:
+            raise SlurmUnavailable(why)
+        if self._started:
+            raise SlurmError("this LocalSlurm is already started")
+        self._started = True
+        try:
+            if self._workdir_arg is None:
+                self.dir = Path(tempfile.mkdtemp(prefix="hpcgym-slurm-"))
+            else:
+                self.dir = self._workdir_arg
+                self.dir.mkdir(parents=True, exist_ok=True)
+            os.chmod(self.dir, 0o755)
+            for sub in ("etc", "state", "spool", "log", "munge", "jobs"):
+                (self.dir / sub).mkdir(exist_ok=True)
+            os.chmod(self.dir / "munge", 0o700)
+            names = ["slurmctld", "slurmd"] + (
+                ["slurmdbd", "mysql"] if self.accounting == "slurmdbd" else []
+            )
+            self.ports = dict(zip(names, _free_ports(len(names)), strict=True))
+            self.cluster = f"hpcgym{os.getpid()}x{self.ports['slurmctld']}"
+            self._start_munge()
+            if self.accounting == "slurmdbd":
+                self._start_database()
+                self._start_slurmdbd()
+            self._write_conf()
+            self._spawn(
+                "slurmctld", [_which("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)]
+            )
+            self._wait_for(self._controller_up, "slurmctld")
+            self._spawn(
+                "slurmd",
+                [_which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", self.hostname],
+            )
+            self._wait_for(self._node_idle, "slurmd (node idle)")
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Cancel the jobs, stop every daemon this instance started (by PID, in reverse
+        order of start) and remove the directory unless ``keep``. Safe to call twice."""
+        if any(name == "slurmctld" and p.poll() is None for name, p in self._procs):
+            with contextlib.suppress(Exception):
+                self.run(["scancel", "--full", "--user=root"], check=False, timeout=10)
+                self._wait_for(lambda: not self.queue_ids(), "jobs to end", timeout=15, fail=False)
+        for name, proc in reversed(self._procs):
+            _terminate(proc, name)
+        self._procs.clear()
+        if self._started and not self.keep and self._workdir_arg is None and self.dir != Path():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ daemons
+    def _spawn(self, name: str, argv: list[str], **kw: Any) -> subprocess.Popen[bytes]:
+        log = open(self.dir / "log" / f"{name}.out", "ab")  # noqa: SIM115 (kept by the child)
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env={**self.env, **kw.pop("env", {})},
+                start_new_session=True,  # a Ctrl-C of the caller reaches us, not the daemons
+                **kw,
+            )
+        finally:
+            log.close()
+        self._procs.append((name, proc))
+        return proc
+
+    def _start_munge(self) -> None:
+        key = self.dir / "munge" / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        os.chmod(key, 0o400)
+        m = self.dir / "munge"
+        self._spawn(
+            "munged",
+            [
+                _which("munged") or "munged",
+                "-F",
+                "--force",
+                f"--socket={m / 'munge.socket'}",
+                f"--key-file={key}",
+                f"--pid-file={m / 'munged.pid'}",
+                f"--log-file={self.dir / 'log' / 'munged.log'}",
+                f"--seed-file={m / 'munged.seed'}",
+            ],
+        )
+        self._wait_for(lambda: (m / "munge.socket").exists(), "munged")
+
+    def _start_database(self) -> None:
+        db = self.dir / "db"
+        db.mkdir(exist_ok=True)
+        install = _which("mariadb-install-db|mysql_install_db") or "mysql_install_db"
+        out = subprocess.run(
+            [
+                install,
+                "--no-defaults",
+                f"--datadir={db}",
+                "--user=root",
+                "--auth-root-authentication-method=normal",
+                "--skip-test-db",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        if out.returncode != 0:
+            raise SlurmError(f"{install} failed: {out.stdout[-2000:]}{out.stderr[-2000:]}")
+        sock = self.dir / "db.sock"
+        self._spawn(
+            "mariadbd",
+            [
+                _which("mariadbd|mysqld") or "mysqld",
+                "--no-defaults",
+                f"--datadir={db}",
+                f"--socket={sock}",
+                "--bind-address=127.0.0.1",
+                f"--port={self.ports['mysql']}",
+                f"--pid-file={self.dir / 'db.pid'}",
+                f"--log-error={self.dir / 'log' / 'mariadb.log'}",
+                "--user=root",
+                "--innodb-buffer-pool-size=64M",
+                "--skip-log-bin",
+            ],
+        )
+        client = _which("mariadb|mysql") or "mysql"
+
+        def _ready() -> bool:
+            r = subprocess.run(
+                [client, "--no-defaults", f"--socket={sock}", "-uroot", "-e", "select 1"],
+                capture_output=True,
+                timeout=20,
+            )
+            return r.returncode == 0
+
+        self._wait_for(_ready, "mariadbd", timeout=max(self.start_timeout, 120))
+        sql = (
+            "CREATE DATABASE IF NOT EXISTS slurm_acct_db; "
+            "CREATE USER IF NOT EXISTS 'slurm'@'127.0.0.1' IDENTIFIED BY 'hpcgym'; "
+            "GRANT ALL ON slurm_acct_db.* TO 'slurm'@'127.0.0.1'; FLUSH PRIVILEGES;"
+        )
+        r = subprocess.run(
+            [client, "--no-defaults", f"--socket={sock}", "-uroot", "-e", sql],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if r.returncode != 0:
+            raise SlurmError(f"creating the accounting database failed: {r.stderr.strip()}")
+
+    def _start_slurmdbd(self) -> None:
+        conf = self.dir / "etc" / "slurmdbd.conf"
+        conf.write_text(
+            "\n".join(
+                [
+                    "AuthType=auth/munge",
+                    f"AuthInfo=socket={self.dir / 'munge' / 'munge.socket'}",
+                    "DbdHost=localhost",
+                    "DbdAddr=127.0.0.1",
+                    f"DbdPort={self.ports['slurmdbd']}",
+                    "SlurmUser=root",
+                    f"LogFile={self.dir / 'log' / 'slurmdbd.log'}",
+                    f"PidFile={self.dir / 'slurmdbd.pid'}",
+                    "StorageType=accounting_storage/mysql",
+                    "StorageHost=127.0.0.1",
+                    f"StoragePort={self.ports['mysql']}",
+                    "StorageUser=slurm",
+                    "StoragePass=hpcgym",
+                    "StorageLoc=slurm_acct_db",
+                    "",
+                ]
+            )
+        )
+        os.chmod(conf, 0o600)
+        self._spawn(
+            "slurmdbd",
+            [_which("slurmdbd") or "slurmdbd", "-D"],
+            env={"SLURM_CONF": str(self.conf)},
+        )
+        # slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF
+        self._wait_for(
+            lambda: _port_open(self.ports["slurmdbd"]),
+            "slurmdbd",
+            timeout=max(self.start_timeout, 120),
+        )
+
+    def _write_conf(self) -> None:
+        d = self.dir
+        lines = [
+            f"ClusterName={self.cluster}",
+            f"SlurmctldHost={self.hostname}(127.0.0.1)",
+            f"SlurmctldPort={self.ports['slurmctld']}",
+            f"SlurmdPort={self.ports['slurmd']}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={d / 'munge' / 'munge.socket'}",
+            f"StateSaveLocation={d / 'state'}",
+            f"SlurmdSpoolDir={d / 'spool'}",
+            f"SlurmctldPidFile={d / 'slurmctld.pid'}",
+            f"SlurmdPidFile={d / 'slurmd.pid'}",
+            f"SlurmctldLogFile={d / 'log' / 'slurmctld.log'}",
+            f"SlurmdLogFile={d / 'log' / 'slurmd.log'}",
+            "SlurmctldDebug=info",
+            "SlurmdDebug=info",
+            "SlurmdParameters=config_overrides",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "JobAcctGatherType=jobacct_gather/none",
+            "MpiDefault=none",
+            "MailProg=/bin/true",
+            "SwitchType=switch/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_Core",
+            "SchedulerType=sched/backfill",
+            f"SchedulerParameters={self.scheduler_parameters}",
+            f"PriorityType={self.priority_type}",
+            "JobCompType=jobcomp/filetxt",
+            f"JobCompLoc={self.jobcomp_log}",
+            "ReturnToService=2",
+            "MinJobAge=600",
+            "MaxJobCount=200000",
+            "KillWait=2",
+            "OverTimeLimit=0",
+            "InactiveLimit=0",
+            "SlurmctldTimeout=300",
+            "SlurmdTimeout=300",
+            "MessageTimeout=30",
+        ]
+        if self.accounting == "slurmdbd":
+            lines += [
+                "AccountingStorageType=accounting_storage/slurmdbd",
+                "AccountingStorageHost=127.0.0.1",
+                f"AccountingStoragePort={self.ports['slurmdbd']}",
+                # the munge socket for slurmdbd (else the default /run/munge one)
+                f"AccountingStoragePass={d / 'munge' / 'munge.socket'}",
+            ]
+        else:
+            lines.append("AccountingStorageType=accounting_storage/none")
+        lines += self.extra_conf
+        lines += [
+            f"NodeName={self.hostname} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN",
+            "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
+            "",
+        ]
+        self.conf.write_text("\n".join(lines))
+
+    def _check_alive(self) -> None:
+        for name, p in self._procs:
+            if p.poll() is not None:
+                raise SlurmError(
+                    f"{name} exited with status {p.returncode}; its log:\n{self.log_tail(name)}"
+                )
+
+    def _wait_for(
+        self, ok: Callable[[], bool], what: str, *, timeout: float | None = None, fail: bool = True
+    ) -> bool:
+        deadline = time.monotonic() + (self.start_timeout if timeout is None else timeout)
+        while time.monotonic() < deadline:
+            if fail:
+                self._check_alive()
+            with contextlib.suppress(subprocess.SubprocessError, OSError):
+                if ok():
+                    return True
+            time.sleep(0.2)
+        if fail:
+            raise SlurmError(f"timed out waiting for {what}; logs:\n{self.log_tail()}")
+        return False
+
+    def _controller_up(self) -> bool:
+        return self.run(["scontrol", "ping"], check=False, timeout=10).returncode == 0 and (
+            "UP" in self.run(["scontrol", "ping"], check=False, timeout=10).stdout
+        )
+
+    def _node_idle(self) -> bool:
+        out = self.run(["sinfo", "-h", "-N", "-o", "%t"], check=False, timeout=10).stdout.split()
+        return bool(out) and all(s.rstrip("*~#") == "idle" for s in out)
+
+    def log_tail(self, name: str | None = None, lines: int = 30) -> str:
+        """The last ``lines`` lines of a daemon's log (or of every log)."""
+        logs = (
+            sorted((self.dir / "log").glob(f"{name}*" if name else "*"))
+            if self.dir != Path()
+            else []
+        )
+        parts = []
+        for p in logs:
+            with contextlib.suppress(OSError):
+                text = p.read_text(errors="replace").splitlines()[-lines:]
+                parts.append(f"== {p.name}\n" + "\n".join(text))
+        return "\n".join(parts)
+
+    # ------------------------------------------------------------------ clients
+    def run(
+        self, argv: Sequence[str], *, check: bool = True, timeout: float = 60.0
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a Slurm client command of this instance (``SLURM_CONF`` set).
+
+        :param argv: e.g. ``["squeue", "-h"]``
+        :param check: raise :class:`SlurmError` on a non-zero exit
+        :param timeout: seconds
+        """
+        argv = list(argv)
+        exe = _which(argv[0])
+        if exe is not None:
+            argv[0] = exe
+        r = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout)
+        if check and r.returncode != 0:
+            raise SlurmError(
+                f"{' '.join(argv)} exited {r.returncode}: {r.stderr.strip() or r.stdout.strip()}"
+            )
+        return r
+
+    def sbatch(
+        self,
+        seconds: float,
+        procs: int = 1,
+        *,
+        time_limit_min: int | None = None,
+        begin: float | None = None,
+        name: str = "hpcgym",
+        extra: Sequence[str] = (),
+    ) -> int:
+        """Submit ``sleep seconds`` on ``procs`` cores; return Slurm's job id.
+
+        :param seconds: run time (``sleep``; fractions allowed)
+        :param procs: cores (``-n``)
+        :param time_limit_min: ``--time`` in whole minutes (default: the run time, rounded up)
+        :param begin: Unix time before which the job is not eligible (``--begin``, whole
+            seconds), or ``None``
+        :param name: job name
+        :param extra: more ``sbatch`` options
+        """
+        if time_limit_min is None:
+            time_limit_min = max(1, math.ceil(seconds / 60.0))
+        argv = [
+            "sbatch",
+            "--parsable",
+            f"--job-name={name}",
+            f"--ntasks={int(procs)}",
+            f"--time={int(time_limit_min)}",
+            f"--chdir={self.dir / 'jobs'}",
+            "--output=/dev/null",
+            "--error=/dev/null",
+        ]
+        if begin is not None:
+            argv.append("--begin=" + _slurm_time(begin))
+        argv += list(extra)
+        argv.append(f"--wrap=exec sleep {seconds:.3f}")
+        out = self.run(argv, timeout=60).stdout.strip()
+        return int(out.split(";")[0])
+
+    def queue_ids(self) -> list[int]:
+        """Job ids in the queue (pending or running)."""
+        out = self.run(["squeue", "-h", "-o", "%i"], check=False, timeout=20)
+        return [int(x) for x in out.stdout.split() if x.isdigit()]
+
+    def jobcomp(self) -> list[JobRecord]:
+        """The ``jobcomp/filetxt`` records so far (see :func:`parse_jobcomp`)."""
+        if not self.jobcomp_log.exists():
+            return []
+        return parse_jobcomp(self.jobcomp_log)
+
+    def sacct(self, fields: Sequence[str] | None = None, extra: Sequence[str] = ()) -> str:
+        """``sacct --parsable2`` output for every job of this instance (needs
+        ``accounting="slurmdbd"``).
+
+        :param fields: the ``--format`` fields (default: those of :func:`parse_sacct`)
+        :param extra: more ``sacct`` options
+        """
+        if self.accounting != "slurmdbd":
+            raise SlurmError('sacct needs LocalSlurm(accounting="slurmdbd")')
+
+        fmt = ",".join(fields or SACCT_FIELDS)
+        argv = [
+            "sacct",
+            "--parsable2",
+            "--allusers",
+            "--duplicates",
+            f"--format={fmt}",
+            "--starttime=1970-01-01T00:00:00",
+            "--endtime=now",
+            *extra,
+        ]
+        return self.run(argv, timeout=60).stdout
+
+    # ------------------------------------------------------------------ replay
+    def replay(
+        self,
+        workload: Workload,
+        *,
+        time_scale: float = 1.0,
+        lead: float = 20.0,
+        margin: float = 5.0,
+        timeout: float | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> ReplayResult:
+        """Run ``workload`` as ``sleep`` jobs at their (scaled) submit times; wait; collect.
+
+        Job ``i`` becomes eligible at ``t0 + round((submit[i] - submit[0]) / time_scale)``
+        (``--begin``, whole seconds), sleeps ``runtime[i] / time_scale`` seconds on
+        ``procs[i]`` cores, with the limit ``ceil(request[i] / time_scale / 60)`` minutes.
+        Jobs are submitted in row order, ``lead`` seconds before they become eligible, so
+        Slurm's job ids (its FIFO priority under ``priority/basic``) follow the rows.
+
+        :param workload: the jobs (``procs`` at most :attr:`cpus`)
+        :param time_scale: trace seconds per real second
+        :param lead: submit each job this many seconds before its begin time
+        :param margin: seconds between the call and ``t0`` beyond ``lead``
+        :param timeout: give up waiting this many seconds after the last begin time plus
+            the sum of run times (default: that span plus 120 s)
+        :param progress: called with a status line now and then
+        """
+        n = len(workload)
+        if n == 0:
+            raise ValueError("empty workload")
+        if time_scale <= 0:
+            raise ValueError(f"time_scale must be > 0, not {time_scale}")
+        too_big = np.flatnonzero(workload.procs > self.cpus)
+        if len(too_big):
+            i = int(too_big[0])
+            raise ValueError(
+                f"{len(too_big)} job(s) need more than the node's {self.cpus} cores "
+                f"(first: row {i}, job {int(workload.job_id[i])}, {int(workload.procs[i])} procs)"
+            )
+        sub = np.round((workload.submit - workload.submit[0]) / time_scale)
+        run = np.maximum(np.round(workload.runtime / time_scale, 3), 0.001)
+        limit_min = np.maximum(
+            1, np.ceil(np.round(workload.request / time_scale / 60.0, 6))
+        ).astype(np.int64)
+        run = np.minimum(run, limit_min * 60.0)
+        procs = workload.procs.astype(np.int64)
+        t0 = float(math.ceil(time.time() + lead + margin))
+        ids = np.full(n, -1, dtype=np.int64)
+        errors: list[BaseException] = []
+
+        def submitter() -> None:
+            try:
+                for i in range(n):
+                    wait = t0 + sub[i] - lead - time.time()
+                    if wait > 0:
+                        time.sleep(wait)
+                    ids[i] = self.sbatch(
+                        float(run[i]),
+                        int(procs[i]),
+                        time_limit_min=int(limit_min[i]),
+                        begin=t0 + float(sub[i]),
+                        name=f"r{i}",
+                    )
+            except BaseException as e:  # noqa: BLE001 (re-raised in the caller)
+                errors.append(e)
+
+        th = threading.Thread(target=submitter, name="hpcgym-slurm-submit", daemon=True)
+        th.start()
+        if timeout is None:
+            timeout = float(sub[-1] + run.sum() + 120.0)
+        deadline = t0 + float(sub[-1]) + timeout
+        last_note = 0.0
+        done: dict[int, JobRecord] = {}
+        while True:
+            if errors:
+                raise SlurmError(f"submitting failed: {errors[0]}") from errors[0]
+            self._check_alive()
+            recs = self.jobcomp()
+            done = {r.job_id: r for r in recs}
+            submitted = ids[ids >= 0]
+            if not th.is_alive() and len(submitted) == n and all(int(j) in done for j in submitted):
+                break
+            if time.time() > deadline:
+                break
+            if progress is not None and time.time() - last_note > 30:
+                last_note = time.time()
+                progress(
+                    f"t={time.time() - t0:.0f}s submitted={len(submitted)}/{n} finished={len(done)}"
+                )
+            time.sleep(1.0)
+        th.join(timeout=1)
+        submit = np.full(n, np.nan)
+        start = np.full(n, np.nan)
+        end = np.full(n, np.nan)
+        state = [""] * n
+        records = []
+        for i, j in enumerate(ids):
+            r = done.get(int(j))
+            if r is None:
+                continue
+            records.append(r)
+            submit[i] = r.eligible - t0 if r.eligible is not None else np.nan
+            start[i] = r.start - t0 if r.start is not None else np.nan
+            end[i] = r.end - t0 if r.end is not None else np.nan
+            state[i] = r.state
+        ran = Workload(
+            name=f"{workload.name}@slurm/{time_scale:g}",
+            machine_size=self.cpus,
+            job_id=workload.job_id.copy(),
+            submit=sub.astype(np.float64),
+            runtime=run.astype(np.float64),
+            procs=procs,
+            request=(limit_min * 60).astype(np.float64),
+            user=workload.user.copy(),
+            group=workload.group.copy(),
+            executable=workload.executable.copy(),
+            queue=workload.queue.copy(),
+            source=workload.source,
+            meta={**workload.meta, "slurm_time_scale": time_scale},
+        )
+        return ReplayResult(
+            workload=ran,
+            t0=t0,
+            time_scale=time_scale,
+            slurm_ids=ids,
+            submit=submit,
+            start=start,
+            end=end,
+            state=state,
+            records=records,
+            log=self.jobcomp_log,
+        )
+
+
+def _slurm_time(t: float) -> str:
+    """A Unix time as Slurm's ``YYYY-MM-DDTHH:MM:SS`` (UTC; the clients run with TZ=UTC)."""
+    return datetime.fromtimestamp(int(t), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _terminate(proc: subprocess.Popen[bytes], name: str, grace: float = 10.0) -> None:
+    """Stop one child daemon by its PID: SIGTERM, then SIGKILL after ``grace`` seconds."""
+    if proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+__all__ += ["parse_time"]

@@ -1,0 +1,211 @@
+"""The private Slurm harness (hpcgym.slurm): records, configuration, a live replay.
+
+The live tests start a real Slurm (munge, slurmctld, slurmd; MariaDB and slurmdbd for
+sacct) and skip with the reason where that cannot run (not root, binaries missing).
+Each live test replays a handful of jobs of a few seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hpcgym.slurm import LocalSlurm, SlurmUnavailable, parse_jobcomp, parse_sacct
+from hpcgym.slurm import harness as H
+from hpcgym.slurm.conformance import compare, engine_workload, order_conforming
+from hpcgym.slurm.records import parse_limit, parse_time
+from hpcgym.workload.core import Workload
+
+JOBCOMP = (
+    "JobId=7 UserId=root(0) GroupId=root(0) Name=r0 JobState=COMPLETED Partition=batch "
+    "TimeLimit=2 StartTime=2026-12-07T13:01:02 EndTime=2026-12-07T13:01:10 NodeList=vm "
+    "NodeCnt=1 ProcCnt=4 WorkDir=/tmp/a b ReservationName= Tres=cpu=4,mem=1M,node=1 "
+    "Account= QOS= WcKey= Cluster=unknown SubmitTime=2026-12-07T13:00:40 "
+    "EligibleTime=2026-12-07T13:01:00 DerivedExitCode=0:0 ExitCode=0:0 \n"
+)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _toy(n: int = 12, m: int = 8, seed: int = 1) -> Workload:
+    rng = np.random.default_rng(seed)
+    z = np.zeros(n, dtype=np.int64)
+    return Workload(
+        "toy",
+        m,
+        np.arange(1, n + 1),
+        np.sort(rng.integers(0, 16, n)).astype(float),
+        rng.integers(2, 8, n).astype(float),
+        rng.integers(1, m + 1, n),
+        rng.integers(1, 3, n) * 60.0,
+        z,
+        z,
+        z,
+        z,
+    )
+
+
+# ---------------------------------------------------------------- without Slurm
+def test_jobcomp_record_is_read(tmp_path: Path) -> None:
+    log = tmp_path / "jobcomp.txt"
+    log.write_text(JOBCOMP)
+    (r,) = parse_jobcomp(log)
+    assert (r.job_id, r.name, r.state, r.cpus, r.time_limit_min) == (7, "r0", "COMPLETED", 4, 2)
+    assert r.end - r.start == 8
+    assert r.start - r.eligible == 2 and r.eligible - r.submit == 20
+    assert r.fields["WorkDir"] == "/tmp/a b"  # a value with a space
+    assert r.start == parse_time("2026-12-07T13:01:02") == 1796648462.0  # read as UTC
+
+
+def test_bad_jobcomp_line_names_file_and_line(tmp_path: Path) -> None:
+    log = tmp_path / "jobcomp.txt"
+    log.write_text(JOBCOMP + "\nthis is not a record\n")
+    with pytest.raises(ValueError, match=r"jobcomp.txt:3: not a jobcomp record"):
+        parse_jobcomp(log)
+
+
+def test_sacct_output_is_read_without_steps() -> None:
+    text = (
+        "JobIDRaw|JobName|State|Submit|Eligible|Start|End|Timelimit|NCPUS\n"
+        "1|hpcgym|COMPLETED|2026-12-07T13:00:16|2026-12-07T13:00:16|2026-12-07T13:00:16|"
+        "2026-12-07T13:00:17|00:01:00|2\n"
+        "1.batch|batch|COMPLETED|2026-12-07T13:00:16|2026-12-07T13:00:16|2026-12-07T13:00:16|"
+        "2026-12-07T13:00:17||2\n"
+        "2|x|CANCELLED by 0|2026-12-07T13:00:16|Unknown|None|2026-12-07T13:00:20|UNLIMITED|4\n"
+    )
+    a, b = parse_sacct(text)
+    assert (a.job_id, a.time_limit_min, a.end - a.start) == (1, 1, 1)
+    assert (b.state, b.start, b.eligible, b.time_limit_min) == ("CANCELLED", None, None, None)
+    with pytest.raises(ValueError, match=r"<sacct>:2: 2 fields"):
+        parse_sacct("JobIDRaw|State|End\n1|x\n")
+
+
+def test_limits_round_up_to_whole_minutes() -> None:
+    assert parse_limit("00:01:00") == 1
+    assert parse_limit("00:01:01") == 2
+    assert parse_limit("1-00:00:00") == 1440
+    assert parse_limit("5") == 5
+    assert parse_limit("UNLIMITED") is None
+
+
+def test_order_conforming_tolerates_ties_within_latency() -> None:
+    a = np.array([0.0, 10.0, 10.0, 30.0])
+    assert order_conforming(a, a + 1.0, 2.0).all()
+    b = np.array([0.0, 12.0, 9.0, 30.0])  # 1 and 2 swap by 3 s > tol: both out of order
+    assert order_conforming(a, b, 2.0).tolist() == [True, True, True, True]
+    b = np.array([0.0, 20.0, 9.0, 15.0])  # 1 now starts after 3 (and 3 before 1)
+    assert order_conforming(a, b, 2.0).tolist() == [True, False, True, False]
+
+
+def test_unavailable_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(H.os, "geteuid", lambda: 1000)
+    assert "root" in H.slurm_unavailable()
+    monkeypatch.setattr(H.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(H, "_which", lambda name: None if name == "slurmd" else "/bin/true")
+    why = H.slurm_unavailable()
+    assert why is not None and "slurmd" in why and "apt-get install" in why
+    with pytest.raises(SlurmUnavailable, match="slurmd"):
+        LocalSlurm(cpus=4).start()
+    with pytest.raises(ValueError, match="accounting"):
+        LocalSlurm(accounting="mysql")
+
+
+def test_configuration_is_private(tmp_path: Path) -> None:
+    s = LocalSlurm(cpus=64, workdir=tmp_path, extra_conf=["DebugFlags=Backfill"])
+    s.dir = tmp_path
+    (tmp_path / "etc").mkdir()
+    s.ports = {"slurmctld": 40001, "slurmd": 40002}
+    s.cluster = "c"
+    s._write_conf()
+    conf = s.conf.read_text()
+    for line in (
+        "SlurmdParameters=config_overrides",
+        f"NodeName={s.hostname} NodeAddr=127.0.0.1 CPUs=64 State=UNKNOWN",
+        "ProctrackType=proctrack/linuxproc",
+        "TaskPlugin=task/none",
+        "SelectType=select/cons_tres",
+        "SelectTypeParameters=CR_Core",
+        "SchedulerType=sched/backfill",
+        "PriorityType=priority/basic",
+        "SlurmctldPort=40001",
+        f"AuthInfo=socket={tmp_path}/munge/munge.socket",
+        "DebugFlags=Backfill",
+    ):
+        assert line in conf.splitlines(), line
+    assert "bf_interval=1" in conf and "bf_resolution=1" in conf
+    assert str(tmp_path) in s.env["SLURM_CONF"] and s.env["TZ"] == "UTC"
+
+
+# ---------------------------------------------------------------- a live Slurm
+def _need(accounting: str = "jobcomp") -> None:
+    why = H.slurm_unavailable(accounting)
+    if why is not None:
+        pytest.skip(why)
+
+
+def test_daemons_are_stopped_by_pid_also_on_error() -> None:
+    _need()
+    pids: dict[str, int] = {}
+    workdir: Path | None = None
+    with pytest.raises(RuntimeError, match="boom"), LocalSlurm(cpus=4) as s:
+        pids = dict(s.pids)
+        workdir = s.dir
+        assert set(pids) == {"munged", "slurmctld", "slurmd"}
+        assert s.run(["sinfo", "-h", "-o", "%c"]).stdout.strip() == "4"
+        raise RuntimeError("boom")
+    assert pids and not any(_alive(p) for p in pids.values())
+    assert workdir is not None and not workdir.exists()
+
+
+def test_replay_runs_every_job_and_matches_conservative_backfilling() -> None:
+    _need()
+    wl = _toy()
+    t = time.monotonic()
+    with LocalSlurm(cpus=8) as s:
+        res = s.replay(wl, time_scale=1.0, lead=3.0, margin=1.0)
+    assert time.monotonic() - t < 180
+    assert res.complete and set(res.state) == {"COMPLETED"}
+    assert list(res.slurm_ids) == sorted(res.slurm_ids)  # submitted in row order (FIFO)
+    assert np.all(res.start >= res.workload.submit)
+    assert np.array_equal(res.workload.request, np.array([60.0, 120.0])[(wl.request > 60) * 1])
+    assert np.array_equal(res.submit, res.workload.submit)  # --begin to the second
+    # the cores in use never exceed the node
+    ev = sorted(
+        [(a, p) for a, p in zip(res.start, wl.procs, strict=True)]
+        + [(b, -p) for b, p in zip(res.end, wl.procs, strict=True)],
+        key=lambda x: (x[0], x[1]),
+    )
+    assert max(np.cumsum([p for _, p in ev])) <= 8
+    # Slurm's sched/backfill under FIFO priority is conservative backfilling
+    c = compare(res, "CONSERVATIVE", latency=0.0, tol=2.0)
+    assert c.in_order.mean() >= 0.75, c.summary()
+    w = engine_workload(res, latency=0.0)
+    assert np.all(w.runtime <= w.request)
+
+
+def test_sacct_through_slurmdbd() -> None:
+    _need("slurmdbd")
+    with LocalSlurm(cpus=4, accounting="slurmdbd") as s:
+        j = s.sbatch(1.0, 2)
+        deadline = time.monotonic() + 60
+        recs = []
+        while time.monotonic() < deadline:
+            recs = [r for r in parse_sacct(s.sacct()) if r.job_id == j and r.end is not None]
+            if recs and recs[0].state == "COMPLETED":
+                break
+            time.sleep(1)
+        assert recs and recs[0].state == "COMPLETED" and recs[0].cpus == 2
+        assert recs[0].time_limit_min == 1
+        pids = dict(s.pids)
+        assert {"mariadbd", "slurmdbd"} <= set(pids)
+    assert not any(_alive(p) for p in pids.values())
