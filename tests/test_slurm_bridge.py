@@ -385,6 +385,10 @@ def test_make_orderer_kinds(tmp_path, monkeypatch):
     assert isinstance(agent, AgentOrderer) and agent.rows.policy == "SAF"
     with pytest.raises(ValueError, match="valid|queue policy"):
         make_orderer("no-such-agent")
+    with pytest.raises(ValueError, match="an agent's option"):
+        make_orderer("SAF", order="FCFS")
+    with pytest.raises(ValueError, match="applies to queue policies"):
+        make_orderer("random", starvation=60.0)
     model = tmp_path / "x.zip"
     model.touch()
     backfill_model = _Spaces((16, 13), 17)  # Backfill-v0: K rows + STOP

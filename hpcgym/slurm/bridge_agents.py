@@ -304,6 +304,9 @@ def make_orderer(
     """
     text = str(spec).strip()
     if text.lower() in {k.lower() for k in POLICIES}:
+        for value, flag in ((order, "--order"), (est_scale, "--est-scale")):
+            if value is not None:
+                raise ValueError(f"{flag} is an agent's option; {text} is a queue policy")
         return QueuePolicyOrderer(text, origin, starvation, unlimited)
     card_path = _find_card(text)
     card: dict[str, Any] = {}
@@ -313,6 +316,12 @@ def make_orderer(
         card = load_model_card(card_path).data
         if card.get("task", "backfill") != "schedule":
             policy = str(card.get("policy", "FCFS")).upper()
+            for value, flag in ((order, "--order"), (est_scale, "--est-scale")):
+                if value is not None:
+                    raise ValueError(
+                        f"{flag} is a Schedule-v0 agent's option; {text} is a Backfill-v0 "
+                        f"agent, ordered by its queue policy {policy}"
+                    )
             if notice is not None:
                 notice(
                     f"{text} is a Backfill-v0 agent: its decisions are backfilling decisions, "
@@ -327,6 +336,11 @@ def make_orderer(
             f"unknown policy or agent {text!r}: give a queue policy ({', '.join(POLICIES)}), "
             "a zoo agent's name, a model card .json, a Schedule-v0 model .zip, or the "
             f"heuristic agents {' / '.join(SCHEDULE_HEURISTICS)}"
+        )
+    if starvation is not None:
+        raise ValueError(
+            f"--starvation applies to queue policies; {text} is a Schedule-v0 agent, which "
+            "chooses every head itself"
         )
     if loader is None:
         from hpcgym.evaluation.loaders import resolve_agent_loader
