@@ -172,12 +172,46 @@ def test_policy_order_starvation_and_errors():
         policy_order("SAF", submit, np.ones(2), np.ones(3), 0.0)
 
 
+def _decreasing_in_range(prio: dict[str, int], order: list[str], top: int, span: int) -> None:
+    values = [prio[j] for j in order]
+    assert all(a > b for a, b in zip(values, values[1:], strict=False)), values
+    assert all(top - span + 1 < v <= top for v in values), values
+
+
 def test_priorities_descend_and_stay_positive():
-    assert priorities_for(["a", "b", "c"], 10) == {"a": 10, "b": 9, "c": 8}
+    assert priorities_for(["a", "b", "c"], 10, span=10) == {"a": 9, "b": 6, "c": 4}
     with pytest.raises(ValueError, match=">= 1"):
-        priorities_for(["a", "b"], 1)
+        priorities_for(["a", "b"], 1, span=1)
     with pytest.raises(ValueError, match="largest"):
         priorities_for(["a"], 2**32)
+
+
+def test_priorities_change_as_little_as_the_order_does():
+    top, span = 1000, 100
+    first = priorities_for(list("abcde"), top, None, span)
+    _decreasing_in_range(first, list("abcde"), top, span)
+    # the head started: nothing changes
+    assert priorities_for(list("bcde"), top, first, span) == {j: first[j] for j in "bcde"}
+    # a new job at the front, and one in the middle: one new value each
+    for order in (list("xbcde"), list("bcxde"), list("bcdex")):
+        new = priorities_for(order, top, first, span)
+        _decreasing_in_range(new, order, top, span)
+        assert {j for j in order if new[j] != first.get(j)} == {"x"}
+    # two jobs swap: one of them moves
+    swapped = priorities_for(list("bacde"), top, first, span)
+    _decreasing_in_range(swapped, list("bacde"), top, span)
+    assert sum(swapped[j] != first[j] for j in "abcde") == 1
+    # no room between two neighbours: every job is spread again
+    tight = {"a": 950, "b": 949}
+    again = priorities_for(["a", "x", "b"], top, tight, span)
+    _decreasing_in_range(again, ["a", "x", "b"], top, span)
+    rng = np.random.default_rng(0)
+    for _ in range(200):  # any order, any current priorities: valid, and kept ones kept
+        jobs = [str(i) for i in range(int(rng.integers(1, 30)))]
+        cur = {j: int(rng.integers(850, 1100)) for j in jobs if rng.random() < 0.7}
+        order = list(rng.permutation(jobs))
+        got = priorities_for(order, top, cur, span)
+        _decreasing_in_range(got, order, top, span)
 
 
 # --------------------------------------------------------------- the bridge
@@ -189,8 +223,9 @@ def test_saf_pass_sets_priorities_in_policy_order_and_skips_held_jobs(tmp_path):
     # SAF = limit x CPUs: 13 (1200 s x 1), 12 (300 s x 8), 11 (3600 s x 4); 14 is held
     assert rec["order"] == ["13", "12", "11"]
     assert rec["held"] == ["14"]
-    top = DEFAULT_TOP_PRIORITY
-    assert slurm.updates() == {"13": top, "12": top - 1, "11": top - 2}
+    assert list(slurm.updates()) == ["13", "12", "11"]
+    _decreasing_in_range(slurm.updates(), ["13", "12", "11"], DEFAULT_TOP_PRIORITY, 65000)
+    assert rec["priorities"] == slurm.updates() and rec["set"] == ["13", "12", "11"]
     for c in slurm.calls:  # only reads, and priority updates of pending, unheld jobs
         assert c[0] in ("squeue", "sinfo") or (
             c[:2] == ["scontrol", "update"] and c[3].startswith("priority=") and len(c) == 4
@@ -203,17 +238,31 @@ def test_saf_pass_sets_priorities_in_policy_order_and_skips_held_jobs(tmp_path):
 def test_unchanged_priorities_are_not_set_again():
     slurm = FakeSlurm(small_queue())
     b = Bridge(QueuePolicyOrderer("SAF"), slurm, clock=lambda: T0)
-    b.pass_once()
-    top = DEFAULT_TOP_PRIORITY
+    first = b.pass_once()["priorities"]
     slurm.queue = [
-        q.replace("|4294901748|", f"|{top}|")
-        .replace("|4294901749|", f"|{top - 1}|")
-        .replace("|4294901750|", f"|{top - 2}|")
+        q.replace("|4294901748|", f"|{first['13']}|")
+        .replace("|4294901749|", f"|{first['12']}|")
+        .replace("|4294901750|", f"|{first['11']}|")
         for q in small_queue()
     ]
     slurm.calls.clear()
     rec = b.pass_once()
     assert rec["set"] == [] and slurm.updates() == {}
+
+
+def test_beyond_max_jobs_a_job_ranked_before_goes_last():
+    slurm = FakeSlurm(small_queue())
+    b = Bridge(QueuePolicyOrderer("SAF"), slurm, max_jobs=2, clock=lambda: T0)
+    top = DEFAULT_TOP_PRIORITY
+    slurm.queue = [q.replace("|4294901750|", f"|{top - 5}|") for q in small_queue()]
+    rec = b.pass_once()  # 11 (ranked by an earlier pass) falls beyond the first two
+    assert rec["order"] == ["13", "12"]
+    assert (
+        rec["priorities"]["11"]
+        == top - 65000 + 1
+        < min(rec["priorities"][j] for j in "13 12".split())
+    )
+    assert set(rec["set"]) == {"13", "12", "11"}
 
 
 def test_dry_run_prints_and_sets_nothing():
@@ -224,7 +273,8 @@ def test_dry_run_prints_and_sets_nothing():
     ).pass_once()
     assert slurm.updates() == {}
     assert rec["set"] == ["13", "12", "11"]
-    assert "13=4294967040, 12=4294967039, 11=4294967038" in out.getvalue()
+    p = rec["priorities"]
+    assert f"13={p['13']}, 12={p['12']}, 11={p['11']}" in out.getvalue()
 
 
 def test_a_job_gone_during_the_pass_is_not_an_error():
@@ -248,11 +298,7 @@ def test_controller_away_is_logged_and_retried_at_the_next_pass():
         1, "", "Unable to contact slurm controller (connect failure)"
     )
     rec = b.pass_once()
-    assert (
-        rec["set"] == []
-        and len(rec["errors"]) == 1
-        and slurm.updates() == {"13": DEFAULT_TOP_PRIORITY}
-    )
+    assert rec["set"] == [] and len(rec["errors"]) == 1 and list(slurm.updates()) == ["13"]
     slurm.update.clear()
     rec = b.pass_once()
     assert rec["set"] == ["13", "12", "11"] and rec["errors"] == []

@@ -79,7 +79,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--top-priority",
         type=positive_int,
         default=None,
-        help="priority of the first job; the next get one less each (default 4294967040, "
+        help="the top of the bridge's priority range (65000 values; default 4294967040, "
         "above priority/basic's priorities of new jobs)",
     )
     q.add_argument(

@@ -21,6 +21,7 @@ its priority was set is counted (``gone``), not an error.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
 import subprocess
@@ -39,6 +40,7 @@ from hpcgym.sim.engine import POLICIES
 from hpcgym.sim.ordering import policy_order
 
 __all__ = [
+    "DEFAULT_SPAN",
     "DEFAULT_TOP_PRIORITY",
     "SQUEUE_FIELDS",
     "Bridge",
@@ -76,9 +78,11 @@ SQUEUE_FIELDS: tuple[tuple[str, str], ...] = (
     ("partition", "%P"),
 )
 SQUEUE_FORMAT = "|".join(code for _, code in SQUEUE_FIELDS)
-#: the highest priority the bridge sets by default: the pending jobs get ``top``,
-#: ``top - 1``, ...; above priority/basic's priorities of new jobs (below 0xFFFF0000)
+#: the highest priority the bridge sets by default; its range (``DEFAULT_SPAN`` values
+#: below it) lies above priority/basic's priorities of new jobs (below 0xFFFF0000)
 DEFAULT_TOP_PRIORITY = 0xFFFFFF00
+#: how many priority values the bridge uses (its range ``(top - span, top]``)
+DEFAULT_SPAN = 65000
 #: the largest priority Slurm accepts (``0xFFFFFFFE`` and up are its special values)
 MAX_PRIORITY = 0xFFFFFFFD
 #: job states that are running (their CPUs are in use)
@@ -415,17 +419,86 @@ class QueuePolicyOrderer:
         return [jobs[i].job_id for i in idx]
 
 
-def priorities_for(order: Sequence[str], top: int = DEFAULT_TOP_PRIORITY) -> dict[str, int]:
-    """Descending priorities ``top, top - 1, ...`` for the jobs of ``order``.
+def _longest_decreasing(values: Sequence[int | None], lo: int, hi: int) -> set[int]:
+    """Indices of a longest strictly decreasing subsequence of ``values`` among the
+    entries in ``[lo, hi]`` (``None`` and the others are skipped)."""
+    tails: list[int] = []  # tails[k]: -value ending the best run of length k + 1
+    ends: list[int] = []  # the index of that end
+    prev: dict[int, int] = {}
+    for i, v in enumerate(values):
+        if v is None or not lo <= v <= hi:
+            continue
+        k = bisect.bisect_left(tails, -v)
+        if k == len(tails):
+            tails.append(-v)
+            ends.append(i)
+        else:
+            tails[k], ends[k] = -v, i
+        prev[i] = ends[k - 1] if k else -1
+    keep: set[int] = set()
+    i = ends[-1] if ends else -1
+    while i >= 0:
+        keep.add(i)
+        i = prev[i]
+    return keep
 
-    :raises ValueError: ``top`` above :data:`MAX_PRIORITY` or too low for the jobs (a
-        priority must stay >= 1: 0 would hold a job)
+
+def _spread(hi: int, lo: int, m: int) -> list[int]:
+    """``m`` strictly decreasing integers evenly inside ``(lo, hi)`` (needs ``hi - lo > m``)."""
+    d = hi - lo
+    return [hi - ((k + 1) * d) // (m + 1) for k in range(m)]
+
+
+def priorities_for(
+    order: Sequence[str],
+    top: int = DEFAULT_TOP_PRIORITY,
+    current: dict[str, int] | None = None,
+    span: int = DEFAULT_SPAN,
+) -> dict[str, int]:
+    """Strictly decreasing priorities for the jobs of ``order`` (the first job highest),
+    inside the bridge's range ``(top - span, top]``, changing as few of the ``current``
+    priorities as it can: the longest run of jobs whose current priorities already
+    decrease along ``order`` inside the range keeps them, and the other jobs get values
+    spread between their neighbours'. Where there is no room left, every job gets a new,
+    evenly spread value. So a job that starts or leaves costs no update, and a new job
+    costs one.
+
+    :param order: job ids, the first to start first
+    :param top: the highest priority of the range
+    :param current: the jobs' priorities now (``None``: set them all)
+    :param span: the size of the range (its lowest value ``top - span + 1`` is reserved
+        for jobs the bridge stops ordering, see :class:`Bridge`)
+    :raises ValueError: ``top`` above :data:`MAX_PRIORITY`, or a range that does not hold
+        the jobs with priorities >= 1 (0 would hold a job)
     """
+    n = len(order)
+    floor = top - span + 1
     if top > MAX_PRIORITY:
         raise ValueError(f"the top priority {top} is above Slurm's largest, {MAX_PRIORITY}")
-    if top - len(order) + 1 < 1:
-        raise ValueError(f"the top priority {top} leaves no priority >= 1 for {len(order)} jobs")
-    return {j: top - k for k, j in enumerate(order)}
+    if floor < 1 or span - 1 < n:
+        raise ValueError(
+            f"the priorities {max(floor, 1)}..{top} leave no room for {n} jobs with priorities "
+            ">= 1: raise the top priority or order fewer jobs"
+        )
+    cur = [None if current is None else current.get(j) for j in order]
+    keep = _longest_decreasing(cur, floor + 1, top)
+    out: dict[str, int] = {}
+    hi, i = top + 1, 0
+    while i < n:
+        if i in keep:
+            hi = int(cur[i])  # type: ignore[arg-type]
+            out[order[i]] = hi
+            i += 1
+            continue
+        j = i
+        while j < n and j not in keep:
+            j += 1
+        lo = int(cur[j]) if j < n else floor  # type: ignore[arg-type]
+        if hi - lo <= j - i:  # no room between the neighbours: start again, evenly
+            return dict(zip(order, _spread(top + 1, floor, n), strict=True))
+        out.update(zip(order[i:j], _spread(hi, lo, j - i), strict=True))
+        i = j
+    return out
 
 
 # ------------------------------------------------------------------------- bridge
@@ -442,9 +515,11 @@ class Bridge:
     :param runner: runs the Slurm commands (:class:`SubprocessRunner` by default)
     :param log: a file name or an open text file for the JSON lines (``None``: no log)
     :param dry_run: compute and log the order, print it, set nothing
-    :param top: the highest priority set (the first job's)
+    :param top: the highest priority of the bridge's range ``(top - span, top]``, with
+        ``span = min(DEFAULT_SPAN, top)`` (see :func:`priorities_for`)
     :param max_jobs: order at most this many pending jobs (the first in the policy's
-        order); the others keep their priority
+        order); the others keep their priority, except that a job holding a priority of
+        the range from an earlier pass gets its lowest value (after every ordered job)
     :param partition: only the jobs and CPUs of this partition
     :param clock: the time source (epoch seconds)
     :param out: where dry-run mode prints (default standard output)
@@ -467,7 +542,8 @@ class Bridge:
     ) -> None:
         if max_jobs < 1:
             raise ValueError(f"max_jobs must be >= 1, got {max_jobs}")
-        priorities_for(["x"] * max_jobs, top)  # checks the range once
+        self.span = min(DEFAULT_SPAN, int(top))
+        priorities_for([str(i) for i in range(max_jobs)], top, None, self.span)  # the range
         self.orderer = orderer
         self.runner: Runner = runner or SubprocessRunner()
         self.dry_run = bool(dry_run)
@@ -549,11 +625,15 @@ class Bridge:
         choices = getattr(self.orderer, "last_choices", None)
         if choices:
             rec["choices"] = choices
-        prio = priorities_for(order, self.top)
         current = {j.job_id: j.priority for j in snap.pending}
+        prio = priorities_for(order, self.top, current, self.span)
+        floor = self.top - self.span + 1
+        for j in snap.orderable:  # beyond max_jobs, but ranked by an earlier pass: last
+            if j.job_id not in prio and floor < j.priority <= self.top:
+                prio[j.job_id] = floor
         rec["order"] = order
         rec["priorities"] = prio
-        todo = [j for j in order if current.get(j) != prio[j]]
+        todo = [j for j in prio if current.get(j) != prio[j]]
         done: list[str] = []
         gone: list[str] = []
         rec["set"], rec["gone"] = done, gone
