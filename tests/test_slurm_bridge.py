@@ -60,7 +60,7 @@ class FakeSlurm:
     prints ``cpus``; ``scontrol update`` answers from ``update`` (job id -> result) and
     records every call."""
 
-    def __init__(self, queue: list[str], cpus: str = "0/16/0/16") -> None:
+    def __init__(self, queue: list[str], cpus: str = "n1|0/16/0/16") -> None:
         self.queue = queue
         self.cpus = cpus
         self.down = False
@@ -127,7 +127,9 @@ def test_parse_squeue_reports_bad_lines_with_their_number():
 
 
 def test_parse_sinfo():
-    assert parse_sinfo("4/12/0/16\n") == Machine(4, 12, 0, 16)
+    assert parse_sinfo("n1|4/12/0/16\n") == Machine(4, 12, 0, 16)
+    # n1 is in two partitions: counted once
+    assert parse_sinfo("n1|1/1/0/2\nn2|3/3/2/8\nn1|1/1/0/2") == Machine(4, 4, 2, 10)
     assert parse_sinfo("1/1/0/2\n3/3/2/8") == Machine(4, 4, 2, 10)
     with pytest.raises(RuntimeError):
         parse_sinfo("idle")
@@ -411,7 +413,7 @@ def test_agent_choices_order_the_queue_and_are_logged():
         def predict(self, obs, action_masks=None, deterministic=True):
             return np.array(int(np.flatnonzero(action_masks)[-1])), None
 
-    slurm = FakeSlurm(small_queue(), cpus="8/8/0/16")
+    slurm = FakeSlurm(small_queue(), cpus="n1|8/8/0/16")
     b = Bridge(AgentOrderer(LastRow(), "last", "SAF"), slurm, clock=lambda: T0)
     rec = b.pass_once()
     # rows in SAF order 13, 12, 11; the last row (11: 4 CPUs) fits in 8 idle and starts,
@@ -524,14 +526,15 @@ def bridge_process(slurm, log, *args: str):
         err.close()
 
 
-def _workload(n: int, seed: int, cpus: int):
-    """``n`` jobs that all queue at time 0: a few seconds of sleep, 1-4 minute limits."""
+def _workload(n: int, seed: int, cpus: int, wide: bool = False):
+    """``n`` jobs that all queue at time 0: a few seconds of sleep, 1-4 minute limits, on
+    up to half the CPUs (``wide``: on more than half, so that they run one at a time)."""
     from hpcgym.workload.core import Workload
 
     rng = np.random.default_rng(seed)
-    runtime = rng.integers(3, 9, n).astype(np.float64)
+    runtime = rng.integers(2, 5 if wide else 9, n).astype(np.float64)
     request = rng.integers(1, 5, n) * 60.0
-    procs = rng.integers(1, cpus // 2 + 1, n)
+    procs = rng.integers(cpus // 2 + 1, cpus + 1, n) if wide else rng.integers(1, cpus // 2 + 1, n)
     minus = -np.ones(n, dtype=np.int64)
     return Workload(
         "bridge-live",
@@ -551,7 +554,8 @@ def _workload(n: int, seed: int, cpus: int):
 @needs_slurm
 def test_live_saf_schedule_is_hpcgyms(tmp_path):
     """With SAF, the live Slurm starts a small workload in the order hpcgym's engine does
-    under the conformance configuration (the same jobs, Slurm's own limits and run times)."""
+    under the conformance configuration (the same jobs, Slurm's own limits and run times),
+    which is not the order Slurm starts them in by itself."""
     import inspect
 
     from hpcgym.sim import get_scheduler
@@ -559,7 +563,10 @@ def test_live_saf_schedule_is_hpcgyms(tmp_path):
     from hpcgym.slurm.harness import LocalSlurm
 
     backfill = inspect.signature(conformance.compare).parameters["scheduler"].default
-    wl = _workload(12, seed=4, cpus=16)
+    # jobs on more than half the node run one at a time: Slurm's start order is then its
+    # priority order, with no start decided by a second's difference in a run time (with
+    # narrower jobs, a backfill start can hinge on which of two jobs ended a second first)
+    wl = _workload(12, seed=4, cpus=16, wide=True)
     log = tmp_path / "saf.jsonl"
     with LocalSlurm(cpus=16) as slurm, bridge_process(slurm, log, "--policy", "SAF"):
         res = slurm.replay(wl, time_scale=1.0, lead=8.0)

@@ -284,19 +284,25 @@ class Machine:
 
 
 def parse_sinfo(text: str) -> Machine:
-    """``sinfo -h -o %C`` output (``allocated/idle/other/total``; one line per partition:
-    the lines are added up).
+    """``sinfo -h -N -o "%N|%C"`` output: one line per node and partition, with the node's
+    CPUs ``allocated/idle/other/total``; a node in several partitions counts once (lines
+    without the node name are added up as they come).
 
-    :raises SlurmError: no line of that form
+    :raises SlurmError: a line of another form, or no line
     """
     tot = [0, 0, 0, 0]
-    seen = False
-    for line in text.split():
-        parts = line.strip().split("/")
+    seen: set[str] = set()
+    lines = [x.strip() for x in text.splitlines() if x.strip()]
+    for k, line in enumerate(lines):
+        node, _, cpus = line.rpartition("|")
+        parts = cpus.split("/")
         if len(parts) != 4 or not all(p.isdigit() for p in parts):
             raise SlurmError(f"sinfo: expected allocated/idle/other/total CPUs, got {line!r}")
+        key = node or f"#{k}"
+        if key in seen:
+            continue
+        seen.add(key)
         tot = [a + int(b) for a, b in zip(tot, parts, strict=True)]
-        seen = True
     if not seen:
         raise SlurmError("sinfo printed no CPU counts")
     return Machine(*tot)
@@ -345,7 +351,7 @@ def read_snapshot(
     jobs, bad = parse_squeue(r.stdout)
     mach = None
     if machine:
-        s = runner(["sinfo", "-h", "-o", "%C", *part])
+        s = runner(["sinfo", "-h", "-N", "-o", "%N|%C", *part])
         if s.returncode != 0:
             raise _failed("sinfo", s)
         mach = parse_sinfo(s.stdout)
@@ -358,8 +364,8 @@ def read_snapshot(
 # ----------------------------------------------------------------------- ordering
 class Orderer(Protocol):
     """Orders the pending jobs of a pass: ``order(snapshot) -> job ids``, the first to
-    start first (a subset of ``snapshot.orderable``); ``describe()`` names it in the log,
-    and ``last_choices`` (if any) records the decisions of the last call."""
+    start first (a subset of ``snapshot.orderable``); ``name`` names it in the log, and
+    ``last_choices`` (if any) records the decisions of the last call."""
 
     name: str
 
