@@ -423,6 +423,38 @@ def test_agent_choices_order_the_queue_and_are_logged():
     assert rec["choices"][0] == {"job": "11", "row": 2, "candidates": 3}
 
 
+def test_a_schedule_v0_model_card_orders_a_live_queue(tmp_path):
+    """A real Schedule-v0 model (MaskablePPO, through its card and the installed agent
+    loader): the rank prior always picks row 0, so it orders the queue as its card's row
+    policy does."""
+    from hpcgym.evaluation import card_from_run
+    from train.ppo import main as train
+
+    train(["--task", "schedule", "--seq-len", "48", "--n-envs", "1", "--eval-windows", "1",
+           "--eval-length", "64", "--no-progress", "--logdir", str(tmp_path), "--total-steps",
+           "0", "--row-prior", "rank=-5", "--run-name", "prior"])  # fmt: skip
+    card = card_from_run(tmp_path / "prior", model="final")
+    path = tmp_path / "prior.json"
+    path.write_text(json.dumps({**card.to_dict(), "model": str(card.model)}))
+    orderer = make_orderer(str(path))
+    assert isinstance(orderer, AgentOrderer) and orderer.rows.policy == card.data["policy"]
+    queue = small_queue() + [
+        line(20 + k, "PENDING", T0 - 4 + k, f"{k + 1}:00", k % 3 + 1, 9) for k in range(4)
+    ]
+    rec = Bridge(orderer, FakeSlurm(queue, cpus="n1|8/8/0/16"), clock=lambda: T0).pass_once()
+    want = QueuePolicyOrderer(card.data["policy"]).order(
+        Snapshot(T0, *_jobs_of(queue), Machine(8, 8, 0, 16))
+    )
+    assert rec["order"] == want and rec["errors"] == []
+    assert rec["choices"] and all(c["row"] == 0 for c in rec["choices"])
+
+
+def _jobs_of(queue: list[str]):
+    jobs, _ = parse_squeue("\n".join(queue))
+    pending = sorted((j for j in jobs if j.state == "PENDING"), key=lambda j: j.sort_key)
+    return pending, [j for j in jobs if j.state == "RUNNING"], []
+
+
 def test_make_orderer_kinds(tmp_path, monkeypatch):
     assert isinstance(make_orderer("saf"), QueuePolicyOrderer)
     notes: list[str] = []
