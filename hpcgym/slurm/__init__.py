@@ -15,13 +15,13 @@ from __future__ import annotations
 from hpcgym.slurm.harness import (
     JobRecord,
     LocalSlurm,
-    ReplayResult,
     SlurmError,
     SlurmUnavailable,
     parse_jobcomp,
     parse_sacct,
     slurm_unavailable,
 )
+from hpcgym.slurm.replay import ReplayResult, replay
 
 __all__ = [
     "JobRecord",
@@ -29,6 +29,7 @@ __all__ = [
     "ReplayResult",
     "SlurmError",
     "SlurmUnavailable",
+    "replay",
     "parse_jobcomp",
     "parse_sacct",
     "slurm_unavailable",

@@ -17,18 +17,23 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim.schedulers import get_scheduler
-from hpcgym.slurm.harness import ReplayResult
+from hpcgym.slurm.replay import ReplayResult
 from hpcgym.workload.core import Workload
 
-__all__ = ["Conformance", "compare", "engine_workload", "order_conforming"]
+__all__ = ["KINDS", "Conformance", "classify", "compare", "engine_workload", "order_conforming"]
 
 
-def engine_workload(res: ReplayResult, *, latency: float = 1.0) -> Workload:
+def engine_workload(
+    res: ReplayResult, *, latency: float = 0.0, min_occupancy: float = 1.0
+) -> Workload:
     """The workload of ``res`` as the engine should see it (real seconds since ``t0``).
 
     :param res: a replay
     :param latency: seconds added to each job's recorded run time (the time from a job's
         end to the scheduling pass that can reuse its cores)
+    :param min_occupancy: the least occupancy, seconds: Slurm's passes are a second apart,
+        so a job that ends within the second of its start still holds its cores until
+        the next pass (the default 1 s)
     :raises ValueError: when some job has no start or end (the replay did not finish)
     """
     if not res.complete:
@@ -38,14 +43,14 @@ def engine_workload(res: ReplayResult, *, latency: float = 1.0) -> Workload:
             "the replay did not finish"
         )
     wl = res.workload
-    ran = np.maximum(res.end - res.start, 0.0) + latency
+    ran = np.maximum(res.end - res.start, min_occupancy) + latency
     request = np.maximum(wl.request, ran)  # never shorter than the occupancy
     return Workload(
         name=wl.name,
         machine_size=wl.machine_size,
         job_id=wl.job_id,
         submit=wl.submit,
-        runtime=np.maximum(ran, 1e-3),
+        runtime=np.maximum(ran, 1e-3),  # the engine needs a positive run time
         procs=wl.procs,
         request=request,
         user=wl.user,
@@ -114,16 +119,22 @@ class Conformance:
 
 
 def compare(
-    res: ReplayResult, scheduler: str = "CONSERVATIVE", *, latency: float = 1.0, tol: float = 2.0
+    res: ReplayResult,
+    scheduler: str = "CONSERVATIVE",
+    *,
+    latency: float = 0.0,
+    min_occupancy: float = 1.0,
+    tol: float = 2.0,
 ) -> Conformance:
     """Simulate the jobs of ``res`` with ``scheduler`` and compare the starts with Slurm's.
 
     :param res: a finished replay
     :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`)
     :param latency: see :func:`engine_workload`
+    :param min_occupancy: see :func:`engine_workload`
     :param tol: a start counts as the same when it differs by at most ``tol`` seconds
     """
-    wl = engine_workload(res, latency=latency)
+    wl = engine_workload(res, latency=latency, min_occupancy=min_occupancy)
     sim = get_scheduler(scheduler).simulate(wl)
     eng = np.asarray(sim.start, dtype=np.float64)
     delta = res.start - eng
@@ -136,3 +147,40 @@ def compare(
         within=np.abs(delta) <= tol,
         in_order=order_conforming(res.start, eng, tol),
     )
+
+
+#: the kinds of :func:`classify`
+KINDS = ("same", "later, cores idle", "later, no room", "earlier", "order only")
+
+
+def classify(res: ReplayResult, c: Conformance) -> list[str]:
+    """Name the kind of each job's difference (one of :data:`KINDS`).
+
+    ``same``: in order and within the tolerance. ``later, cores idle``: Slurm started it
+    more than ``tol`` after the engine although, at some second in between, Slurm had at
+    least the job's cores idle (Slurm held them for a reservation of its own: its backfill
+    reserves specific nodes). ``later, no room``: Slurm never had the cores idle in
+    between (the jobs running in Slurm differed: a knock-on of an earlier difference).
+    ``earlier``: Slurm started it more than ``tol`` before the engine. ``order only``:
+    within the tolerance, but another job overtook it in one schedule only.
+    """
+    w = res.workload
+    m = w.machine_size
+    out = []
+    for j in range(len(w)):
+        if c.within[j] and c.in_order[j]:
+            out.append("same")
+        elif c.delta[j] > c.tol:
+            lo, hi = c.engine_start[j], res.start[j] - c.tol
+            idle = False
+            for t in np.arange(np.floor(lo), hi + 1e-9, 1.0):
+                busy = w.procs[(res.start <= t) & (res.end > t)].sum()
+                if m - busy >= w.procs[j]:
+                    idle = True
+                    break
+            out.append("later, cores idle" if idle else "later, no room")
+        elif c.delta[j] < -c.tol:
+            out.append("earlier")
+        else:
+            out.append("order only")
+    return out

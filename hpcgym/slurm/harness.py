@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import random
 import shutil
 import signal
 import socket
@@ -38,12 +39,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    from hpcgym.slurm.replay import ReplayResult
 
 from hpcgym.slurm.records import SACCT_FIELDS, JobRecord, parse_jobcomp, parse_sacct, parse_time
 from hpcgym.workload.core import Workload
@@ -52,7 +53,6 @@ __all__ = [
     "DEFAULT_SCHEDULER_PARAMETERS",
     "JobRecord",
     "LocalSlurm",
-    "ReplayResult",
     "SlurmError",
     "SlurmUnavailable",
     "parse_jobcomp",
@@ -130,64 +130,41 @@ def slurm_unavailable(accounting: str = "jobcomp") -> str | None:
     return None
 
 
+#: ports handed out by this process (a second instance never gets the same one)
+_GIVEN: set[int] = set()
+_GIVEN_LOCK = threading.Lock()
+#: below Linux's ephemeral range (32768-60999), so no outgoing connection holds them
+_PORT_RANGE = (12000, 32000)
+
+
 def _free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports that are free on 127.0.0.1 right now."""
-    socks, ports = [], []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-            ports.append(s.getsockname()[1])
-    finally:
-        for s in socks:
-            s.close()
+    """``n`` distinct TCP ports, free on 127.0.0.1 now and not handed out before by this
+    process, drawn at random below the ephemeral range."""
+    rng = random.Random()
+    ports: list[int] = []
+    with _GIVEN_LOCK:
+        while len(ports) < n:
+            port = rng.randrange(*_PORT_RANGE)
+            if port in _GIVEN or port in ports:
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            ports.append(port)
+        _GIVEN.update(ports)
     return ports
-
-
-@dataclass
-class ReplayResult:
-    """One workload replayed through a :class:`LocalSlurm`.
-
-    All times are real seconds since :attr:`t0` (the replay's time origin: trace time 0
-    of the scaled workload). Arrays are aligned with the rows of :attr:`workload`.
-
-    :param workload: the workload *as Slurm ran it*, in real seconds: submit = the job's
-        ``--begin`` time, runtime = its ``sleep``, request = its time limit (whole minutes),
-        procs = its ``-n``. Simulate this to compare an engine with Slurm.
-    :param t0: the Unix time of the origin
-    :param time_scale: trace seconds per real second
-    :param slurm_ids: Slurm's job id of each row
-    :param submit: when Slurm recorded the job eligible (its begin time), ``nan`` if unknown
-    :param start: Slurm's start time, ``nan`` for a job that never started
-    :param end: Slurm's end time, ``nan`` if unknown
-    :param state: Slurm's final state (``COMPLETED``, ``TIMEOUT``, ``CANCELLED`` ...), or
-        ``""`` for a job without a record
-    :param records: the accounting records of the replayed jobs
-    :param log: the jobcomp log path (or ``None``)
-    """
-
-    workload: Workload
-    t0: float
-    time_scale: float
-    slurm_ids: np.ndarray
-    submit: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-    state: list[str]
-    records: list[JobRecord] = field(default_factory=list)
-    log: Path | None = None
-
-    @property
-    def complete(self) -> bool:
-        """Every job has a start and an end."""
-        return bool(np.all(np.isfinite(self.start)) and np.all(np.isfinite(self.end)))
 
 
 class LocalSlurm:
     """A private single-node Slurm (munge, slurmctld, slurmd[, MariaDB, slurmdbd]).
 
-    :param cpus: virtual cores of the one node (``NodeName=<host> CPUs=cpus``)
+    :param cpus: virtual cores in all (``NodeName=<host> CPUs=cpus`` for one node)
+    :param nodes: number of nodes sharing the cores equally (default 1). Slurm's backfill
+        plans reservations per *node* (a pending job's reservation holds whole nodes), so
+        a replay that must match processor-level backfilling uses one node per core
+        (``nodes=cpus``): one slurmd per node, all on this host, each on its own port
     :param accounting: ``"jobcomp"`` (``jobcomp/filetxt`` log, no database) or
         ``"slurmdbd"`` (also MariaDB and slurmdbd, for ``sacct``)
     :param scheduler_parameters: ``SchedulerParameters`` (default
@@ -204,6 +181,7 @@ class LocalSlurm:
         self,
         cpus: int = 16,
         *,
+        nodes: int = 1,
         accounting: str = "jobcomp",
         scheduler_parameters: str = DEFAULT_SCHEDULER_PARAMETERS,
         priority_type: str = "priority/basic",
@@ -216,7 +194,10 @@ class LocalSlurm:
             raise ValueError(f"accounting must be one of {sorted(REQUIRED)}, not {accounting!r}")
         if int(cpus) < 1:
             raise ValueError(f"cpus must be >= 1, not {cpus}")
+        if int(nodes) < 1 or int(cpus) % int(nodes):
+            raise ValueError(f"nodes must be >= 1 and divide cpus={cpus}, not {nodes}")
         self.cpus = int(cpus)
+        self.nodes = int(nodes)
         self.accounting = accounting
         self.scheduler_parameters = scheduler_parameters
         self.priority_type = priority_type
@@ -250,6 +231,13 @@ class LocalSlurm:
         return self.dir / "jobcomp.txt"
 
     @property
+    def node_names(self) -> list[str]:
+        """The node names: the host name for one node, else ``n1`` ... ``nN``."""
+        if self.nodes == 1:
+            return [self.hostname]
+        return [f"n{i + 1}" for i in range(self.nodes)]
+
+    @property
     def pids(self) -> dict[str, int]:
         """PID of every daemon this instance started and that still runs."""
         return {name: p.pid for name, p in self._procs if p.poll() is None}
@@ -280,8 +268,10 @@ class LocalSlurm:
             for sub in ("etc", "state", "spool", "log", "munge", "jobs"):
                 (self.dir / sub).mkdir(exist_ok=True)
             os.chmod(self.dir / "munge", 0o700)
-            names = ["slurmctld", "slurmd"] + (
-                ["slurmdbd", "mysql"] if self.accounting == "slurmdbd" else []
+            names = (
+                ["slurmctld"]
+                + [f"slurmd{i}" for i in range(self.nodes)]
+                + (["slurmdbd", "mysql"] if self.accounting == "slurmdbd" else [])
             )
             self.ports = dict(zip(names, _free_ports(len(names)), strict=True))
             self.cluster = f"hpcgym{os.getpid()}x{self.ports['slurmctld']}"
@@ -294,10 +284,11 @@ class LocalSlurm:
                 "slurmctld", [_which("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)]
             )
             self._wait_for(self._controller_up, "slurmctld")
-            self._spawn(
-                "slurmd",
-                [_which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", self.hostname],
-            )
+            for name in self.node_names:
+                self._spawn(
+                    "slurmd" if self.nodes == 1 else f"slurmd-{name}",
+                    [_which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", name],
+                )
             self._wait_for(self._node_idle, "slurmd (node idle)")
         except BaseException:
             self.stop()
@@ -457,18 +448,18 @@ class LocalSlurm:
             f"ClusterName={self.cluster}",
             f"SlurmctldHost={self.hostname}(127.0.0.1)",
             f"SlurmctldPort={self.ports['slurmctld']}",
-            f"SlurmdPort={self.ports['slurmd']}",
+            f"SlurmdPort={self.ports['slurmd0']}",
             "SlurmUser=root",
             "SlurmdUser=root",
             "AuthType=auth/munge",
             "CredType=cred/munge",
             f"AuthInfo=socket={d / 'munge' / 'munge.socket'}",
             f"StateSaveLocation={d / 'state'}",
-            f"SlurmdSpoolDir={d / 'spool'}",
+            f"SlurmdSpoolDir={d / 'spool' / '%n'}",
             f"SlurmctldPidFile={d / 'slurmctld.pid'}",
-            f"SlurmdPidFile={d / 'slurmd.pid'}",
+            f"SlurmdPidFile={d / 'slurmd-%n.pid'}",
             f"SlurmctldLogFile={d / 'log' / 'slurmctld.log'}",
-            f"SlurmdLogFile={d / 'log' / 'slurmd.log'}",
+            f"SlurmdLogFile={d / 'log' / 'slurmd-%n.log'}",
             "SlurmctldDebug=info",
             "SlurmdDebug=info",
             "SlurmdParameters=config_overrides",
@@ -506,8 +497,18 @@ class LocalSlurm:
         else:
             lines.append("AccountingStorageType=accounting_storage/none")
         lines += self.extra_conf
+        if self.nodes == 1:
+            lines.append(
+                f"NodeName={self.hostname} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN"
+            )
+        else:
+            per = self.cpus // self.nodes
+            lines += [
+                f"NodeName={name} NodeHostname={self.hostname} NodeAddr=127.0.0.1 "
+                f"Port={self.ports[f'slurmd{i}']} CPUs={per} State=UNKNOWN"
+                for i, name in enumerate(self.node_names)
+            ]
         lines += [
-            f"NodeName={self.hostname} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN",
             "PartitionName=batch Nodes=ALL Default=YES MaxTime=INFINITE State=UP",
             "",
         ]
@@ -623,6 +624,13 @@ class LocalSlurm:
         out = self.run(["squeue", "-h", "-o", "%i"], check=False, timeout=20)
         return [int(x) for x in out.stdout.split() if x.isdigit()]
 
+    def pending_ids(self) -> list[int]:
+        """Job ids pending in the queue."""
+        out = self.run(["squeue", "-h", "-t", "PD", "-o", "%i"], check=False, timeout=20)
+        if out.returncode != 0:
+            raise SlurmError(f"squeue failed: {out.stderr.strip()}")
+        return [int(x) for x in out.stdout.split() if x.isdigit()]
+
     def jobcomp(self) -> list[JobRecord]:
         """The ``jobcomp/filetxt`` records so far (see :func:`parse_jobcomp`)."""
         if not self.jobcomp_log.exists():
@@ -653,137 +661,12 @@ class LocalSlurm:
         return self.run(argv, timeout=60).stdout
 
     # ------------------------------------------------------------------ replay
-    def replay(
-        self,
-        workload: Workload,
-        *,
-        time_scale: float = 1.0,
-        lead: float = 20.0,
-        margin: float = 5.0,
-        timeout: float | None = None,
-        progress: Callable[[str], None] | None = None,
-    ) -> ReplayResult:
-        """Run ``workload`` as ``sleep`` jobs at their (scaled) submit times; wait; collect.
+    def replay(self, workload: Workload, **kw: Any) -> ReplayResult:
+        """Run ``workload`` as ``sleep`` jobs at their scaled submit times, wait, collect:
+        :func:`hpcgym.slurm.replay.replay` on this instance (see there for the options)."""
+        from hpcgym.slurm.replay import replay
 
-        Job ``i`` becomes eligible at ``t0 + round((submit[i] - submit[0]) / time_scale)``
-        (``--begin``, whole seconds), sleeps ``runtime[i] / time_scale`` seconds on
-        ``procs[i]`` cores, with the limit ``ceil(request[i] / time_scale / 60)`` minutes.
-        Jobs are submitted in row order, ``lead`` seconds before they become eligible, so
-        Slurm's job ids (its FIFO priority under ``priority/basic``) follow the rows.
-
-        :param workload: the jobs (``procs`` at most :attr:`cpus`)
-        :param time_scale: trace seconds per real second
-        :param lead: submit each job this many seconds before its begin time
-        :param margin: seconds between the call and ``t0`` beyond ``lead``
-        :param timeout: give up waiting this many seconds after the last begin time plus
-            the sum of run times (default: that span plus 120 s)
-        :param progress: called with a status line now and then
-        """
-        n = len(workload)
-        if n == 0:
-            raise ValueError("empty workload")
-        if time_scale <= 0:
-            raise ValueError(f"time_scale must be > 0, not {time_scale}")
-        too_big = np.flatnonzero(workload.procs > self.cpus)
-        if len(too_big):
-            i = int(too_big[0])
-            raise ValueError(
-                f"{len(too_big)} job(s) need more than the node's {self.cpus} cores "
-                f"(first: row {i}, job {int(workload.job_id[i])}, {int(workload.procs[i])} procs)"
-            )
-        sub = np.round((workload.submit - workload.submit[0]) / time_scale)
-        run = np.maximum(np.round(workload.runtime / time_scale, 3), 0.001)
-        limit_min = np.maximum(
-            1, np.ceil(np.round(workload.request / time_scale / 60.0, 6))
-        ).astype(np.int64)
-        run = np.minimum(run, limit_min * 60.0)
-        procs = workload.procs.astype(np.int64)
-        t0 = float(math.ceil(time.time() + lead + margin))
-        ids = np.full(n, -1, dtype=np.int64)
-        errors: list[BaseException] = []
-
-        def submitter() -> None:
-            try:
-                for i in range(n):
-                    wait = t0 + sub[i] - lead - time.time()
-                    if wait > 0:
-                        time.sleep(wait)
-                    ids[i] = self.sbatch(
-                        float(run[i]),
-                        int(procs[i]),
-                        time_limit_min=int(limit_min[i]),
-                        begin=t0 + float(sub[i]),
-                        name=f"r{i}",
-                    )
-            except BaseException as e:  # noqa: BLE001 (re-raised in the caller)
-                errors.append(e)
-
-        th = threading.Thread(target=submitter, name="hpcgym-slurm-submit", daemon=True)
-        th.start()
-        if timeout is None:
-            timeout = float(sub[-1] + run.sum() + 120.0)
-        deadline = t0 + float(sub[-1]) + timeout
-        last_note = 0.0
-        done: dict[int, JobRecord] = {}
-        while True:
-            if errors:
-                raise SlurmError(f"submitting failed: {errors[0]}") from errors[0]
-            self._check_alive()
-            recs = self.jobcomp()
-            done = {r.job_id: r for r in recs}
-            submitted = ids[ids >= 0]
-            if not th.is_alive() and len(submitted) == n and all(int(j) in done for j in submitted):
-                break
-            if time.time() > deadline:
-                break
-            if progress is not None and time.time() - last_note > 30:
-                last_note = time.time()
-                progress(
-                    f"t={time.time() - t0:.0f}s submitted={len(submitted)}/{n} finished={len(done)}"
-                )
-            time.sleep(1.0)
-        th.join(timeout=1)
-        submit = np.full(n, np.nan)
-        start = np.full(n, np.nan)
-        end = np.full(n, np.nan)
-        state = [""] * n
-        records = []
-        for i, j in enumerate(ids):
-            r = done.get(int(j))
-            if r is None:
-                continue
-            records.append(r)
-            submit[i] = r.eligible - t0 if r.eligible is not None else np.nan
-            start[i] = r.start - t0 if r.start is not None else np.nan
-            end[i] = r.end - t0 if r.end is not None else np.nan
-            state[i] = r.state
-        ran = Workload(
-            name=f"{workload.name}@slurm/{time_scale:g}",
-            machine_size=self.cpus,
-            job_id=workload.job_id.copy(),
-            submit=sub.astype(np.float64),
-            runtime=run.astype(np.float64),
-            procs=procs,
-            request=(limit_min * 60).astype(np.float64),
-            user=workload.user.copy(),
-            group=workload.group.copy(),
-            executable=workload.executable.copy(),
-            queue=workload.queue.copy(),
-            source=workload.source,
-            meta={**workload.meta, "slurm_time_scale": time_scale},
-        )
-        return ReplayResult(
-            workload=ran,
-            t0=t0,
-            time_scale=time_scale,
-            slurm_ids=ids,
-            submit=submit,
-            start=start,
-            end=end,
-            state=state,
-            records=records,
-            log=self.jobcomp_log,
-        )
+        return replay(self, workload, **kw)
 
 
 def _slurm_time(t: float) -> str:
