@@ -38,6 +38,7 @@ import numpy as np
 
 from hpcgym.sim.engine import POLICIES
 from hpcgym.sim.ordering import policy_order
+from hpcgym.slurm.harness import SlurmError  # a Slurm command failed (one error class)
 
 __all__ = [
     "DEFAULT_SPAN",
@@ -101,10 +102,6 @@ GONE_MESSAGES = (
     "job not pending",
     "is not pending",
 )
-
-
-class SlurmError(RuntimeError):
-    """A Slurm command failed or printed something the bridge cannot read."""
 
 
 @dataclass(frozen=True)
