@@ -484,6 +484,33 @@ class _Spaces:
         self.action_space = type("D", (), {"n": n})()
 
 
+def test_cli_runs_the_slurm_commands_on_path(tmp_path, monkeypatch, capsys):
+    """``hpcgym slurm prioritize`` end to end through the real command runner, with
+    recorded ``squeue``/``sinfo`` and a ``scontrol`` that records its arguments on PATH."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (tmp_path / "queue.txt").write_text("\n".join(small_queue()) + "\n")
+    calls = tmp_path / "calls.txt"
+    scripts = {
+        "squeue": f'[ "$SLURM_TIME_FORMAT" = "%s" ] || exit 3\ncat {tmp_path / "queue.txt"}',
+        "sinfo": "echo 'n1|8/8/0/16'",
+        "scontrol": f'echo "$@" >> {calls}',
+    }
+    for name, body in scripts.items():
+        (bin_dir / name).write_text(f"#!/bin/sh\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    log = tmp_path / "log.jsonl"
+    argv = ["slurm", "prioritize", "--policy", "SAF", "--passes", "1", "--log", str(log)]
+    assert main([*argv, "--dry-run"]) == 0
+    assert not calls.exists() and "13=" in capsys.readouterr().out
+    assert main(argv) == 0
+    updates = [c.split() for c in calls.read_text().splitlines()]
+    assert [u[1] for u in updates] == ["jobid=13", "jobid=12", "jobid=11"]
+    assert all(u[0] == "update" and u[2].startswith("priority=") for u in updates)
+    assert [r["dry_run"] for r in _records(log)] == [True, False]
+
+
 def test_cli_errors_are_one_line(capsys):
     assert main(["slurm", "prioritize", "--policy", "nope", "--passes", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

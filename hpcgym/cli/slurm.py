@@ -164,6 +164,9 @@ def run_prioritize(args: argparse.Namespace) -> int:
             f"{' (dry run: nothing is set)' if args.dry_run else ''}; log: {args.log}"
         )
         # SIGTERM ends the loop between two commands, like Ctrl-C (the log stays whole)
-        signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
-        bridge.run(args.interval, args.passes)
+        before = signal.signal(signal.SIGTERM, lambda *_: bridge.stop())
+        try:
+            bridge.run(args.interval, args.passes)
+        finally:
+            signal.signal(signal.SIGTERM, before)
     return 0
