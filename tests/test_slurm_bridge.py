@@ -455,6 +455,23 @@ def _jobs_of(queue: list[str]):
     return pending, [j for j in jobs if j.state == "RUNNING"], []
 
 
+def test_a_starving_job_is_the_head_without_asking_the_agent():
+    class LastRow:
+        def predict(self, obs, action_masks=None, deterministic=True):
+            return np.array(int(np.flatnonzero(action_masks)[-1])), None
+
+    slurm = FakeSlurm(small_queue(), cpus="n1|8/8/0/16")
+    orderer = AgentOrderer(LastRow(), "last", "SAF", starvation=25.0)
+    rec = Bridge(orderer, slurm, clock=lambda: T0).pass_once()
+    # 11 waited 30 s > 25 s: the head, no question; it fits (4 of 8 CPUs) and starts; the
+    # agent then picks the last row of [13, 12]: 12 (8 CPUs) does not fit, 13 follows
+    assert rec["order"] == ["11", "12", "13"]
+    assert rec["choices"] == [
+        {"job": "11", "forced": "starvation"},
+        {"job": "12", "row": 1, "candidates": 2},
+    ]
+
+
 def test_make_orderer_kinds(tmp_path, monkeypatch):
     assert isinstance(make_orderer("saf"), QueuePolicyOrderer)
     notes: list[str] = []
@@ -467,8 +484,7 @@ def test_make_orderer_kinds(tmp_path, monkeypatch):
         make_orderer("no-such-agent")
     with pytest.raises(ValueError, match="an agent's option"):
         make_orderer("SAF", order="FCFS")
-    with pytest.raises(ValueError, match="applies to queue policies"):
-        make_orderer("random", starvation=60.0)
+    assert make_orderer("random", starvation=60.0).starvation == 60.0
     model = tmp_path / "x.zip"
     model.touch()
     backfill_model = _Spaces((16, 13), 17)  # Backfill-v0: K rows + STOP

@@ -99,7 +99,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--starvation",
         type=positive_float,
         default=None,
-        help="starvation threshold in seconds: jobs that waited longer go first, oldest first",
+        help="starvation threshold in seconds: jobs that waited longer go first, oldest first "
+        "(for an agent: its card's by default)",
     )
     q.add_argument(
         "--order",

@@ -76,6 +76,7 @@ class LiveView:
         self.submit = np.array([j.submit for j in jobs], dtype=np.float64)
         self.request = np.array([limit_seconds(j, unlimited) for j in jobs], dtype=np.float64)
         self.estimate = self.request.copy()
+        self.rank_estimate = self.estimate  # the engine view's ranking estimate: the same
         self.procs = np.array([max(j.cpus, 1) for j in jobs], dtype=np.int64)
         self.start = np.full(n, np.nan)
         self.running_estimate = self.request.copy()
@@ -132,6 +133,9 @@ class AgentOrderer:
     :param time_scale: ``linear`` or ``log`` (as the agent was trained)
     :param max_queue: ``K``, the observation rows
     :param unlimited: the estimate of a job without a time limit (seconds)
+    :param starvation: the env's starvation threshold (seconds, or ``auto``: 3 x the
+        largest time limit of the pass): the oldest job past it is the head without a
+        question, as in the env the agent was trained in
     """
 
     needs_machine = True
@@ -146,7 +150,11 @@ class AgentOrderer:
         time_scale: str = "linear",
         max_queue: int = 128,
         unlimited: float = 365 * 86400.0,
+        starvation: float | str | None = None,
     ) -> None:
+        if starvation is not None and starvation != "auto" and not float(starvation) > 0:
+            raise ValueError(f"starvation must be seconds > 0 or 'auto', got {starvation!r}")
+        self.starvation = starvation if starvation in (None, "auto") else float(starvation)
         self.agent = agent
         self.name = name
         self.rows = QueuePolicyOrderer(order, unlimited=unlimited)
@@ -170,8 +178,9 @@ class AgentOrderer:
             self._finished = dict(keep)
         return sorted(self._finished.values(), key=lambda f: (f[2], f[0].sort_key))
 
-    def _keys(self, view: LiveView, jobs: np.ndarray) -> np.ndarray:
-        """The row-order policy's order of ``jobs`` (view indices) at the pass's time."""
+    def _keys(self, view: LiveView, jobs: np.ndarray, theta: float | None = None) -> np.ndarray:
+        """The row-order policy's order of ``jobs`` (view indices) at the pass's time
+        (with ``theta``: the jobs waiting longer first, as the engine's queue)."""
         o = self.origin if self.origin is not None else 0.0
         idx = policy_order(
             self.rows.policy,
@@ -179,8 +188,18 @@ class AgentOrderer:
             view.procs[jobs],
             view.estimate[jobs],
             view.now - o,
+            theta,
         )
         return jobs[idx]
+
+    def _theta(self, view: LiveView) -> float | None:
+        """The starvation threshold in seconds (``auto``: 3 x the largest time limit of
+        the jobs of the pass, as the env's ``auto`` is 3 x the trace's largest request)."""
+        if self.starvation is None:
+            return None
+        if self.starvation == "auto":
+            return 3.0 * float(view.request.max())
+        return float(self.starvation)
 
     def order(self, snap: Snapshot) -> list[str]:
         self.last_choices = []
@@ -203,36 +222,43 @@ class AgentOrderer:
         qf = QueueFeatures(_user_ids(view.jobs), view.runtime, view.request)
         est_scale = self.est_scale or float(view.request.max())
         wait_scale = self.wait_scale or est_scale
+        theta = self._theta(view)
         out: list[int] = []
         while view.n_waiting:
-            ref = self._keys(view, view.waiting())
-            if len(ref) == 1:
-                out.append(int(ref[0]))
-                break
-            obs, mask, rows, n = build_queue(
-                view, ref, len(ref), qf, est_scale, wait_scale, self.max_queue, None, self.tau
-            )
-            action, _ = self.agent.predict(obs, action_masks=mask, deterministic=True)
-            a = int(np.asarray(action).reshape(-1)[0])
-            valid = 0 <= a < len(mask) and bool(mask[a])
-            j = int(rows[a] if valid else rows[0])
-            self.last_choices.append(
-                {
-                    "job": view.jobs[j].job_id,
-                    "row": a,
-                    "candidates": n,
-                    **({} if valid else {"invalid_action": True}),
-                }
-            )
+            waiting = view.waiting()  # submission order: the first starving job is the oldest
+            starving = waiting[view.now - view.submit[waiting] > theta] if theta else waiting[:0]
+            if len(starving) or len(waiting) == 1:  # forced, as in the engine: no question
+                j = int(starving[0] if len(starving) else waiting[0])
+                if len(starving):
+                    self.last_choices.append({"job": view.jobs[j].job_id, "forced": "starvation"})
+            else:
+                j = self._ask(view, self._keys(view, waiting), qf, est_scale, wait_scale)
             out.append(j)
             if view.procs[j] <= view.free:
                 view.start_now(j)
                 continue
             rest = view.waiting()
             rest = rest[rest != j]
-            out.extend(int(x) for x in self._keys(view, rest))
+            out.extend(int(x) for x in self._keys(view, rest, theta))
             break
         return [view.jobs[j].job_id for j in out]
+
+    def _ask(
+        self, view: LiveView, ref: np.ndarray, qf: QueueFeatures, est: float, wait: float
+    ) -> int:
+        """The agent's head among the waiting jobs ``ref`` (in the row order); logged."""
+        obs, mask, rows, n = build_queue(
+            view, ref, len(ref), qf, est, wait, self.max_queue, None, self.tau
+        )
+        action, _ = self.agent.predict(obs, action_masks=mask, deterministic=True)
+        a = int(np.asarray(action).reshape(-1)[0])
+        valid = 0 <= a < len(mask) and bool(mask[a])
+        j = int(rows[a] if valid else rows[0])
+        choice: dict[str, Any] = {"job": view.jobs[j].job_id, "row": a, "candidates": n}
+        if not valid:
+            choice["invalid_action"] = True
+        self.last_choices.append(choice)
+        return j
 
 
 def _user_ids(jobs: list[SlurmJob]) -> np.ndarray:
@@ -290,7 +316,7 @@ def make_orderer(
         ``.json``, a model ``.zip``, or the heuristic agents ``first`` / ``random``
     :param origin: time 0 of the F1-F4 submit times (epoch seconds; see
         :class:`~hpcgym.slurm.bridge.QueuePolicyOrderer`)
-    :param starvation: the queue policy's starvation threshold (seconds)
+    :param starvation: the starvation threshold in seconds (default: an agent's card's)
     :param order: an agent's row order (default: its card's, else FCFS)
     :param est_scale: an agent's duration scale (default: its card's, else the largest
         time limit of each pass)
@@ -328,7 +354,15 @@ def make_orderer(
                     f"which Slurm's backfill scheduler makes; the queue is ordered by its "
                     f"queue policy {policy}"
                 )
-            q = QueuePolicyOrderer(policy, origin, starvation, unlimited)
+            theta = starvation if starvation is not None else card.get("starvation")
+            if theta == "auto":
+                raise ValueError(
+                    f"{text} was trained with starvation='auto' (3 x its trace's largest "
+                    "request): give --starvation in seconds for this cluster"
+                )
+            q = QueuePolicyOrderer(
+                policy, origin, None if theta is None else float(theta), unlimited
+            )
             q.name = f"{policy} (queue policy of the Backfill-v0 agent {text})"
             return q
     elif not Path(text).exists() and text.lower() not in SCHEDULE_HEURISTICS:
@@ -336,11 +370,6 @@ def make_orderer(
             f"unknown policy or agent {text!r}: give a queue policy ({', '.join(POLICIES)}), "
             "a zoo agent's name, a model card .json, a Schedule-v0 model .zip, or the "
             f"heuristic agents {' / '.join(SCHEDULE_HEURISTICS)}"
-        )
-    if starvation is not None:
-        raise ValueError(
-            f"--starvation applies to queue policies; {text} is a Schedule-v0 agent, which "
-            "chooses every head itself"
         )
     if loader is None:
         from hpcgym.evaluation.loaders import resolve_agent_loader
@@ -367,4 +396,5 @@ def make_orderer(
         time_scale=str(card.get("time_scale", "linear")),
         max_queue=k,
         unlimited=unlimited,
+        starvation=starvation if starvation is not None else card.get("starvation"),
     )
