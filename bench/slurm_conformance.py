@@ -34,6 +34,7 @@ import numpy as np
 
 from hpcgym.slurm import LocalSlurm, ReplayResult, slurm_unavailable
 from hpcgym.slurm.conformance import KINDS, classify, compare
+from hpcgym.slurm.harness import DEFAULT_SCHEDULER_PARAMETERS
 from hpcgym.workload import load
 from hpcgym.workload.core import Workload
 
@@ -48,12 +49,18 @@ def _window(spec: str) -> tuple[str, int, int, float]:
     return name, int(start), int(jobs), float(scale)
 
 
-def run_window(spec: str, out: Path, log: Any, extra_conf: list[str] | None = None) -> ReplayResult:
+def run_window(
+    spec: str, out: Path, log: Any, extra_conf: list[str] | None = None, sched_params: str = ""
+) -> ReplayResult:
     name, start, jobs, scale = _window(spec)
     wl = load(name).window(start, jobs)
     log(f"{name}: jobs {start}..{start + jobs - 1}, {wl.machine_size} procs, scale {scale:g}")
     with LocalSlurm(
-        cpus=wl.machine_size, nodes=wl.machine_size, extra_conf=extra_conf or (), keep=keep
+        cpus=wl.machine_size,
+        nodes=wl.machine_size,
+        extra_conf=extra_conf or (),
+        keep=keep,
+        scheduler_parameters=sched_params or DEFAULT_SCHEDULER_PARAMETERS,
     ) as slurm:
         log(f"{name}: Slurm in {slurm.dir}")
         res = slurm.replay(
@@ -206,6 +213,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="one more slurm.conf line (repeatable), e.g. DebugFlags=Backfill",
     )
+    p.add_argument(
+        "--scheduler-parameters",
+        default=DEFAULT_SCHEDULER_PARAMETERS,
+        help="Slurm's SchedulerParameters (default: %(default)s)",
+    )
     p.add_argument("--keep", action="store_true", help="keep each Slurm's directory (logs)")
     a = p.parse_args(argv)
     global keep
@@ -231,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def work(spec: str) -> None:
             try:
-                out[spec] = run_window(spec, a.out, log, a.slurm_conf)
+                out[spec] = run_window(spec, a.out, log, a.slurm_conf, a.scheduler_parameters)
             except BaseException as e:  # noqa: BLE001 (reported below)
                 errors.append(e)
                 log(f"{spec}: FAILED: {e}")

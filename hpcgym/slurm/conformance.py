@@ -63,15 +63,21 @@ def engine_workload(
 
 
 def order_conforming(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
-    """Per job: ``True`` where no other job starts before it in one schedule and after it
-    in the other, each by more than ``tol`` seconds (the same place in the start order,
-    up to the latency)."""
+    """Per job: ``False`` where the job changed places in the order of starts.
+
+    Jobs ``j`` and ``k`` are *inverted* when one starts before the other in schedule ``a``
+    and after it in schedule ``b``, each by more than ``tol`` seconds. The inversion is the
+    doing of the job that moved more (``|a - b|`` larger, both on a tie): a job that starts
+    at the same time in both schedules is never out of order because another job moved
+    past it.
+    """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     da = a[:, None] - a[None, :]  # > 0: j starts after k
     db = b[:, None] - b[None, :]
     inverted = ((da > tol) & (db < -tol)) | ((da < -tol) & (db > tol))
-    return ~inverted.any(axis=1)
+    moved = np.abs(a - b)
+    return ~(inverted & (moved[:, None] >= moved[None, :])).any(axis=1)
 
 
 @dataclass
