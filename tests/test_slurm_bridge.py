@@ -640,7 +640,8 @@ def test_live_saf_schedule_is_hpcgyms(tmp_path):
     backfill = inspect.signature(conformance.compare).parameters["scheduler"].default
     # jobs on more than half the node run one at a time: Slurm's start order is then its
     # priority order, with no start decided by a second's difference in a run time (with
-    # narrower jobs, a backfill start can hinge on which of two jobs ended a second first)
+    # narrower jobs, a backfill start can hinge on which of two jobs ended a second first),
+    # and one node behaves as the conformance setup's one node per processor
     wl = _workload(12, seed=4, cpus=16, wide=True)
     log = tmp_path / "saf.jsonl"
     with LocalSlurm(cpus=16) as slurm, bridge_process(slurm, log, "--policy", "SAF"):
