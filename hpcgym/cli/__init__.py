@@ -18,7 +18,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> Parser:
     """The ``hpcgym`` parser with every sub-command."""
     from hpcgym import __version__
-    from hpcgym.cli import compare, simulate, traces
+    from hpcgym.cli import compare, simulate, slurm, traces
 
     parser = Parser(
         prog="hpcgym",
@@ -29,6 +29,7 @@ def build_parser() -> Parser:
     traces.add_parser(sub)
     simulate.add_parser(sub)
     compare.add_parser(sub)
+    slurm.add_parser(sub)
     return parser
 
 

@@ -4,6 +4,7 @@
 with virtual cores, starts munge, slurmctld and slurmd (and optionally slurmdbd with
 MariaDB) in a temporary directory on free ports, replays a workload as time-scaled
 ``sleep`` jobs, collects the accounting and stops every daemon it started, by its PID.
+:mod:`hpcgym.slurm.bridge` runs a policy beside a live Slurm (``hpcgym slurm prioritize``).
 
 This layer sits above :mod:`hpcgym.evaluation` and below :mod:`hpcgym.cli`. See
 ``docs/slurm.md``.
