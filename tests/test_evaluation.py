@@ -633,6 +633,24 @@ def test_hpcgym_compare_uses_the_library(tmp_path, capsys):
     assert "TOST" in out and "## Waits by job size" in out and "AWRT (h)" in out
 
 
+def test_clairvoyant_methods_are_marked_in_the_tables(tmp_path, capsys):
+    """EASY-AR knows the actual run times: its row carries the mark and the caption says
+    what it means, in `hpcgym compare`'s table and in table.md; online rows are unmarked."""
+    from hpcgym.cli import main
+
+    rc = main(["compare", "--schedulers", "EASY-SJBF", "EASY-AR", "--starts", "100", "--length",
+               "128", "--out", str(tmp_path)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "| EASY-AR † |" in out and "| EASY-SJBF |" in out
+    assert "† clairvoyant" in out
+    table = (tmp_path / "table.md").read_text()
+    assert "| EASY-AR † |" in table and "† clairvoyant" in table
+    rc = main(["compare", "--schedulers", "EASY-SJBF", "EASY", "--starts", "100",
+               "--length", "128"])  # fmt: skip
+    assert rc == 0 and "clairvoyant" not in capsys.readouterr().out
+
+
 def test_agents_need_a_loader(wl, monkeypatch):
     ws = E.select_windows(len(wl), 64, starts=[100])
     # without agent_loader=..., the installed one loads the agents named by strings

@@ -26,6 +26,7 @@ from hpcgym.evaluation.statistics import (
 )
 from hpcgym.evaluation.windows import WindowSet
 from hpcgym.sim.metrics import MEDIUM_MACHINE_FRACTION, SIZE_CLASSES, SMALL_MAX_PROCS
+from hpcgym.sim.schedulers import is_clairvoyant
 
 __all__ = [
     "OBJECTIVES_CAPTION",
@@ -104,6 +105,29 @@ def windows_caption(w: WindowSet) -> str:
     return what
 
 
+#: the mark of a clairvoyant method's row in every table, and the caption that explains it
+CLAIRVOYANT_MARK = "†"
+CLAIRVOYANT_CAPTION = (
+    "† clairvoyant: the method knows what no scheduler knows in advance (the jobs' actual "
+    "run times, or the window's future); a reference point, not a competitor."
+)
+
+
+def method_cell(method: str) -> str:
+    """A method's name as a table shows it: marked :data:`CLAIRVOYANT_MARK` when it is
+    clairvoyant (:func:`hpcgym.sim.schedulers.is_clairvoyant`: ``EASY-AR``...).
+
+    :param method: the method's label (a scheduler name or an agent's label)
+    """
+    return f"{method} {CLAIRVOYANT_MARK}" if is_clairvoyant(method) else method
+
+
+def clairvoyant_caption(methods: list[str]) -> list[str]:
+    """The lines that explain the mark under a table of ``methods`` (none when no method
+    is clairvoyant)."""
+    return [CLAIRVOYANT_CAPTION, ""] if any(is_clairvoyant(m) for m in methods) else []
+
+
 def markdown_table(result: EvalResult) -> str:
     """The Markdown report of one evaluation (``table.md``)."""
     w = result.windows
@@ -147,7 +171,7 @@ def markdown_table(result: EvalResult) -> str:
     lines.append("|---|---|" + "---:|" * (len(head) - 2))
     for s in summ:
         cells = [
-            s["method"],
+            method_cell(s["method"]),
             s["kind"],
             fmt(s["mean_avg_bsld"]),
             fmt(s["median_avg_bsld"]),
@@ -192,6 +216,8 @@ def markdown_table(result: EvalResult) -> str:
         ]
     if stats:
         lines += ["", ratio_caption(result.ratio_reference or "", len(w.starts))]
+    if any(is_clairvoyant(x["method"]) for x in summ):
+        lines += ["", CLAIRVOYANT_CAPTION]
     if fair:
         lines += ["", FAIRNESS_CAPTION]
     if objectives:
@@ -288,7 +314,7 @@ def compare_table(result: EvalResult, label: str = "method") -> list[str]:
         head.append(f"AWRT ratio vs {rr} [95%]")
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for s in summ:
-        cells = [s["method"], fmt(s["mean_avg_bsld"]), fmt(s["mean_avg_wait"], 0)]
+        cells = [method_cell(s["method"]), fmt(s["mean_avg_bsld"]), fmt(s["mean_avg_wait"], 0)]
         if rr:
             cells += [
                 ratio_cell(s["geo_ratio"], s["ci_low"], s["ci_high"]),
@@ -313,6 +339,7 @@ def compare_table(result: EvalResult, label: str = "method") -> list[str]:
         lines += [ratio_caption(rr, len(result.windows.starts)), "", FAIRNESS_CAPTION, ""]
     else:
         lines += ["No ratios: no reference among the methods.", ""]
+    lines += clairvoyant_caption([x["method"] for x in summ])
     lines.append(OBJECTIVES_CAPTION)
     return lines + size_class_table(summ, result.machine_size)
 
