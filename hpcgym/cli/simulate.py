@@ -70,6 +70,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     )
     p.add_argument("--estimate", dest="estimator", help=argparse.SUPPRESS)  # old name
     p.add_argument(
+        "--rank-estimator",
+        default=None,
+        help="the estimator the queue policy ranks by, apart from --estimator (which then "
+        "serves the reservations and backfilling only); default: --estimator",
+    )
+    p.add_argument(
         "--correction",
         default=None,
         help=f"{'|'.join(CORRECTIONS)} (for predictors; default incremental)",
@@ -108,10 +114,12 @@ def load_trace(args: argparse.Namespace) -> Any:
 
 
 def _spec_from_args(args: argparse.Namespace) -> SchedulerSpec:
-    given = [k for k in (*PART_DEFAULTS, "starvation") if getattr(args, k) is not None]
+    given = [
+        k for k in (*PART_DEFAULTS, "starvation", "rank_estimator") if getattr(args, k) is not None
+    ]
     if args.scheduler:
         if given:
-            flags = ", ".join(f"--{k} {getattr(args, k)}" for k in given)
+            flags = ", ".join(f"--{k.replace('_', '-')} {getattr(args, k)}" for k in given)
             raise UsageError(
                 f"--scheduler {args.scheduler} already sets the policy, backfill, estimator, "
                 f"correction and starvation; it cannot be combined with {flags} (give "
@@ -127,6 +135,7 @@ def _spec_from_args(args: argparse.Namespace) -> SchedulerSpec:
             f"correction={parts['correction']}",
         ]
         + ([f"starvation={args.starvation}"] if args.starvation is not None else [])
+        + ([f"rank={args.rank_estimator}"] if args.rank_estimator is not None else [])
     )
     return get_scheduler(text)
 

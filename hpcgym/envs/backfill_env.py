@@ -15,7 +15,7 @@ import numpy as np
 from gymnasium import spaces
 
 from hpcgym.envs import observation as FT
-from hpcgym.envs._args import _UNSET, _alias, _choice, _Unset
+from hpcgym.envs._args import _UNSET, _alias, _choice, _Unset, agent_spec
 from hpcgym.envs.features import FEATURE_SETS, EpisodeFeatures, TraceContext, has_extended
 from hpcgym.envs.predictions import episode_predictions
 from hpcgym.envs.render import render_ansi
@@ -221,6 +221,11 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `time_scale`        | `"linear"`      | ``linear`` or ``log``: the duration columns       |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
+    | `rank_estimator`    | `None`          | estimate the queue ``policy`` ranks by (predictor |
+    |                     |                 | names); ``None``: ``estimator`` ranks too         |
+    | `rank_estimator_kwargs` | `None`      | arguments of the ``rank_estimator`` predictor     |
+    ``estimator`` gives the reservation estimate (shadow time, the jobs EASY allows, the
+    ``estimate`` column); ``rank_estimator`` the run time the queue ``policy`` ranks by.
 
     Modes (what counts as a candidate): ``guarded`` -- the jobs EASY itself would start
     now (fits now and ends by the shadow time or fits in the extra processors): the
@@ -294,6 +299,8 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         load_weighting: float = 0.0,
         reward_scale: str = "linear",
         time_scale: str = "linear",
+        rank_estimator: str | None = None,
+        rank_estimator_kwargs: dict[str, Any] | None = None,
         *,
         sequence_length: int | None = None,
         normalizer: str | SchedulerSpec | None | _Unset = _UNSET,
@@ -366,21 +373,14 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         self.train_fraction, self.validation_fraction = self._sampler.fractions
 
         # ---- scheduler of the agent (external backfilling) and the reference
-        if not isinstance(estimator, str):
-            raise TypeError(
-                f"estimator must be a name ('request', 'actual' or a predictor of "
-                f"hpcgym.predictors.make_estimator), got {type(estimator).__name__}; pass "
-                "predictor options with estimator_kwargs"
-            )
-        est_name = canonical_name(estimator)
-        self._spec = SchedulerSpec(
-            name="agent",
-            policy=policy.upper(),
-            backfill="easy",
-            estimate=est_name,
-            estimate_kwargs=tuple(sorted((estimator_kwargs or {}).items())),
-            correction=correction,
-            starvation=starvation,
+        self._spec = agent_spec(
+            policy,
+            estimator,
+            estimator_kwargs,
+            correction,
+            starvation,
+            rank_estimator,
+            rank_estimator_kwargs,
         )
         # validate every name now (not at the first reset)
         Simulation(
@@ -390,9 +390,12 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             estimate=self._spec._estimator(),
             correction=correction,
             starvation=starvation,
+            rank_estimate=self._spec._rank_estimator(),
         )
         self.policy = policy.upper()
-        self.estimator = est_name
+        self.estimator = self._spec.estimate
+        #: the estimator the queue ranks by, or ``None`` (``estimator`` ranks too)
+        self.rank_estimator = self._spec.rank_estimate if self._spec.ranks_apart else None
         self.reference = self._resolve_normalizer(reference)  # type: ignore[arg-type]
         self._norm_key = None if self.reference is None else repr(self.reference.to_dict())
 

@@ -460,9 +460,12 @@ def fast_path_problem(env: Any) -> str | None:
 def compiled_reference(spec: Any) -> int | None:
     """How the batch step simulates reference scheduler ``spec`` (a
     :class:`~hpcgym.sim.schedulers.SchedulerSpec`): its estimates are the requests (0) or
-    the run times (1); ``None`` when it needs Python (a decider, a predictor, a warm start),
-    and the episode's end is then computed by the sub-env itself."""
+    the run times (1); ``None`` when it needs Python (a decider, a predictor, a warm start,
+    a separate ranking estimate), and the episode's end is then computed by the sub-env
+    itself."""
     if spec is None or spec.decider is not None or spec.warm is not None:
+        return None
+    if spec.ranks_apart:  # the compiled reset fills one estimate row
         return None
     est = spec._estimator()
     if not isinstance(est, str):

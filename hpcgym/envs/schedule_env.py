@@ -125,7 +125,10 @@ class ScheduleEnv(BackfillEnv):
     | `trace`             | `None`          | trace name, SWF path, Workload, None = synthetic  |
     | `machine_size`      | `None`          | processors (default: the trace's)                 |
     | `backfill`          | `"sjbf"`        | ``sjbf`` (EASY-SJBF), ``easy`` or ``none``        |
-    | `estimator`         | `"request"`     | runtime estimate of the engine (predictor names)  |
+    | `estimator`         | `"request"`     | reservation estimate (predictor names): shadow,   |
+    |                     |                 | backfilling, the ``estimate`` column              |
+    | `rank_estimator`    | `None`          | estimate the row ``order`` ranks by; ``None``:    |
+    |                     |                 | ``estimator`` (the reference: ``NAME,rank=...``)  |
     | `correction`        | `"incremental"` | correction of under-estimates (engine)            |
     | `starvation`        | `None`          | threshold (s, or ``"auto"``): oldest starving     |
     |                     |                 | job first, for the agent and the reference        |
@@ -148,6 +151,7 @@ class ScheduleEnv(BackfillEnv):
     | `time_scale`        | `"linear"`      | ``linear`` or ``log``: the duration columns       |
     | `trace_kwargs`      | `None`          | extra arguments of ``hpcgym.workload.load``       |
     | `estimator_kwargs`  | `None`          | arguments of the ``estimator`` predictor          |
+    | `rank_estimator_kwargs` | `None`      | arguments of the ``rank_estimator`` predictor     |
 
     ## Info
 
@@ -193,6 +197,8 @@ class ScheduleEnv(BackfillEnv):
         load_weighting: float = 0.0,
         reward_scale: str = "linear",
         time_scale: str = "linear",
+        rank_estimator: str | None = None,
+        rank_estimator_kwargs: dict[str, Any] | None = None,
     ) -> None:
         bf = _choice("backfill", str(backfill).lower(), BACKFILLERS)
         engine_bf, named = BACKFILLERS[bf]
@@ -229,6 +235,8 @@ class ScheduleEnv(BackfillEnv):
             load_weighting=load_weighting,
             reward_scale=reward_scale,
             time_scale=time_scale,
+            rank_estimator=rank_estimator,
+            rank_estimator_kwargs=rank_estimator_kwargs,
         )
         if starvation is not None and self.reference is not None:
             if self.reference.starvation is None:  # the same rule for the reference
@@ -271,6 +279,7 @@ class ScheduleEnv(BackfillEnv):
             rest_order=self.order,
             commit_head=self.commit_head,
             seed=seed,
+            rank_estimate=sp._rank_estimator(),
         )
 
     def _observe(self, ev: Event) -> None:

@@ -108,6 +108,13 @@ def policy_key(policy, s, n, r, w):
     return s
 
 
+@njit(cache=True)
+def rank_row(C):
+    """The JF row the queue keys read the run time from: ``F_RANK`` when a separate
+    ranking estimate is set (``C_RANKSEP``), else ``F_EST`` (one estimate for both)."""
+    return F_RANK if C[C_RANKSEP] == 1 else F_EST
+
+
 # ------------------------------------------------------------- running list
 @njit(cache=True)
 def _run_end(JF, j):
@@ -264,6 +271,7 @@ def _order_by(JF, JI, S, C, policy, stored_keys):
         return
     keys = np.empty(qlen)
     dynamic = policy == POL_WFP3 or policy == POL_UNICEF or not stored_keys
+    rr = rank_row(C)
     for k in range(qlen):
         j = q[k]
         if dynamic:
@@ -271,7 +279,7 @@ def _order_by(JF, JI, S, C, policy, stored_keys):
                 policy,
                 JF[F_SUBMIT, j],
                 JI[I_PROCS, j],
-                JF[F_EST, j],
+                JF[rr, j],
                 t - JF[F_SUBMIT, j],
             )
         else:
@@ -593,11 +601,12 @@ def _schedule(JF, JI, S, C, PF):
 def _enqueue(JF, JI, C, lo, hi):
     policy = C[C_POLICY]
     q = JI[I_QUEUE]
+    rr = rank_row(C)
     for j in range(lo, hi):
         JI[I_STATUS, j] = ST_WAITING
         q[C[C_QLEN]] = j
         C[C_QLEN] += 1
-        JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[F_EST, j], 0.0)
+        JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[rr, j], 0.0)
     C[C_NEXT] = hi
 
 

@@ -13,6 +13,7 @@ from hpcgym.sim._core import (
     C_POLICY,
     C_QCHOICE,
     C_QLEN,
+    C_RANKSEP,
     C_RLEN,
     C_RUN_REQUEST,
     C_XLEN,
@@ -20,6 +21,7 @@ from hpcgym.sim._core import (
     F_EST,
     F_HEAPT,
     F_KEY,
+    F_RANK,
     F_REST,
     F_RUNTIME,
     F_START,
@@ -42,6 +44,7 @@ from hpcgym.sim._core import (
     _schedule,
     advance,
     policy_key,
+    rank_row,
 )
 
 
@@ -57,9 +60,10 @@ def rerun_pass(JF, JI, S, C, PF):
 
 @njit(cache=True)
 def set_estimates(JF, JI, S, C, est):
-    """Replace the estimates of every job not yet done by ``est[j]``.
+    """Replace the (reservation) estimates of every job not yet done by ``est[j]``.
 
-    Waiting jobs get new policy keys; running jobs (unless ``C_RUN_REQUEST``) get
+    Waiting jobs get new policy keys when the queue ranks by this estimate (no separate
+    ranking estimate, ``C_RANKSEP`` 0); running jobs (unless ``C_RUN_REQUEST``) get
     ``est`` as their running estimate when it still lies in the future, and the
     running list and the expiry heap are rebuilt. The caller recomputes any pending
     reservation.
@@ -67,16 +71,34 @@ def set_estimates(JF, JI, S, C, est):
     n = JF.shape[1]
     t = S[S_T]
     policy = C[C_POLICY]
+    rr = rank_row(C)
     for j in range(n):
         st = JI[I_STATUS, j]
         if st == ST_DONE:
             continue
         JF[F_EST, j] = est[j]
         if st == ST_WAITING:
-            JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], est[j], 0.0)
+            JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[rr, j], 0.0)
         elif st == ST_RUNNING and C[C_RUN_REQUEST] == 0 and JF[F_START, j] + est[j] > t:
             JF[F_REST, j] = est[j]
     rebuild_running(JF, JI, C)
+
+
+@njit(cache=True)
+def set_rank_estimates(JF, JI, C, rank):
+    """Rank the queue by ``rank[j]`` from now on (a separate ranking estimate,
+    ``C_RANKSEP`` 1): every job not yet done gets it, waiting jobs get new policy keys.
+    The reservation estimates are not touched."""
+    n = JF.shape[1]
+    policy = C[C_POLICY]
+    C[C_RANKSEP] = 1
+    for j in range(n):
+        st = JI[I_STATUS, j]
+        if st == ST_DONE:
+            continue
+        JF[F_RANK, j] = rank[j]
+        if st == ST_WAITING:
+            JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], rank[j], 0.0)
 
 
 @njit(cache=True)
@@ -109,11 +131,12 @@ def policy_order(JF, JI, S, C, policy, out):
     q = JI[I_QUEUE]
     qlen = C[C_QLEN]
     t = S[S_T]
+    rr = rank_row(C)
     keys = np.empty(qlen)
     for k in range(qlen):
         j = q[k]
         keys[k] = policy_key(
-            policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[F_EST, j], t - JF[F_SUBMIT, j]
+            policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[rr, j], t - JF[F_SUBMIT, j]
         )
     idx = np.argsort(keys, kind="mergesort")
     for k in range(qlen):
@@ -129,9 +152,10 @@ def set_policy(JF, JI, S, C, PF, policy):
     ran)."""
     C[C_POLICY] = policy
     q = JI[I_QUEUE]
+    rr = rank_row(C)
     for k in range(C[C_QLEN]):
         j = q[k]
-        JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[F_EST, j], 0.0)
+        JF[F_KEY, j] = policy_key(policy, JF[F_SUBMIT, j], JI[I_PROCS, j], JF[rr, j], 0.0)
     C[C_QCHOICE] = -1
     if C[C_PHASE] == P_QUEUE:
         return rerun_pass(JF, JI, S, C, PF)

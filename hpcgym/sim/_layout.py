@@ -13,7 +13,8 @@ import numpy as np
 F_SUBMIT = 0
 F_RUNTIME = 1
 F_REQUEST = 2
-F_EST = 3  # estimate for queue keys and backfill eligibility
+F_EST = 3  # reservation estimate: backfill eligibility, SJBF order, shadow time (and the
+# queue keys, unless a separate ranking estimate is set: C_RANKSEP, F_RANK)
 F_REST = 4  # estimate of a running job's duration (shadow time); corrected over time
 F_START = 5  # start time (nan until started)
 F_KEY = 6  # scratch: policy key
@@ -22,7 +23,8 @@ F_XHEAPT = 8  # expiry (estimated end reached) heap: times
 F_BFSHADOW = 9  # shadow time when the job was backfilled (nan otherwise)
 F_INITEST = 10  # running estimate at start time (before corrections)
 F_HEADSINCE = 11  # time the job last became the reserved head (nan: never)
-NF = 12
+F_RANK = 12  # ranking estimate: the run time the queue keys use when C_RANKSEP is 1
+NF = 13
 
 # JI rows
 I_PROCS = 0
@@ -86,7 +88,8 @@ C_QCOMMIT = 28  # external queue policy: 1 = a chosen head keeps its place until
 C_QRENEW = 29  # external queue policy: a job started ahead of the head in this pass
 C_QDECISIONS = 30  # queue decisions asked of the caller
 C_QREST = 31  # external queue policy: the policy ordering the jobs behind the head
-NC = 32
+C_RANKSEP = 32  # 1: queue keys rank by F_RANK; 0 (default): by F_EST, the reservation estimate
+NC = 33
 
 # phases
 P_EVENTS = 0

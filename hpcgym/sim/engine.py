@@ -39,14 +39,18 @@ import numpy as np
 
 from hpcgym.sim import _core as K
 from hpcgym.sim import _core_ext as KX
-from hpcgym.sim.estimators import (
-    BUILTIN_ESTIMATORS,
-    Estimator,
-    canonical_name,
-    make_estimator,
-)
+from hpcgym.sim._estimates import setup_estimate
+from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name
 from hpcgym.sim.feed import EstimatorFeed, cap_estimates  # re-exported
 from hpcgym.sim.metrics import compute_metrics
+from hpcgym.sim.options import (  # the option tables, re-exported
+    BACKFILLS,
+    CANDIDATE_MODES,
+    CORRECTIONS,
+    POLICIES,
+    _choice,
+    policy_id,
+)
 from hpcgym.sim.view import EngineView
 from hpcgym.workload.core import Workload
 
@@ -64,42 +68,6 @@ __all__ = [
     "simulate",
 ]
 
-#: queue policies: name -> (kernel id, key formula)
-POLICIES: dict[str, tuple[int, str]] = {
-    "FCFS": (K.POL_FCFS, "s"),
-    "SJF": (K.POL_SJF, "r"),
-    "SPF": (K.POL_SJF, "r"),
-    "SQF": (K.POL_SQF, "n"),
-    "SAF": (K.POL_SAF, "r*n"),
-    "LJF": (K.POL_LJF, "-r"),
-    "LPF": (K.POL_LJF, "-r"),
-    "LQF": (K.POL_LQF, "-n"),
-    "LAF": (K.POL_LAF, "-r*n"),
-    "WFP3": (K.POL_WFP3, "-(w/r)^3*n"),
-    "UNICEF": (K.POL_UNICEF, "-w/(log2(max(n,2))*r)"),
-    "F1": (K.POL_F1, "log10(r)*n + 870*log10(s)"),
-    "F2": (K.POL_F2, "sqrt(r)*n + 25600*log10(s)"),
-    "F3": (K.POL_F3, "r*n + 6.86e6*log10(s)"),
-    "F4": (K.POL_F4, "r*sqrt(n) + 5.3e5*log10(s)"),
-}
-
-BACKFILLS: dict[str, int] = {
-    "none": K.BF_NONE,
-    "easy": K.BF_EASY,
-    "sjbf": K.BF_SJBF,
-    "conservative": K.BF_CONSERVATIVE,
-    "external": K.BF_EXTERNAL,
-}
-
-CORRECTIONS: dict[str, int] = {
-    "requested": K.CORR_REQUEST,
-    "incremental": K.CORR_INCREMENTAL,
-    "doubling": K.CORR_DOUBLING,
-    "incremental-offset": K.CORR_INCREMENTAL_OFFSET,
-}
-
-CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}
-
 
 def _copy_generator(g: np.random.Generator) -> np.random.Generator:
     """An independent generator in the same state as ``g`` (cheaper than deepcopy)."""
@@ -116,19 +84,6 @@ class Event(enum.IntEnum):
     DECISION = K.EV_DECISION
     PAUSE = K.EV_PAUSE  # advance(until=...) stopped before an event later than `until`
     QUEUE = K.EV_QUEUE  # policy="external": choose the head of the queue (choose())
-
-
-def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
-    for k in table:
-        if k.lower() == str(value).lower():
-            return table[k]
-    raise ValueError(f"unknown {kind} {value!r}; valid choices: {', '.join(table)}")
-
-
-def policy_id(name: str) -> int:
-    if str(name).lower() == "external":
-        return K.POL_EXTERNAL
-    return int(_choice("policy", name, {**POLICIES, "external": None})[0])
 
 
 @dataclass
@@ -186,8 +141,11 @@ class Simulation:
         backfills with ``backfill``
     :param backfill: ``none``, ``easy``, ``sjbf``, ``conservative`` or ``external``
         (decisions are made by the caller at decision points)
-    :param estimate: ``request``, ``actual``, an :class:`Estimator`, or a float array
-        of estimates (one per job; capped at the request)
+    :param estimate: the reservation estimate -- backfill eligibility, the SJBF order,
+        the shadow time, conservative reservations -- and, unless ``rank_estimate`` is
+        given, the run time the queue policy ranks by: ``request``, ``actual``, a
+        registered estimator name, an :class:`Estimator`, or a float array of estimates
+        (one per job; capped at the request)
     :param correction: what a running job's estimate becomes when it reaches it
         without finishing: ``requested``, ``incremental`` or ``doubling``
         (Gaussier et al. §5.2). Irrelevant when estimates never under-estimate.
@@ -212,6 +170,12 @@ class Simulation:
         its place until it starts (RLScheduler's semantics); default ``False``: the head
         is chosen again at every scheduling pass, exactly as the built-in policies
         re-order the queue
+    :param rank_estimate: the ranking estimate: the run time the queue policy's key uses
+        (SJF, SAF, WFP3, UNICEF, F1-F4... and :meth:`policy_order`), apart from the
+        reservation ``estimate``. ``None`` (default): the same as ``estimate``. A
+        registered estimator name or :class:`Estimator` (its own random stream; capped at
+        the request), or a float array of positive keys used as given: with ``SJF`` an
+        array is a static priority order (smallest first; ties by submission)
     """
 
     def __init__(
@@ -229,6 +193,7 @@ class Simulation:
         chooser: Callable[[Simulation], int] | None = None,
         rest_order: str = "FCFS",
         commit_head: bool = False,
+        rank_estimate: str | Estimator | np.ndarray | None = None,
     ) -> None:
         n = len(workload)
         if n == 0:
@@ -290,38 +255,31 @@ class Simulation:
             S[K.S_THETA] = float(starvation)
         self.starvation = float(S[K.S_THETA]) if S[K.S_THETA] > 0 else None
 
-        if isinstance(estimate, str) and canonical_name(estimate) not in BUILTIN_ESTIMATORS:
-            estimate = make_estimator(estimate)  # the registry the predictors fill
-        self.estimator: Estimator | None = None
-        self.estimate_name: str
-        if isinstance(estimate, Estimator):
-            self.estimator = estimate
-            self.estimate_name = estimate.name
-            estimate.bind(workload, self.rng)
-            if estimate.running_estimate == "request":
-                C[K.C_RUN_REQUEST] = 1
-            if estimate.online:
-                C[K.C_ONLINE] = 1
-                JF[K.F_EST] = workload.request  # replaced at each arrival
-            else:
-                static = estimate.static_estimates()
-                if static is None:
-                    raise ValueError(f"estimator {estimate.name!r} gave no static estimates")
-                JF[K.F_EST] = self._cap(np.asarray(static, dtype=np.float64))
-        elif isinstance(estimate, np.ndarray):
-            if estimate.shape != (n,):
-                raise ValueError(f"estimate array has shape {estimate.shape}, expected ({n},)")
-            self.estimate_name = "array"
-            JF[K.F_EST] = self._cap(estimate.astype(np.float64))
-        elif canonical_name(estimate) == "request":
-            JF[K.F_EST] = workload.request
-            self.estimate_name = "request"
-        else:
-            JF[K.F_EST] = workload.runtime
-            self.estimate_name = "actual"
+        main = setup_estimate(workload, estimate, self.rng)
+        self.estimator: Estimator | None = main.estimator
+        self.estimate_name: str = main.name
+        JF[K.F_EST] = main.values
+        C[K.C_RUN_REQUEST] = int(main.run_request)
+        C[K.C_ONLINE] = int(main.online)
+        self.rank_estimator: Estimator | None = None
+        self.rank_estimate_name: str | None = None  # None: ranked by the estimate
+        if rank_estimate is not None:
+            bg = self.rng.bit_generator  # the ranking estimator's own stream
+            rank_rng = (
+                np.random.Generator(bg.jumped())
+                if hasattr(bg, "jumped")
+                else _copy_generator(self.rng)
+            )
+            rank = setup_estimate(workload, rank_estimate, rank_rng, ranking=True)
+            self.rank_estimator, self.rank_estimate_name = rank.estimator, rank.name
+            JF[K.F_RANK] = rank.values
+            C[K.C_RANKSEP] = 1
+            C[K.C_ONLINE] |= int(rank.online)
         self.JF, self.JI, self.S, self.C = JF, JI, S, C
         self.PF = np.zeros((2, 2 * n + 4) if bf == K.BF_CONSERVATIVE else (2, 1))
-        self._feed = EstimatorFeed(self.estimator) if C[K.C_ONLINE] == 1 else None
+        self._feed = EstimatorFeed(self.estimator) if main.online else None
+        re_ = self.rank_estimator
+        self._rank_feed = EstimatorFeed(re_) if re_ is not None and re_.online else None
         self._sim_seconds = 0.0
         self._buf_jobs = np.empty(n, dtype=np.int64)
         self._buf_flags = np.empty(n, dtype=np.int64)
@@ -332,6 +290,8 @@ class Simulation:
             "correction": correction,
             "starvation": self.starvation,
         }
+        if self.rank_estimate_name is not None:
+            self.config["rank_estimate"] = self.rank_estimate_name
         self.decider = decider
         if decider is not None:
             self.config["decider"] = getattr(decider, "name", type(decider).__name__)
@@ -340,6 +300,16 @@ class Simulation:
             self.config["chooser"] = getattr(chooser, "name", type(chooser).__name__)
         self._view: EngineView | None = None
         self._arrival_observers: list[Callable[[Simulation, int, int], None]] = []
+
+    def _switch_values(self, what: str, value: str | np.ndarray) -> tuple[np.ndarray, str]:
+        """The values and name of a :meth:`switch` estimate (uncapped)."""
+        if not isinstance(value, str):
+            return np.asarray(value, dtype=np.float64), "array"
+        which = canonical_name(value)
+        if which not in BUILTIN_ESTIMATORS:
+            raise ValueError(f"switch({what}={value!r}): valid are 'request', 'actual' or an array")
+        est = self.workload.runtime if which == "actual" else self.workload.request
+        return np.ascontiguousarray(est, dtype=np.float64), which
 
     def _cap(self, est: np.ndarray) -> np.ndarray:
         return cap_estimates(est, self.workload.request)
@@ -388,9 +358,11 @@ class Simulation:
         self.C[K.C_ONLINE] = 1  # the engine core stops at every arrival batch
 
     def _estimate_arrivals(self) -> None:
-        if self._feed is None:  # arrivals stop only for observers
-            return
-        self._feed.predict(self, int(self.C[K.C_ARR_LO]), int(self.C[K.C_ARR_HI]), self.JF[K.F_EST])
+        lo, hi = int(self.C[K.C_ARR_LO]), int(self.C[K.C_ARR_HI])
+        if self._feed is not None:  # (arrivals may stop only for observers)
+            self._feed.predict(self, lo, hi, self.JF[K.F_EST])
+        if self._rank_feed is not None:
+            self._rank_feed.predict(self, lo, hi, self.JF[K.F_RANK])
 
     # ---------------------------------------------------------- decision points
     @property
@@ -499,7 +471,14 @@ class Simulation:
 
     @property
     def estimates(self) -> np.ndarray:
+        """The reservation estimates (``estimate=``)."""
         return self.JF[K.F_EST]
+
+    @property
+    def rank_estimates(self) -> np.ndarray:
+        """The run times the queue policy ranks by: the ranking estimates
+        (``rank_estimate=``), or the reservation estimates when none is set."""
+        return self.JF[K.F_RANK if int(self.C[K.C_RANKSEP]) == 1 else K.F_EST]
 
     def waiting(self) -> np.ndarray:
         """Waiting jobs in index (FCFS) order."""
@@ -584,6 +563,9 @@ class Simulation:
         "config",
         "backfill_mode",
         "estimate_name",
+        "rank_estimator",
+        "_rank_feed",
+        "rank_estimate_name",
     )
 
     def _py_state(
@@ -652,15 +634,18 @@ class Simulation:
         # arrival observers belong to whoever registered them (e.g. the env's feature
         # predictor): a clone does not call them; arrivals stop only for its own estimator
         new._arrival_observers = []
-        if new._feed is None:
+        if new._feed is None and new._rank_feed is None:
             new.C[K.C_ONLINE] = 0
-        if self.estimator is None and (
-            (self.decider is None and self.chooser is None) or not decider
+        if (
+            self.estimator is None
+            and self.rank_estimator is None
+            and ((self.decider is None and self.chooser is None) or not decider)
         ):
             # fast path (rollouts): nothing else refers to the generator
             new.rng = _copy_generator(self.rng)
         else:
-            keys = ("estimator", "_feed", "rng") + (("decider", "chooser") if decider else ())
+            keys = ("estimator", "_feed", "rank_estimator", "_rank_feed", "rng")
+            keys += ("decider", "chooser") if decider else ()
             py = {k: getattr(self, k) for k in keys}
             for k, v in self._py_state(new, py, self).items():
                 setattr(new, k, v)
@@ -677,6 +662,7 @@ class Simulation:
         estimate: str | np.ndarray | None = None,
         last_job: int | None = None,
         policy: str | None = None,
+        rank_estimate: str | np.ndarray | None = None,
     ) -> None:
         """Continue this simulation under another configuration (rollouts).
 
@@ -691,7 +677,11 @@ class Simulation:
         :param estimate: ``"actual"``, ``"request"`` or an array of estimates (one per
             job, capped at the request) for every job not yet done; detaches an online
             estimator. Running jobs take the new estimate as their running estimate if
-            it still lies in the future.
+            it still lies in the future. Without a separate ranking estimate the queue
+            ranks by it too.
+        :param rank_estimate: ``"actual"``, ``"request"`` or an array of positive keys:
+            the queue ranks by it from now on (reservations keep ``estimate``); detaches
+            an online ranking estimator
         :param policy: a built-in queue policy to continue with (rollouts of a queue
             decider); drops the chooser. At a pending queue decision the interrupted
             pass is run again at the current time by that policy
@@ -707,23 +697,22 @@ class Simulation:
                     f"last_job={lj} must lie in [{int(C[K.C_NEXT])}, {len(self.workload)}]"
                 )
             C[K.C_N] = lj
+        if rank_estimate is not None:
+            rank, name = self._switch_values("rank_estimate", rank_estimate)
+            if name == "array":  # a priority key, as given
+                rank = setup_estimate(self.workload, rank, self.rng, ranking=True).values
+            KX.set_rank_estimates(JF, JI, C, rank)
+            self._view = None  # its rank_estimate looked at the reservation row
+            self.rank_estimator, self._rank_feed = None, None
+            self.rank_estimate_name = self.config["rank_estimate"] = name
+            C[K.C_ONLINE] = int(self._feed is not None)
         if estimate is not None:
-            if isinstance(estimate, str):
-                which = canonical_name(estimate)
-                if which not in BUILTIN_ESTIMATORS:
-                    raise ValueError(
-                        f"switch(estimate={estimate!r}): valid are 'request', 'actual' or an "
-                        "array of estimates"
-                    )
-                est = self.workload.runtime if which == "actual" else self.workload.request
-                est = np.ascontiguousarray(est, dtype=np.float64)
-                self.estimate_name = which
-            else:
-                est = self._cap(np.asarray(estimate, dtype=np.float64))
-                self.estimate_name = "array"
+            est, self.estimate_name = self._switch_values("estimate", estimate)
+            if self.estimate_name == "array":
+                est = self._cap(est)
             KX.set_estimates(JF, JI, S, C, est)
-            C[K.C_ONLINE] = 0
             self.estimator, self._feed = None, None
+            C[K.C_ONLINE] = int(self._rank_feed is not None)
             self.config["estimate"] = self.estimate_name
         deciding = int(C[K.C_PHASE]) == K.P_DECIDE
         if backfill is not None:

@@ -402,6 +402,7 @@ def _compose(
         JF[K.F_RUNTIME, nxt:] = fut_rt
         JF[K.F_REQUEST, nxt:] = fut["request"]
         JF[K.F_EST, nxt:] = fut["request"]
+        JF[K.F_RANK, nxt:] = fut["request"]  # with a separate ranking estimate
         JF[K.F_START, nxt:] = np.nan
         JF[K.F_BFSHADOW, nxt:] = np.nan
         JF[K.F_HEADSINCE, nxt:] = np.nan

@@ -12,7 +12,8 @@ Spellings accepted by :func:`get_scheduler`:
 * ``POLICY+NAME``: a named scheduler with another queue policy, e.g. ``SJF+EASY``,
   ``WFP3+EASY-AR``, ``F1+EASY``, ``FCFS+NONE`` (no backfilling);
 * a key-value spec, e.g. ``policy=SJF,backfill=sjbf,estimate=actual,correction=doubling``
-  (keys: policy, backfill, estimate, correction, starvation, decider, warm); with a
+  (keys: policy, backfill, estimate, rank_estimate (or ``rank``), correction, starvation,
+  decider, warm); with a
   ``decider``, any other key is an option of the decider
   (``decider=lookahead-oracle,backfill=sjbf,k=8``);
 * a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD-ORACLE,k=8,
@@ -21,6 +22,10 @@ Spellings accepted by :func:`get_scheduler`:
   are options of its decider. Values are read as int, float, ``true``/``false`` or text.
   ``warm=log`` (or ``warm=N`` jobs) warm-starts an online estimator from the trace's
   recorded schedule before the window (``ELOSS,warm=log``; :mod:`hpcgym.sim.warmstart`).
+  ``rank=NAME`` (or ``rank_estimate=NAME``) gives the queue policy its own ranking
+  estimator while ``estimate`` serves the reservations and backfilling only
+  (``SAF+EASY-SJBF,estimate=eloss,rank=log-ridge``; ``SJF+EASY,rank=actual`` ranks by the
+  real run times and reserves by the requests).
 
 ``LOOKAHEAD-ORACLE`` and ``LOOKAHEAD`` (:mod:`hpcgym.sim.lookahead`) are decider-backed
 one-step lookahead backfillers over EASY-SJBF rollouts; the ORACLE is clairvoyant (it
@@ -36,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
-from hpcgym.sim.estimators import make_estimator
+from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, canonical_name, make_estimator
 from hpcgym.sim.warmstart import warm_label
 from hpcgym.workload.core import Workload
 
@@ -63,7 +68,11 @@ class SchedulerSpec:
     :param warm: warm-start the online estimator from the trace's accounting log before
         the window: ``"log"`` (every job before it) or a number of jobs
         (:mod:`hpcgym.sim.warmstart`); ``None`` (default): cold, as the estimator of a
-        window has always been
+        window has always been. It warms the ranking estimator too
+    :param rank_estimate: the estimator the queue policy ranks by (a name as for
+        ``estimate``), apart from ``estimate``, which then serves the reservations and
+        backfilling only; ``None`` (default): ``estimate`` does both
+    :param rank_estimate_kwargs: keyword arguments of the ranking predictor
     """
 
     name: str
@@ -77,14 +86,36 @@ class SchedulerSpec:
     decider: str | None = None
     decider_kwargs: tuple[tuple[str, Any], ...] = field(default=())
     warm: str | None = None
+    rank_estimate: str | None = None
+    rank_estimate_kwargs: tuple[tuple[str, Any], ...] = field(default=())
 
     def _estimator(self) -> Any:
-        kw = dict(self.estimate_kwargs)
+        return self._make_estimator(self.estimate, self.estimate_kwargs)
+
+    def _make_estimator(self, name: str, kwargs: tuple[tuple[str, Any], ...]) -> Any:
+        kw = dict(kwargs)
         if self.warm is not None:
             kw["warm"] = self.warm
-        elif self.estimate.lower() in ("request", "actual") and not kw:
-            return self.estimate.lower()
-        return make_estimator(self.estimate, **kw)
+        elif name.lower() in BUILTIN_ESTIMATORS and not kw:
+            return name.lower()
+        return make_estimator(name, **kw)
+
+    @property
+    def ranks_apart(self) -> bool:
+        """Whether the queue ranks by another estimator than the reservations use."""
+        if self.rank_estimate is None:
+            return False
+        return (canonical_name(self.rank_estimate), self.rank_estimate_kwargs) != (
+            canonical_name(self.estimate),
+            self.estimate_kwargs,
+        )
+
+    def _rank_estimator(self) -> Any:
+        """The ranking estimator of a new simulation, or ``None`` (the estimate ranks)."""
+        if not self.ranks_apart:
+            return None
+        assert self.rank_estimate is not None
+        return self._make_estimator(self.rank_estimate, self.rank_estimate_kwargs)
 
     def make_simulation(
         self,
@@ -121,6 +152,7 @@ class SchedulerSpec:
             external_order="sjbf" if self.backfill == "sjbf" else "policy",
             seed=seed,
             decider=decider,
+            rank_estimate=self._rank_estimator(),
         )
 
     def make_decider(self) -> Any:
@@ -163,6 +195,14 @@ class SchedulerSpec:
             "decider": self.decider,
             "decider_kwargs": dict(self.decider_kwargs),
             **({"warm": self.warm} if self.warm is not None else {}),
+            **(
+                {
+                    "rank_estimate": self.rank_estimate,
+                    "rank_estimate_kwargs": dict(self.rank_estimate_kwargs),
+                }
+                if self.ranks_apart
+                else {}
+            ),
         }
 
 
@@ -297,7 +337,18 @@ def list_schedulers() -> list[str]:
     return list(NAMED)
 
 
-_SPEC_KEYS = ("policy", "backfill", "estimate", "correction", "starvation", "decider", "warm")
+_SPEC_KEYS = (
+    "policy",
+    "backfill",
+    "estimate",
+    "rank_estimate",
+    "correction",
+    "starvation",
+    "decider",
+    "warm",
+)
+#: other spellings of spec keys
+_KEY_ALIASES = {"rank": "rank_estimate", "rank_estimator": "rank_estimate", "estimator": "estimate"}
 
 
 def _value(text: str) -> Any:
@@ -322,7 +373,8 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
         if "=" not in part:
             raise ValueError(f"bad scheduler spec part {part!r} in {spec!r} (want key=value)")
         k, v = (x.strip() for x in part.split("=", 1))
-        k = k.lower()
+        k = k.lower().replace("-", "_")
+        k = _KEY_ALIASES.get(k, k)
         if k in _SPEC_KEYS:
             kw[k] = v
         else:
@@ -382,6 +434,8 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
             kw.get("backfill", "easy").upper(),
             kw.get("estimate", "request"),
         )
+        if "rank_estimate" in kw:
+            name += f"/rank={kw['rank_estimate']}"
         if "decider" in kw:
             name += f"+{kw['decider']}"
         return _with_options(SchedulerSpec(name=name, **kw), opts, spec)
@@ -395,7 +449,6 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
         return replace(base.with_policy(policy), name=f"{policy.upper()}+{base.name}")
     raise ValueError(
         f"unknown scheduler {spec!r}; valid names: {', '.join(NAMED)}; or POLICY+NAME "
-        f"(policies: {', '.join(POLICIES)}), or key=value,... (policy, backfill, estimate, "
-        "correction, starvation, decider, warm, and the decider's options), or "
-        "NAME,key=value,..."
+        f"(policies: {', '.join(POLICIES)}), or key=value,... ({', '.join(_SPEC_KEYS)}, and "
+        "the decider's options), or NAME,key=value,..."
     )

@@ -47,6 +47,7 @@ class EngineView:
         "finished_buffer",
         "order_buffer",
         "procs",
+        "rank_estimate",
         "request",
         "running_buffer",
         "running_estimate",
@@ -62,8 +63,12 @@ class EngineView:
         self.submit: np.ndarray = _ro(JF[K.F_SUBMIT])
         #: user request (requested run time, seconds)
         self.request: np.ndarray = _ro(JF[K.F_REQUEST])
-        #: the engine's current runtime estimate (the estimator's, after corrections)
+        #: the engine's reservation estimate (the estimator's; corrections change
+        #: ``running_estimate``)
         self.estimate: np.ndarray = _ro(JF[K.F_EST])
+        #: the run time the queue policy ranks by: the ranking estimate
+        #: (``rank_estimate=``), or the reservation estimate when none is set
+        self.rank_estimate: np.ndarray = _ro(JF[K.F_RANK if sim.C[K.C_RANKSEP] else K.F_EST])
         #: processors of every job
         self.procs: np.ndarray = _ro(JI[K.I_PROCS])
         #: start time of every job (``nan`` until it starts)
