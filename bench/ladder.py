@@ -205,7 +205,8 @@ def run_ranked(rung: Rung, window: Workload, policy: str, threshold: float) -> d
         rank = np.asarray(window.runtime, dtype=np.float64)
     elif rank == "request":
         rank = np.asarray(window.request, dtype=np.float64)
-    res, chooser = simulate_ranked(
+    rank_is_estimator = not isinstance(rank, np.ndarray)
+    res, values = simulate_ranked(
         window,
         rank,
         policy=opts.pop("policy", policy),
@@ -215,8 +216,8 @@ def run_ranked(rung: Rung, window: Workload, policy: str, threshold: float) -> d
         starvation=opts.pop("starvation", None),
     )
     out: dict[str, Any] = _record(res.metrics)
-    if chooser.estimator is not None and chooser.values is not None:
-        out.update(_quality(chooser.values, window, threshold))
+    if rank_is_estimator:
+        out.update(_quality(values, window, threshold))
     return out
 
 

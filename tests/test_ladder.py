@@ -139,13 +139,29 @@ def test_rank_chooser_reproduces_the_engine(window):
         assert np.array_equal(ref.start, res.start)
     ar = simulate(window, policy="SAF", backfill="sjbf", estimate="actual")
     area = np.asarray(window.runtime * window.procs, float)
-    res, _ = simulate_ranked(window, area, "SJF", estimate="actual")
-    assert np.array_equal(ar.start, res.start)
+    for route in ("engine", "chooser"):
+        res, _ = simulate_ranked(window, area, "SJF", estimate="actual", route=route)
+        assert np.array_equal(ar.start, res.start)
+
+
+@pytest.mark.parametrize(
+    ("rank", "estimate"),
+    [
+        ("blurred:sigma=1,seed=2", "request"),
+        ("like-job", "request"),
+        ("ends-within:threshold=60,precision=0.8,recall=0.7,seed=1", "actual"),
+    ],
+)
+def test_rank_chooser_matches_the_engine_rank_estimate(window, rank, estimate):
+    a, va = simulate_ranked(window, rank, "SAF", estimate=estimate, route="engine")
+    b, vb = simulate_ranked(window, rank, "SAF", estimate=estimate, route="chooser")
+    assert np.array_equal(va, vb)
+    assert np.array_equal(a.start, b.start)
 
 
 def test_rank_first_mode_and_online_rank(window):
-    res, ch = simulate_ranked(window, "like-job", "SAF", mode="first", threshold=60)
-    assert ch.values is not None and np.all(ch.values <= window.request)
+    res, values = simulate_ranked(window, "like-job", "SAF", mode="first", threshold=60)
+    assert np.all(values <= window.request)
     assert res.metrics["jobs"] == len(window)
     with pytest.raises(ValueError, match="rank mode"):
         RankChooser("request", mode="nope")

@@ -18,7 +18,11 @@ one is evaluated once, an online one predicts each job at its submission from wh
 finished by then (:class:`~hpcgym.sim.feed.EstimatorFeed`), never from the future.
 
 The engine applies the starvation threshold before asking the chooser, for every method
-alike. :func:`simulate_ranked` runs one window.
+alike. :func:`simulate_ranked` runs one window: ``mode="key"`` through the engine's own
+separate ranking estimate (``Simulation(rank_estimate=...)``, compiled: the fast route),
+``mode="first"`` through the chooser. ``RankChooser(mode="key")`` gives the same schedule
+as the engine's route (``tests/test_ladder.py``): it serves a caller that needs a chooser
+(``policy="external"``).
 """
 
 from __future__ import annotations
@@ -133,21 +137,40 @@ def simulate_ranked(
     estimate: str | Estimator | np.ndarray = "request",
     starvation: float | str | None = None,
     seed: int = 0,
-) -> tuple[SimResult, RankChooser]:
-    """One window ranked by :class:`RankChooser`, reserved and backfilled on ``estimate``.
+    route: str = "engine",
+) -> tuple[SimResult, np.ndarray]:
+    """One window ranked on ``rank``, reserved and backfilled on ``estimate``.
 
     :param workload: the window
-    :param rank, policy, mode, threshold: of the :class:`RankChooser`
+    :param rank, policy, mode, threshold: as for :class:`RankChooser`
     :param backfill: the backfiller (``easy``, ``sjbf``, ``none``)
     :param estimate: the engine's estimate, for reservations and backfilling
     :param starvation: the engine's starvation threshold (seconds, ``"auto"``, ``None``)
     :param seed: the engine's seed
-    :return: the result and the chooser (its ``values``: the ranking estimates used)
+    :param route: with ``mode="key"``: ``engine`` (the engine's ``rank_estimate=``) or
+        ``chooser`` (:class:`RankChooser`); ``mode="first"`` always uses the chooser
+    :return: the result and the ranking estimates used (one per job)
     """
     from hpcgym.sim.engine import Simulation
 
+    if route not in ("engine", "chooser"):
+        raise ValueError(f"unknown route {route!r}; valid choices: engine, chooser")
     if isinstance(estimate, str) and ":" in estimate:
         estimate = make_estimator(estimate)
+    if mode == "key" and route == "engine":
+        if isinstance(rank, str):
+            rank = make_estimator(rank)
+        sim = Simulation(
+            workload,
+            policy=policy,
+            backfill=backfill,
+            estimate=estimate,
+            starvation=starvation,
+            seed=seed,
+            rank_estimate=rank,
+        )
+        res = sim.run()
+        return res, sim.rank_estimates.copy()
     chooser = RankChooser(rank, policy=policy, mode=mode, threshold=threshold)
     sim = Simulation(
         workload,
@@ -160,4 +183,6 @@ def simulate_ranked(
         seed=seed,
     )
     chooser.attach(sim)
-    return sim.run(), chooser
+    res = sim.run()
+    assert chooser.values is not None
+    return res, chooser.values.copy()

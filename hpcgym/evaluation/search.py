@@ -1,7 +1,7 @@
 """Clairvoyant search over per-job priorities: how far a fixed queue order can go.
 
-A per-job priority array (lower goes first) ranks the queue through
-:class:`~hpcgym.evaluation.ranking.RankChooser` (the engine's SJF key on the array), with
+A per-job priority array (lower goes first) ranks the queue as the engine's separate
+ranking estimate under SJF (``rank_estimate=``: a static priority order), with
 the engine's EASY-SJBF backfilling and reservations on ``estimate``; every evaluation is
 one run of the one engine. :func:`improve_priorities` starts from a seed order (e.g. the
 best clairvoyant static order: areas with ``estimate="actual"`` reproduce
