@@ -92,15 +92,34 @@ def heuristic_name(policy: str) -> str:
     return "EASY-SJBF" if policy == "FCFS" else f"{policy}+EASY-SJBF"
 
 
-def schedule_rungs(policy: str, guard: str, threshold: float, oracle_seed: int) -> list[Rung]:
-    """The rungs of the job-ordering task, ranking with ``policy``'s key."""
+def guard_key(guard: str) -> str:
+    return "guard" if guard == "auto" else f"guard{guard}"
+
+
+def guard_text(guard: str) -> str:
+    if guard == "auto":
+        return "guard auto (3 x largest request)"
+    return f"guard {float(guard) / HOUR:g} h"
+
+
+def schedule_rungs(
+    policy: str, guard: str, threshold: float, oracle_seed: int, guards: tuple[str, ...] = ()
+) -> list[Rung]:
+    """The rungs of the job-ordering task, ranking with ``policy``'s key; ``guard`` is the
+    starvation threshold of the guarded like-job rule, ``guards`` those of group a."""
     rungs: list[Rung] = []
     for pol in QUEUE_POLICIES:
         name = heuristic_name(pol)
         rungs.append(Rung(f"a-{pol}", "a", name, spec=name))
-        rungs.append(
-            Rung(f"a-{pol}-guard", "a", f"{name}, guard {guard}", spec=f"{name},starvation={guard}")
-        )
+        for g in guards or (guard,):
+            rungs.append(
+                Rung(
+                    f"a-{pol}-{guard_key(g)}",
+                    "a",
+                    f"{name}, {guard_text(g)}",
+                    spec=f"{name},starvation={g}",
+                )
+            )
     x = f"{threshold:g}"
     warm_lr, warm_el = "log-ridge:warm=log", "eloss:warm=log"
     b = [
@@ -178,20 +197,88 @@ def schedule_rungs(policy: str, guard: str, threshold: float, oracle_seed: int) 
     return rungs
 
 
+def backfill_rungs(guard: str, threshold: float, oracle_seed: int) -> list[Rung]:
+    """The rungs of the backfilling task (FCFS queue, reference EASY-SJBF): what the
+    backfiller decides with, from the request to the real run time."""
+    rungs = [Rung(f"a-{_slug(n)}", "a", n, spec=n) for n in ("EASY", "CONSERVATIVE", "NONE")]
+    for label, est in (
+        ("E-Loss", "eloss"),
+        ("log-ridge", "log-ridge"),
+        ("like-job", "like-job"),
+        ("AVE2", "ave2"),
+    ):
+        rungs.append(
+            Rung(
+                f"b-{est}",
+                "b",
+                f"EASY-SJBF on {label} (warmed on the log)",
+                ranked={"rank": "request", "policy": "FCFS", "estimate": f"{est}:warm=log"},
+            )
+        )
+    rungs.append(Rung("c-lookahead", "c", "LOOKAHEAD", spec="LOOKAHEAD"))
+    x = f"{threshold:g}"
+    for p in PRECISIONS:
+        for r in RECALLS:
+            est = f"ends-within:threshold={x},precision={p:g},recall={r:g},seed={oracle_seed}"
+            rungs.append(
+                Rung(
+                    f"d-bit-p{p:g}-r{r:g}",
+                    "d",
+                    f"EASY-SJBF, estimate {x} s for jobs flagged as ending within {x} s "
+                    f"(precision {p:g}, recall {r:g})",
+                    ranked={"rank": "request", "policy": "FCFS", "estimate": est},
+                    info={"precision": p, "recall": r},
+                )
+            )
+    for sg in SIGMAS:
+        rungs.append(
+            Rung(
+                f"d-blur{sg:g}",
+                "d",
+                f"EASY-SJBF on the blurred run time (sigma {sg:g})",
+                ranked={
+                    "rank": "request",
+                    "policy": "FCFS",
+                    "estimate": f"blurred:sigma={sg:g},seed={oracle_seed}",
+                },
+                info={"sigma": sg},
+            )
+        )
+    for n in ("EASY-SJBF-AR", "EASY-AR", "CONSERVATIVE-AR"):
+        rungs.append(Rung(f"e-{_slug(n)}", "e", n, spec=n))
+    rungs.append(Rung("g-bound", "g", "certified lower bound on AVEbsld (CP-SAT)"))
+    return rungs
+
+
 # ------------------------------------------------------------------------- running
 def _record(metrics: dict[str, float]) -> dict[str, float]:
     return {k: float(metrics[k]) for k in ("avg_bsld", "max_wait", "p99_bsld", "utilization")}
 
 
 def _quality(values: np.ndarray, window: Workload, threshold: float) -> dict[str, float]:
-    """Measured precision/recall of "estimate <= threshold" for the jobs whose request is
-    above it, and the blur (std of log(estimate / run time)) over all jobs."""
+    """How good a ranking estimate is: the precision and recall of "estimate <= threshold"
+    over the jobs whose request is above it (the jobs the oracles' classifier draws on);
+    ``sigma``, the spread of ``log(estimate / run time)``; ``corr``, the correlation of the
+    logs of estimate and run time; and ``sigma_eq``, the log-normal blur with the same
+    correlation, ``sd(log run time) sqrt(1 / corr^2 - 1)`` (a blur ``s`` of independent
+    noise has correlation ``sd / sqrt(sd^2 + s^2)``): errors that shrink toward a mean
+    rank worse than their spread says, and ``sigma_eq`` places them on the blur curve."""
     from hpcgym.predictors.oracles import classifier_quality
 
     hard = window.request > threshold
     p, r = classifier_quality(values[hard] <= threshold, window.runtime[hard] <= threshold)
-    lr = np.log(np.maximum(values, 1.0) / np.maximum(window.runtime, 1.0))
-    return {"precision": p, "recall": r, "sigma": float(np.std(lr)), "bias": float(np.mean(lr))}
+    le = np.log(np.maximum(values, 1.0))
+    lt = np.log(np.maximum(window.runtime, 1.0))
+    corr = float(np.corrcoef(le, lt)[0, 1]) if np.std(le) > 0 and np.std(lt) > 0 else 0.0
+    eq = float(np.std(lt) * math.sqrt(1.0 / corr**2 - 1.0)) if corr > 0 else float("inf")
+    return {
+        "precision": p,
+        "recall": r,
+        "sigma": float(np.std(le - lt)),
+        "bias": float(np.mean(le - lt)),
+        "corr": corr,
+        "sigma_eq": eq,
+    }
 
 
 def run_ranked(rung: Rung, window: Workload, policy: str, threshold: float) -> dict[str, Any]:
@@ -239,16 +326,24 @@ class Ladder:
         ws = select_windows(len(self.workload), args.length, args.windows, split, args.seed)
         self.starts = list(ws.starts)
         self.policy = args.rank_policy or reference_policy(trace)
-        self.reference = (
-            heuristic_name(reference_policy(trace)) if args.reference == "ref" else args.reference
+        default = (
+            heuristic_name(reference_policy(trace)) if args.task == "schedule" else "EASY-SJBF"
         )
+        self.reference = default if args.reference == "ref" else args.reference
         self.dir = args.out / args.task / trace / split
-        self.rungs = schedule_rungs(self.policy, args.guard, args.threshold, args.oracle_seed)
+        if args.task == "schedule":
+            self.rungs = schedule_rungs(
+                self.policy, args.guard, args.threshold, args.oracle_seed, tuple(args.guards)
+            )
+        else:
+            self.rungs = backfill_rungs(args.guard, args.threshold, args.oracle_seed)
 
     def window(self, start: int) -> Workload:
         return self.workload.window(int(start), self.args.length)
 
     def path(self, key: str) -> Path:
+        if key == "g-bound":  # the bound holds for every scheduler of the window: one copy
+            return self.args.out / "bound" / self.trace / self.split / f"{key}.json"
         return self.dir / f"{key}.json"
 
     def load(self, key: str) -> dict[str, Any] | None:
@@ -422,7 +517,7 @@ def _cell(lad: Ladder, key: str) -> dict[str, Any] | None:
     x = np.array([r["avg_bsld"] for r in rows])
     cmp = paired_comparison(x, np.array([r["avg_bsld"] for r in ref])[: len(x)])
     out: dict[str, Any] = cmp.to_dict()
-    for k in ("precision", "recall", "sigma"):
+    for k in ("precision", "recall", "sigma", "corr", "sigma_eq"):
         vals = [r[k] for r in rows if k in r and r[k] is not None and math.isfinite(r[k])]
         if vals:
             out[k] = float(np.mean(vals))
@@ -511,22 +606,24 @@ def voi(args: argparse.Namespace, target: float = 0.85) -> str:
                     f"{label}: ratio {c['geo_ratio']:.3f} [{c['ci_low']:.2f}, {c['ci_high']:.2f}], "
                     f"measured precision {c.get('precision', float('nan')):.2f}, recall "
                     f"{c.get('recall', float('nan')):.2f} (of 'estimate <= {x} s'), "
-                    f"blur sigma {c.get('sigma', float('nan')):.2f}"
+                    f"spread of the log error {c.get('sigma', float('nan')):.2f}, correlation "
+                    f"of the logs {c.get('corr', float('nan')):.2f}, equivalent blur "
+                    f"{c.get('sigma_eq', float('nan')):.2f}"
                 )
                 if panel == "bit" and "recall" in c:
                     ax_bit.plot(c["recall"], c["geo_ratio"], "r*", ms=14)
                     ax_bit.annotate(f"{label}\n(precision {c.get('precision', float('nan')):.2f})",
                                     (c["recall"], c["geo_ratio"]), fontsize=8)  # fmt: skip
-                if panel == "blur" and "sigma" in c:
-                    ax_blur.plot(c["sigma"], c["geo_ratio"], "r*", ms=14)
-                    ax_blur.annotate(label, (c["sigma"], c["geo_ratio"]), fontsize=8)
+                if panel == "blur" and "sigma_eq" in c:
+                    ax_blur.plot(c["sigma_eq"], c["geo_ratio"], "r*", ms=14)
+                    ax_blur.annotate(label, (c["sigma_eq"], c["geo_ratio"]), fontsize=8)
             lines += [
                 "",
                 "Online signals, placed by their measured quality: " + "; ".join(sig_text) + ".",
             ]
             for ax, xlabel in (
                 (ax_bit, f"recall of 'ends within {x} s'"),
-                (ax_blur, "blur sigma (log-normal)"),
+                (ax_blur, "blur sigma (log-normal; signals: equivalent blur)"),
             ):
                 ax.axhline(1.0, color="grey", lw=0.8)
                 ax.axhline(target, color="g", ls="--", lw=0.8, label=f"{target:g}x")
@@ -561,7 +658,7 @@ def write_between(path: Path, tag: str, text: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    p.add_argument("--task", choices=["schedule"], default="schedule")
+    p.add_argument("--task", choices=["schedule", "backfill"], default="schedule")
     p.add_argument("--traces", nargs="+", default=["SDSC-SP2", "HPC2N"])
     p.add_argument("--splits", "--split", nargs="+", default=["train", "validation"])
     p.add_argument("--windows", type=int, default=30)
@@ -570,12 +667,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--reference",
         default="ref",
-        help="reference scheduler spec; 'ref': the trace's reference order with EASY-SJBF",
+        help="reference scheduler spec; 'ref': the trace's reference order with EASY-SJBF "
+        "(schedule), EASY-SJBF (backfill)",
     )
     p.add_argument(
         "--rank-policy", default=None, help="ranking key (default: the trace's reference order)"
     )
-    p.add_argument("--guard", default="auto", help="starvation threshold of the guarded rungs")
+    p.add_argument(
+        "--guard", default="auto", help="starvation threshold (s or 'auto') of the guarded rule"
+    )
+    p.add_argument(
+        "--guards",
+        nargs="+",
+        default=["auto", "86400"],
+        help="starvation thresholds (s or 'auto') of the guarded heuristics (group a)",
+    )
     p.add_argument("--threshold", type=float, default=60.0, help="X of 'ends within X s'")
     p.add_argument("--oracle-seed", type=int, default=0, help="seed of the oracles' draws")
     p.add_argument(
@@ -600,7 +706,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out_md:
         write_between(args.out_md, f"ladder:{args.task}", text)
-    if args.voi:
+    if args.voi and args.task == "schedule":
         vtext = voi(args)
         print(vtext)
         if args.out_md:
