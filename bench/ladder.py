@@ -246,7 +246,7 @@ def backfill_rungs(guard: str, threshold: float, oracle_seed: int) -> list[Rung]
         )
     for n in ("EASY-SJBF-AR", "EASY-AR", "CONSERVATIVE-AR"):
         rungs.append(Rung(f"e-{_slug(n)}", "e", n, spec=n))
-    rungs.append(Rung("g-bound", "g", "certified lower bound on AVEbsld (CP-SAT)"))
+    rungs.append(Rung("g-bound", "g", "certified lower bound on AVEbsld"))
     return rungs
 
 
@@ -409,7 +409,14 @@ class Ladder:
                 count=self.args.bound_blocks,
                 time_limit=self.args.bound_time,
             )
-            rows.append({"avg_bsld": b["lower"], "blocks": b["blocks"]})
+            rows.append(
+                {
+                    "avg_bsld": b["lower"],
+                    "blocks_lower": b["blocks_lower"],
+                    "fluid_lower": b["fluid_lower"],
+                    "blocks": b["blocks"],
+                }
+            )
         return rows
 
     # ----------------------------------------------------------------- tables
@@ -457,9 +464,13 @@ class Ladder:
             lb = np.array([r["avg_bsld"] for r in bound_rows])
             k = len(lb)
             gap = np.exp(np.mean(np.log(best_found[:k] / lb)))
+            blk = np.mean([r.get("blocks_lower", np.nan) for r in bound_rows])
+            flu = np.mean([r.get("fluid_lower", np.nan) for r in bound_rows])
             lines.append(
-                f"| g | certified lower bound (CP-SAT, {self.args.bound_blocks} x "
-                f"{self.args.bound_size} jobs, {self.args.bound_time:g} s each; {k} windows) | "
+                f"| g | certified lower bound on AVEbsld (the larger of CP-SAT on "
+                f"{self.args.bound_blocks} x {self.args.bound_size} jobs, "
+                f"{self.args.bound_time:g} s each, and the fluid relaxation; {k} windows; "
+                f"mean {lb.mean():.4f}: blocks {blk:.4f}, fluid {flu:.4f}) | "
                 f"{np.exp(np.mean(np.log(lb / ref[:k]))):.3f} (bound / reference) | "
                 f"{lb.mean() / ref[:k].mean():.3f} | | |"
             )

@@ -200,6 +200,22 @@ def test_bound_below_brute_force_optimum_on_tiny_instances():
         assert res.incumbent == pytest.approx(opt)
 
 
+def test_fluid_bound_below_brute_force_optimum():
+    from hpcgym.evaluation.bound import fluid_bound, serial_optimum
+
+    rng = np.random.default_rng(11)
+    above_n = 0
+    for _ in range(30):
+        n = int(rng.integers(2, 6))
+        r = np.sort(rng.integers(0, 30, n)).astype(float)
+        p = rng.integers(1, 80, n).astype(float)
+        q = rng.integers(1, 5, n)
+        lb = fluid_bound(r, p, q, 4)
+        assert n <= lb <= serial_optimum(r, p, q, 4) + 1e-9
+        above_n += lb > n + 1e-9
+    assert above_n > 0  # it does more than the trivial bsld >= 1
+
+
 def test_window_bound_below_every_heuristic(window):
     pytest.importorskip("ortools")
     from hpcgym.evaluation.bound import window_bound
@@ -208,6 +224,7 @@ def test_window_bound_below_every_heuristic(window):
     ref = simulate(w, policy="SAF", backfill="sjbf", estimate="actual")
     b = window_bound(w, ref.start, size=24, count=2, time_limit=2)
     assert b["block_jobs"] == 48 and 1.0 <= b["lower"]
+    assert b["lower"] == max(b["blocks_lower"], b["fluid_lower"])
     for pol in ("FCFS", "SJF", "SAF", "F1", "WFP3"):
         for est in ("request", "actual"):
             v = simulate(w, policy=pol, backfill="sjbf", estimate=est).metrics["avg_bsld"]
