@@ -58,7 +58,7 @@ from hpcgym.workload.core import Workload
 QUEUE_POLICIES = tuple(k for k in POLICIES if k not in ("SPF", "LPF"))
 PRECISIONS = (1.0, 0.9, 0.75, 0.5)
 RECALLS = (1.0, 0.75, 0.5, 0.25)
-SIGMAS = (0.25, 0.5, 1.0, 2.0)
+SIGMAS = (0.25, 0.5, 1.0, 2.0, 4.0)
 GROUPS = {
     "a": "online heuristics",
     "b": "online predictors and rules",
