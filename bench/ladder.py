@@ -26,7 +26,8 @@ Rungs (``--groups``):
 * ``f`` clairvoyant search over per-job priorities seeded from the best static order of
   each window, ``--search-budget`` engine runs per window (:mod:`hpcgym.evaluation.search`);
 * ``g`` a certified lower bound on AVEbsld: CP-SAT on the windows' most congested blocks
-  (:mod:`hpcgym.evaluation.bound`), and the best schedule found's distance to it.
+  and the fluid relaxation of the whole window (:mod:`hpcgym.evaluation.bound`), and the
+  best schedule found's distance to it.
 
 ``--voi`` draws the value-of-information figure (``docs/figures/voi_<trace>.png``) and its
 table from the stored rungs. Every rung of every (trace, split) is one JSON file under
@@ -699,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
         "--groups", nargs="+", default=["a", "b", "d", "e", "f", "g"], choices=list(GROUPS)
     )
     p.add_argument("--lookahead-windows", type=int, default=10)
-    p.add_argument("--search-budget", type=int, default=200, help="engine runs per window")
+    p.add_argument("--search-budget", type=int, default=1000, help="engine runs per window")
     p.add_argument("--bound-size", type=int, default=64, help="jobs per CP-SAT block")
     p.add_argument("--bound-blocks", type=int, default=2, help="blocks per window")
     p.add_argument("--bound-time", type=float, default=5.0, help="CP-SAT seconds per block")
