@@ -614,14 +614,20 @@ def voi(args: argparse.Namespace, target: float = 0.85) -> str:
                 c = _signal(lad, prefix)
                 if c is None:
                     continue
-                sig_text.append(
-                    f"{label}: ratio {c['geo_ratio']:.3f} [{c['ci_low']:.2f}, {c['ci_high']:.2f}], "
-                    f"measured precision {c.get('precision', float('nan')):.2f}, recall "
-                    f"{c.get('recall', float('nan')):.2f} (of 'estimate <= {x} s'), "
-                    f"spread of the log error {c.get('sigma', float('nan')):.2f}, correlation "
-                    f"of the logs {c.get('corr', float('nan')):.2f}, equivalent blur "
-                    f"{c.get('sigma_eq', float('nan')):.2f}"
-                )
+                parts = [f"ratio {c['geo_ratio']:.3f} [{c['ci_low']:.2f}, {c['ci_high']:.2f}]"]
+                if "precision" in c and "recall" in c:
+                    parts.append(
+                        f"precision {c['precision']:.2f} and recall {c['recall']:.2f} of "
+                        f"'estimate <= {x} s'"
+                    )
+                if "sigma" in c:
+                    parts.append(f"spread of the log error {c['sigma']:.2f}")
+                if "corr" in c and "sigma_eq" in c:
+                    parts.append(
+                        f"correlation of the logs {c['corr']:.2f} (equivalent blur "
+                        f"{c['sigma_eq']:.2f})"
+                    )
+                sig_text.append(f"{label}: " + ", ".join(parts))
                 if panel == "bit" and "recall" in c:
                     ax_bit.plot(c["recall"], c["geo_ratio"], "r*", ms=14)
                     ax_bit.annotate(f"{label}\n(precision {c.get('precision', float('nan')):.2f})",
