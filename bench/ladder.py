@@ -442,10 +442,20 @@ class Ladder:
         ]
         best_found = np.full(len(ref), np.inf)
         bound_rows = None
+        graded = 0
         for rung in self.rungs:
             rows = self.values(rung.key)
             if rows is None:
                 continue
+            if (
+                self.args.task == "schedule"
+                and rung.key.startswith("d-bit-")
+                and (rung.key != "d-bit-p1-r1")
+            ):
+                graded += 1
+                x = np.array([r["avg_bsld"] for r in rows])
+                best_found[: len(x)] = np.minimum(best_found[: len(x)], x)
+                continue  # the graded classifier's grid: the value-of-information tables
             if rung.group == "g":
                 bound_rows = rows
                 continue
@@ -460,6 +470,11 @@ class Ladder:
                 f"| {rung.group} | {rung.label}{few} | {cmp.geo_ratio:.3f} "
                 f"[{cmp.ci_low:.3f}, {cmp.ci_high:.3f}] | {x.mean() / ref[:k].mean():.3f} | "
                 f"{mw:.1f} | {p99:.0f} |"
+            )
+        if graded:
+            lines.append(
+                f"| d | ({graded} rows of the graded classifier: see the value-of-information "
+                "tables) | | | | |"
             )
         if bound_rows is not None:
             lb = np.array([r["avg_bsld"] for r in bound_rows])
