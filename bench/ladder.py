@@ -580,7 +580,8 @@ def voi(args: argparse.Namespace, target: float = 0.85) -> str:
             ax_bit, ax_blur = axes[row]
             x = f"{args.threshold:g}"
             lines = [
-                f"**{trace}, {lad.split}**: ratio to `{lad.reference}` of {lad.policy} with the jobs a "
+                f"**{trace}, {lad.split}**: ratio to `{lad.reference}` of {lad.policy} with the "
+                "jobs a "
                 f"classifier flags as ending within {x} s first (reservations on the request), "
                 "by the classifier's precision (rows) and recall (columns)",
                 "",
