@@ -1,4 +1,4 @@
-"""train/imitate.py: teacher labels of LOOKAHEAD-ORACLE, the BC student, determinism.
+"""train/imitate.py: teacher labels of LOOKAHEAD1-CLAIRVOYANT, the BC student, determinism.
 
 Fast: the 10,000-job synthetic workload (``synthetic:n_jobs=10000``), short windows, a few
 episodes.
@@ -85,14 +85,14 @@ def test_asking_the_teacher_leaves_the_episode_unchanged() -> None:
 
 
 def test_teacher_driven_env_is_the_oracle_scheduler() -> None:
-    """Labels mapped to rows and executed give exactly LOOKAHEAD-ORACLE's schedule."""
+    """Labels mapped to rows and executed give exactly LOOKAHEAD1-CLAIRVOYANT's schedule."""
     env = _env()
     rng = np.random.default_rng(3)
     _, stats = collect(env, 2, rng, starts=BUSY)
     for i in range(2):
         env.reset(seed=0, options={"start": BUSY[i]})
         window = env.simulation.workload
-        want = get_scheduler("LOOKAHEAD-ORACLE").simulate(window).metrics["avg_bsld"]
+        want = get_scheduler("LOOKAHEAD1-CLAIRVOYANT").simulate(window).metrics["avg_bsld"]
         assert stats.episode_avg_bsld[i] == pytest.approx(want, rel=1e-12)
         assert stats.episode_avg_bsld[i] <= stats.episode_reference_avg_bsld[i] + 1e-9
 
@@ -274,13 +274,13 @@ def test_imitate_prediction_order_end_to_end(tmp_path: Path) -> None:
 
 def test_online_lookahead_teacher_driven_env_is_the_lookahead_scheduler() -> None:
     """Teacher ``lookahead`` (online, non-clairvoyant): its labels, executed, give exactly
-    the LOOKAHEAD scheduler's schedule with the same options and seed."""
+    the LOOKAHEAD1-ONLINE scheduler's schedule with the same options and seed."""
     env = _env()
     opts = {"seed": 5, "samples": 2, "k": 4}
     data, stats = collect(env, 2, np.random.default_rng(3), starts=BUSY, kind="lookahead",
                           teacher=opts)  # fmt: skip
     assert len(data) > 20 and stats.outside == 0 and stats.rollouts > 0
-    spec = get_scheduler("LOOKAHEAD," + ",".join(f"{k}={v}" for k, v in opts.items()))
+    spec = get_scheduler("LOOKAHEAD1-ONLINE," + ",".join(f"{k}={v}" for k, v in opts.items()))
     for i in range(2):
         env.reset(seed=0, options={"start": BUSY[i]})
         want = spec.simulate(env.simulation.workload).metrics["avg_bsld"]

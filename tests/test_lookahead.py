@@ -1,4 +1,4 @@
-"""Snapshots, clones and the lookahead schedulers (LOOKAHEAD-ORACLE, LOOKAHEAD)."""
+"""Snapshots, clones and the lookahead schedulers (LOOKAHEAD1-CLAIRVOYANT, LOOKAHEAD1-ONLINE)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_snapshot_at_a_decision_point_mid_pass(scheduler):
 def test_snapshot_restores_decider_state():
     """A stateful decider (the seeded online lookahead) is part of the snapshot."""
     wl = synthetic(200, seed=3)
-    spec = get_scheduler("LOOKAHEAD,samples=2,k=4,horizon=2h,seed=5")
+    spec = get_scheduler("LOOKAHEAD1-ONLINE,samples=2,k=4,horizon=2h,seed=5")
     ref = spec.simulate(wl).start
     sim = spec.make_simulation(wl)
     run_to_decision(sim, 30, sim.decider)
@@ -169,7 +169,7 @@ def _windows(wl: Workload, length: int, count: int) -> list[Workload]:
 def _oracle_guarantee(windows: list[Workload]) -> None:
     for w in windows:
         sjbf = get_scheduler("EASY-SJBF").simulate(w).metrics["avg_bsld"]
-        res = get_scheduler("LOOKAHEAD-ORACLE").simulate(w)
+        res = get_scheduler("LOOKAHEAD1-CLAIRVOYANT").simulate(w)
         assert res.counters["violations"] == 0
         assert res.metrics["avg_bsld"] <= sjbf, (w.offset, res.metrics["avg_bsld"], sjbf)
 
@@ -207,7 +207,7 @@ def test_oracle_value_never_increases_and_reuse_is_exact():
     assert path[0] <= sjbf * (1 + 1e-12)
     assert np.all(np.diff(path) <= 1e-9 * path[:-1])
     assert path[-1] == pytest.approx(res.metrics["avg_bsld"], rel=1e-12)
-    no_reuse = get_scheduler("LOOKAHEAD-ORACLE,reuse=false").simulate(w)
+    no_reuse = get_scheduler("LOOKAHEAD1-CLAIRVOYANT,reuse=false").simulate(w)
     assert np.array_equal(no_reuse.start, res.start)
     assert d.counters["lookahead_rollouts"] < no_reuse.counters["lookahead_rollouts"]
 
@@ -215,11 +215,11 @@ def test_oracle_value_never_increases_and_reuse_is_exact():
 @pytest.mark.parametrize(
     "spec",
     [
-        "LOOKAHEAD-ORACLE,k=2,horizon=40",
-        "LOOKAHEAD-ORACLE,horizon=3h",
-        "LOOKAHEAD-ORACLE,rollout=actual",
-        "LOOKAHEAD,k=4,samples=2,horizon=3h",
-        "LOOKAHEAD,k=3,samples=2,horizon=6h,future=none,runtimes=request",
+        "LOOKAHEAD1-CLAIRVOYANT,k=2,horizon=40",
+        "LOOKAHEAD1-CLAIRVOYANT,horizon=3h",
+        "LOOKAHEAD1-CLAIRVOYANT,rollout=actual",
+        "LOOKAHEAD1-ONLINE,k=4,samples=2,horizon=3h",
+        "LOOKAHEAD1-ONLINE,k=3,samples=2,horizon=6h,future=none,runtimes=request",
     ],
 )
 def test_lookaheads_are_guarded(spec):
@@ -231,29 +231,29 @@ def test_lookaheads_are_guarded(spec):
 
 
 def test_oracle_options_and_spec():
-    spec = get_scheduler("LOOKAHEAD-ORACLE,k=4,horizon=12h")
+    spec = get_scheduler("LOOKAHEAD1-CLAIRVOYANT,k=4,horizon=12h")
     d = spec.make_decider()
     assert isinstance(d, LookaheadOracle) and d.k == 4 and d.horizon == ("seconds", 43200.0)
-    assert spec.backfill == "sjbf" and spec.decider == "lookahead-oracle"
-    assert get_scheduler("LOOKAHEAD-ORACLE").make_decider().k == 16
-    for bad in ("LOOKAHEAD-ORACLE,k=0", "LOOKAHEAD-ORACLE,nope=1", "EASY,k=3"):
+    assert spec.backfill == "sjbf" and spec.decider == "lookahead1-clairvoyant"
+    assert get_scheduler("LOOKAHEAD1-CLAIRVOYANT").make_decider().k == 16
+    for bad in ("LOOKAHEAD1-CLAIRVOYANT,k=0", "LOOKAHEAD1-CLAIRVOYANT,nope=1", "EASY,k=3"):
         with pytest.raises(ValueError):
             get_scheduler(bad)
     with pytest.raises(ValueError):
-        get_scheduler("LOOKAHEAD,horizon=100")  # online: time horizons only
+        get_scheduler("LOOKAHEAD1-ONLINE,horizon=100")  # online: time horizons only
     # a wrong choice names every valid one, the clairvoyant diagnostics included
     every = "'sampled', 'request', 'actual', 'noisy', 'actual-running', 'actual-waiting'"
     with pytest.raises(ValueError, match=every):
-        get_scheduler("LOOKAHEAD,runtimes=oracle").make_decider()
+        get_scheduler("LOOKAHEAD1-ONLINE,runtimes=oracle").make_decider()
     with pytest.raises(ValueError, match=r"'replay', 'none' or 'actual'"):
-        get_scheduler("LOOKAHEAD,future=real").make_decider()
+        get_scheduler("LOOKAHEAD1-ONLINE,future=real").make_decider()
 
 
 # --------------------------------------------------------------------- online
 def test_lookahead_is_deterministic_with_a_seed():
     w = synthetic(200, seed=2)
-    a = get_scheduler("LOOKAHEAD,samples=3,k=4,horizon=4h,seed=1").simulate(w)
-    b = get_scheduler("LOOKAHEAD,samples=3,k=4,horizon=4h,seed=1").simulate(w)
+    a = get_scheduler("LOOKAHEAD1-ONLINE,samples=3,k=4,horizon=4h,seed=1").simulate(w)
+    b = get_scheduler("LOOKAHEAD1-ONLINE,samples=3,k=4,horizon=4h,seed=1").simulate(w)
     assert np.array_equal(a.start, b.start)
     assert a.counters == b.counters
 
@@ -314,8 +314,8 @@ def test_online_machinery_with_the_real_future_is_the_oracle():
     lookahead's imagined states are the real ones, so it decides exactly like the
     oracle with the same time horizon."""
     w = synthetic(300, seed=12)
-    a = get_scheduler("LOOKAHEAD,future=actual,runtimes=actual,samples=1,z=0,horizon=4h")
-    b = get_scheduler("LOOKAHEAD-ORACLE,horizon=4h")
+    a = get_scheduler("LOOKAHEAD1-ONLINE,future=actual,runtimes=actual,samples=1,z=0,horizon=4h")
+    b = get_scheduler("LOOKAHEAD1-CLAIRVOYANT,horizon=4h")
     ra, rb = a.simulate(w), b.simulate(w)
     assert ra.counters["lookahead_not_sjbf"] > 0
     assert np.array_equal(ra.start, rb.start)
@@ -341,8 +341,8 @@ def test_user_history_sampler_conditions_on_elapsed():
 def test_naive_planner_options_and_sampler_choice():
     w = synthetic(150, seed=8)
     for spec in (
-        "LOOKAHEAD,samples=1,k=2,horizon=2h,runtimes=request,future=none",
-        "LOOKAHEAD,samples=2,k=2,horizon=2h,match=user-request,kind=runtime",
+        "LOOKAHEAD1-ONLINE,samples=1,k=2,horizon=2h,runtimes=request,future=none",
+        "LOOKAHEAD1-ONLINE,samples=2,k=2,horizon=2h,match=user-request,kind=runtime",
     ):
         res = get_scheduler(spec).simulate(w)
         assert res.counters["violations"] == 0
@@ -354,7 +354,7 @@ def test_cli_simulate_lookahead_oracle(capsys):
         [
             "simulate",
             "--scheduler",
-            "LOOKAHEAD-ORACLE",
+            "LOOKAHEAD1-CLAIRVOYANT",
             "--trace",
             "synthetic:n_jobs=10000",
             "--start",
@@ -366,7 +366,7 @@ def test_cli_simulate_lookahead_oracle(capsys):
     )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["scheduler"] == "LOOKAHEAD-ORACLE" and out["jobs"] == 120
+    assert out["scheduler"] == "LOOKAHEAD1-CLAIRVOYANT" and out["jobs"] == 120
     assert out["violations"] == 0 and out["lookahead_decisions"] > 0
 
 
@@ -409,7 +409,8 @@ def test_noisy_runtimes_are_a_calibrated_blur_of_the_real_ones():
     jobs = np.arange(len(w))
     rt = np.maximum(np.asarray(w.runtime, dtype=float), 1.0)
     keep = np.asarray(w.request) >= 4 * rt  # room above the truth: the cap rarely binds
-    d = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=0.5,samples=400,seed=3").make_decider()
+    noisy = "LOOKAHEAD1-ONLINE,runtimes=noisy,noise=0.5,samples=400,seed=3"
+    d = get_scheduler(noisy).make_decider()
     d._bind(sim)
     x = d._blurred(sim, jobs, np.zeros(len(jobs)))
     assert x.shape == (400, len(w)) and np.all(x <= np.asarray(w.request)) and np.all(x > 0)
@@ -423,12 +424,12 @@ def test_noisy_runtimes_are_a_calibrated_blur_of_the_real_ones():
     el = 0.8 * rt  # running jobs: draws above the time already run
     z = d._blurred(sim, jobs, el)
     assert np.all(z > el) and np.all(z <= np.asarray(w.request))
-    tiny = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=1e-9,samples=2").make_decider()
+    tiny = get_scheduler("LOOKAHEAD1-ONLINE,runtimes=noisy,noise=1e-9,samples=2").make_decider()
     tiny._bind(sim)
     t = tiny._blurred(sim, jobs, np.zeros(len(jobs)))
     cap = np.minimum(rt, np.asarray(w.request))
     np.testing.assert_allclose(t, np.broadcast_to(cap, t.shape), rtol=1e-6)
-    again = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=0.5,samples=400,seed=3").make_decider()
+    again = get_scheduler(noisy).make_decider()
     again._bind(sim)
     assert np.array_equal(again._blurred(sim, jobs, np.zeros(len(jobs))), x)  # seeded
 
@@ -442,11 +443,11 @@ def test_noisy_runtimes_with_errors_shared_by_a_users_jobs():
     user = np.asarray(w.user)
     errs = {}
     for r in (0.0, 0.6, 1.0):
-        spec = "LOOKAHEAD,runtimes=noisy,noise=1,seed=5" + (f",shared={r:g}" if r else "")
+        spec = "LOOKAHEAD1-ONLINE,runtimes=noisy,noise=1,seed=5" + (f",shared={r:g}" if r else "")
         d = get_scheduler(spec).make_decider()
         d._bind(sim)
         errs[r] = d._err
-    base = get_scheduler("LOOKAHEAD,runtimes=noisy,noise=1,seed=5,shared=0").make_decider()
+    base = get_scheduler("LOOKAHEAD1-ONLINE,runtimes=noisy,noise=1,seed=5,shared=0").make_decider()
     base._bind(sim)
     assert np.array_equal(base._err, errs[0.0])
     for u in np.unique(user)[:20]:  # one error per user at shared=1
@@ -459,9 +460,9 @@ def test_noisy_runtimes_with_errors_shared_by_a_users_jobs():
     assert 0.3 < within / errs[0.6].var() < 0.55
     for bad in ("runtimes=noisy,noise=1,shared=1.5", "runtimes=noisy,noise=1,shared=-0.1"):
         with pytest.raises(ValueError, match="shared must be"):
-            get_scheduler(f"LOOKAHEAD,{bad}").make_decider()
+            get_scheduler(f"LOOKAHEAD1-ONLINE,{bad}").make_decider()
     with pytest.raises(ValueError, match="runtimes=noisy only"):
-        get_scheduler("LOOKAHEAD,runtimes=actual,shared=0.5").make_decider()
+        get_scheduler("LOOKAHEAD1-ONLINE,runtimes=actual,shared=0.5").make_decider()
 
 
 def _users_window(request: list[float], user: list[int], runtime: list[float]) -> Workload:
@@ -512,12 +513,12 @@ def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which(
     assert set(by_user.draw(np.array([6]), np.zeros(1), 100, rng)[:, 0]) == {300.0}  # capped
     # a full window: deterministic with a seed, guarded, and not the real run times
     syn = synthetic(250, seed=13)
-    spec = "LOOKAHEAD,runtimes=user-pool,samples=2,k=4,horizon=4h,seed=2"
+    spec = "LOOKAHEAD1-ONLINE,runtimes=user-pool,samples=2,k=4,horizon=4h,seed=2"
     a, b = get_scheduler(spec).simulate(syn), get_scheduler(spec).simulate(syn)
     assert np.array_equal(a.start, b.start)
     assert a.counters["violations"] == 0 and a.counters["lookahead_decisions"] > 0
     with pytest.raises(ValueError, match="user-pool"):
-        get_scheduler("LOOKAHEAD,runtimes=user-pools").make_decider()
+        get_scheduler("LOOKAHEAD1-ONLINE,runtimes=user-pools").make_decider()
 
 
 def test_predecessor_runtimes_take_the_previous_like_job():
@@ -541,11 +542,11 @@ def test_predecessor_runtimes_take_the_previous_like_job():
     late = pools.predecessor(np.array([5]), np.array([35.0]), 100, rng)
     assert set(late[:, 0]) == {200.0, 300.0}  # no like job ran longer: the user's others
     syn = synthetic(250, seed=13)
-    spec = "LOOKAHEAD,runtimes=predecessor,samples=2,k=4,horizon=4h,seed=2"
+    spec = "LOOKAHEAD1-ONLINE,runtimes=predecessor,samples=2,k=4,horizon=4h,seed=2"
     a, b = get_scheduler(spec).simulate(syn), get_scheduler(spec).simulate(syn)
     assert np.array_equal(a.start, b.start)
     assert a.counters["violations"] == 0 and a.counters["lookahead_decisions"] > 0
-    pool = get_scheduler("LOOKAHEAD,runtimes=user-pool,samples=2,k=4,horizon=4h,seed=2")
+    pool = get_scheduler("LOOKAHEAD1-ONLINE,runtimes=user-pool,samples=2,k=4,horizon=4h,seed=2")
     assert not np.array_equal(a.start, pool.simulate(syn).start)
 
 
@@ -558,9 +559,9 @@ def test_noisy_runtimes_options_and_a_full_window():
         "runtimes=actual,noise=0.5",
     ):
         with pytest.raises(ValueError, match="noise"):
-            get_scheduler(f"LOOKAHEAD,{bad}").make_decider()
+            get_scheduler(f"LOOKAHEAD1-ONLINE,{bad}").make_decider()
     w = synthetic(250, seed=13)
-    spec = "LOOKAHEAD,runtimes=noisy,noise=0.7,samples=2,k=4,horizon=4h,seed=2"
+    spec = "LOOKAHEAD1-ONLINE,runtimes=noisy,noise=0.7,samples=2,k=4,horizon=4h,seed=2"
     a, b = get_scheduler(spec).simulate(w), get_scheduler(spec).simulate(w)
     assert np.array_equal(a.start, b.start)  # deterministic with a seed
     assert a.counters["violations"] == 0 and a.counters["lookahead_decisions"] > 0
@@ -628,15 +629,15 @@ def test_ave2_residual_sampler_predicts_and_draws_from_recent_errors():
 
 
 def test_lookahead_sampler_option():
-    d = get_scheduler("LOOKAHEAD,sampler=ave2-residual,recent=3").make_decider()
+    d = get_scheduler("LOOKAHEAD1-ONLINE,sampler=ave2-residual,recent=3").make_decider()
     assert isinstance(d.sampler, Ave2ResidualSampler) and d.sampler.recent == 3
-    assert get_scheduler("LOOKAHEAD").make_decider().sampler.recent == 4  # user-history
+    assert get_scheduler("LOOKAHEAD1-ONLINE").make_decider().sampler.recent == 4  # user-history
     with pytest.raises(ValueError, match="valid: user-history, ave2-residual"):
-        get_scheduler("LOOKAHEAD,sampler=nope").make_decider()
+        get_scheduler("LOOKAHEAD1-ONLINE,sampler=nope").make_decider()
     with pytest.raises(ValueError, match="kind and match"):
-        get_scheduler("LOOKAHEAD,sampler=ave2-residual,match=user-request").make_decider()
+        get_scheduler("LOOKAHEAD1-ONLINE,sampler=ave2-residual,match=user-request").make_decider()
     w = synthetic(250, seed=13)
-    spec = "LOOKAHEAD,sampler=ave2-residual,samples=2,k=4,horizon=4h,seed=2"
+    spec = "LOOKAHEAD1-ONLINE,sampler=ave2-residual,samples=2,k=4,horizon=4h,seed=2"
     a, b = get_scheduler(spec).simulate(w), get_scheduler(spec).simulate(w)
     assert np.array_equal(a.start, b.start) and a.counters["violations"] == 0
 
@@ -655,7 +656,7 @@ def test_one_group_of_real_run_times(runtimes, real_running, real_waiting):
     real run times of the running jobs, of the waiting jobs, of both or of neither."""
     w = load("synthetic", n_jobs=300, seed=4, load=0.9)
     sim = get_scheduler("EASY-SJBF").make_simulation(w, backfill="external")
-    d = get_scheduler(f"LOOKAHEAD,runtimes={runtimes},samples=3,k=4").make_decider()
+    d = get_scheduler(f"LOOKAHEAD1-ONLINE,runtimes={runtimes},samples=3,k=4").make_decider()
     found = False
     for _ in range(400):  # a decision point with running and waiting jobs
         assert sim.advance() == Event.DECISION

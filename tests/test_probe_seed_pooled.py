@@ -25,10 +25,10 @@ def _write(path: Path, rows: list[tuple[str, int, float]], trace: str = "T") -> 
 
 
 def test_split_seed() -> None:
-    assert B.split_seed("LOOKAHEAD,k=4,seed=3") == ("LOOKAHEAD,k=4", 3)
-    assert B.split_seed("LOOKAHEAD,seed=12,k=4") == ("LOOKAHEAD,k=4", 12)
-    assert B.split_seed("LOOKAHEAD,k=4") == ("LOOKAHEAD,k=4", 0)
-    assert B.split_seed("LOOKAHEAD,myseed=3") == ("LOOKAHEAD,myseed=3", 0)
+    assert B.split_seed("LOOKAHEAD1-ONLINE,k=4,seed=3") == ("LOOKAHEAD1-ONLINE,k=4", 3)
+    assert B.split_seed("LOOKAHEAD1-ONLINE,seed=12,k=4") == ("LOOKAHEAD1-ONLINE,k=4", 12)
+    assert B.split_seed("LOOKAHEAD1-ONLINE,k=4") == ("LOOKAHEAD1-ONLINE,k=4", 0)
+    assert B.split_seed("LOOKAHEAD1-ONLINE,myseed=3") == ("LOOKAHEAD1-ONLINE,myseed=3", 0)
 
 
 def test_pooled_ratio_is_the_mean_log_ratio_over_seeds(tmp_path: Path) -> None:
@@ -79,7 +79,7 @@ def test_inconsistent_inputs_are_refused(tmp_path: Path) -> None:
 
 def test_two_compare_runs_end_to_end(tmp_path: Path, capsys) -> None:
     compare = importlib.import_module("eval.compare").main
-    spec = "LOOKAHEAD,samples=2,k=4,horizon=2h"
+    spec = "LOOKAHEAD1-ONLINE,samples=2,k=4,horizon=2h"
     common = ["--windows", "2", "--length", "120", "--no-progress", "--no-plots", "--jobs", "1"]
     common += ["--reference", "EASY-SJBF", "--seed", "3"]
     for name, seed in (("a", ""), ("b", ",seed=5")):

@@ -20,7 +20,7 @@ from hpcgym.sim import Event, Simulation, get_scheduler
 from hpcgym.sim.deciders import EasyDecider
 from hpcgym.sim.engine import POLICIES
 from hpcgym.sim.queue_deciders import PolicyChooser, ScheduleOracle, make_chooser
-from hpcgym.sim.references import REFERENCE_POLICY, reference_policy
+from hpcgym.sim.references import REFERENCE_POLICY, deployable_reference, reference_policy
 from hpcgym.workload import load
 
 QUEUE_POLICIES = [p for p in POLICIES if p not in ("SPF", "LPF")]
@@ -145,26 +145,26 @@ def test_schedule_oracle_is_never_worse_than_its_reference():
     for seed in (1, 2, 3):
         w = load("synthetic", n_jobs=200, seed=seed)
         ref = get_scheduler("SAF+EASY-SJBF").simulate(w)
-        one = get_scheduler("SAF+SCHEDULE-ORACLE,k=1").simulate(w)
+        one = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=1").simulate(w)
         np.testing.assert_array_equal(one.start, ref.start)
-        orc = get_scheduler("SAF+SCHEDULE-ORACLE,k=4").simulate(w)
+        orc = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=4").simulate(w)
         assert orc.metrics["avg_bsld"] <= ref.metrics["avg_bsld"] + 1e-9
         assert orc.counters["schedule_decisions"] == orc.counters["queue_decisions"]
-        assert orc.config["chooser"] == "schedule-oracle"
+        assert orc.config["chooser"] == "schedule-lookahead1-clairvoyant"
 
 
 def test_schedule_oracle_finds_room_on_a_loaded_window():
     w = load("synthetic", n_jobs=300, seed=5)
     ref = get_scheduler("F2+EASY-SJBF").simulate(w).metrics["avg_bsld"]
-    orc = get_scheduler("F2+SCHEDULE-ORACLE,k=4").simulate(w)
+    orc = get_scheduler("F2+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=4").simulate(w)
     assert orc.metrics["avg_bsld"] < 0.95 * ref
     assert orc.counters["schedule_not_reference"] > 0
 
 
 def test_schedule_lookahead_runs_online_and_is_seeded():
     w = load("synthetic", n_jobs=150, seed=2)
-    a = get_scheduler("SAF+SCHEDULE-LOOKAHEAD,k=3,samples=2,seed=4").simulate(w)
-    b = get_scheduler("SAF+SCHEDULE-LOOKAHEAD,k=3,samples=2,seed=4").simulate(w)
+    a = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-ONLINE,k=3,samples=2,seed=4").simulate(w)
+    b = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-ONLINE,k=3,samples=2,seed=4").simulate(w)
     np.testing.assert_array_equal(a.start, b.start)
     assert a.counters["schedule_decisions"] > 0
     with pytest.raises(ValueError, match="valid choices"):
@@ -173,7 +173,7 @@ def test_schedule_lookahead_runs_online_and_is_seeded():
 
 def test_horizon_limited_oracle_and_reference_table():
     w = load("synthetic", n_jobs=150, seed=2)
-    res = get_scheduler("SAF+SCHEDULE-ORACLE,k=3,horizon=20").simulate(w)
+    res = get_scheduler("SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT,k=3,horizon=20").simulate(w)
     assert np.isfinite(res.start).all()
     assert isinstance(ScheduleOracle(horizon="2h").horizon, tuple)
     assert reference_policy("sdsc-sp2") == REFERENCE_POLICY["SDSC-SP2"] == "SAF"
@@ -189,7 +189,7 @@ def test_env_passes_both_checkers_on_defaults():
     env = gym.make("hpcgym/Schedule-v0")
     check_env(env.unwrapped)
     sb3_check(ScheduleEnv(), warn=False)
-    assert env.unwrapped.reference.name == f"{reference_policy(None)}+EASY-SJBF"
+    assert env.unwrapped.reference.name == deployable_reference(None)
     assert env.observation_space.shape == (128, len(QUEUE_COLUMNS))
     assert env.action_space.n == 128
 
@@ -261,14 +261,20 @@ def test_invalid_actions():
         ScheduleEnv(backfill="conservative")
 
 
-def test_starvation_applies_to_a_plain_reference():
-    env = ScheduleEnv(window_length=64, reference="EASY-SJBF", starvation=7200.0)
+def test_starvation_applies_to_the_envs_own_queue_reference():
+    """``ENV+NAME`` (and the default reference) play the env's order and starvation rule;
+    a plain name is exactly that scheduler (EASY-SJBF is FCFS + EASY-SJBF, no guard)."""
+    env = ScheduleEnv(window_length=64, reference="ENV+EASY-SJBF", starvation=7200.0)
     assert env.reference.policy == env.order and env.reference.starvation == 7200.0
-    assert ScheduleEnv(window_length=64, starvation="auto").reference.starvation == "auto"
+    assert env.reference.name == f"{env.order}+EASY-SJBF,starvation=2h"
+    auto = ScheduleEnv(window_length=64, starvation="auto").reference
+    assert auto.starvation == "auto" and auto.name.endswith(",starvation=auto")
+    plain = ScheduleEnv(window_length=64, reference="EASY-SJBF", starvation=7200.0).reference
+    assert plain.policy == "FCFS" and plain.starvation is None and plain.name == "EASY-SJBF"
 
 
 def test_options_commit_head_reference_and_pickle():
-    env = ScheduleEnv(window_length=150, commit_head=True, reference="SJF", backfill="easy")
+    env = ScheduleEnv(window_length=150, commit_head=True, reference="SJF+EASY", backfill="easy")
     assert env.reference.name == "SJF+EASY" and env.commit_head
     steps, total, info = play(env, lambda o, i: int(np.flatnonzero(i["action_mask"])[-1]))
     assert info["episode_steps"] == steps
@@ -389,12 +395,14 @@ def test_heldout_test_of_a_schedule_card(tmp_path):
           "--eval-length", "64", "--no-progress", "--logdir", str(tmp_path), "--total-steps",
           "0", "--row-prior", "rank=-5", "--run-name", "prior"])  # fmt: skip
     card = card_from_run(tmp_path / "prior", model="final")
-    order = reference_policy(None)
-    ref = f"{order}+EASY-SJBF"
-    assert schedule_heldout_references(card, "synthetic") == [ref, "EASY-SJBF"]
+    order = reference_policy(None)  # the unguarded reference, also the deployable order here
+    ref = deployable_reference(None)  # the deployable reference: the same order, guarded
+    assert ref == f"{order}+EASY-SJBF,starvation=144h"
+    refs = [ref, f"{order}+EASY-SJBF", "EASY-SJBF"]
+    assert schedule_heldout_references(card, "synthetic") == refs
     assert len(schedule_heldout_schedulers(card)) == 13
     sec = heldout_test(card, agent_loader=load_agent, windows=3, length=128, seed=9, jobs=1)
-    assert sec["fairness_reference"] == ref and set(sec["paired"]) == {ref, "EASY-SJBF"}
+    assert sec["fairness_reference"] == ref and set(sec["paired"]) == set(refs)
     assert sec["methods"][card.name]["per_window"] == sec["methods"][ref]["per_window"]
     main_ref = sec["paired"][ref]
     assert main_ref["geo_ratio"] == pytest.approx(1.0)
@@ -441,3 +449,25 @@ def test_fair_verdict_needs_the_tail():
     assert fair_verdict({**better, "tail": None}) == "better"  # no reference tail to test
     assert fair_verdict({"verdict": "worse", "tail": "worse"}) == "worse"
     assert fair_verdict({"verdict": "on par", "tail": "worse"}) == "on par"
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("LOOKAHEAD-ORACLE", "LOOKAHEAD1-CLAIRVOYANT"),
+        ("LOOKAHEAD", "LOOKAHEAD1-ONLINE"),
+        ("SCHEDULE-ORACLE", "SCHEDULE-LOOKAHEAD1-CLAIRVOYANT"),
+        ("SCHEDULE-LOOKAHEAD", "SCHEDULE-LOOKAHEAD1-ONLINE"),
+    ],
+)
+def test_old_lookahead_names_resolve_with_a_warning_naming_the_new(old, new):
+    """The one-step lookaheads were renamed (they are reference points, not bounds); the
+    old names still work for one minor version and say which name replaces them."""
+    with pytest.warns(FutureWarning, match=f"'{new}'"):
+        assert get_scheduler(old).name == new
+    with pytest.warns(FutureWarning, match=f"'{new}'"):
+        assert get_scheduler(f"SAF+{old},k=2").name == f"SAF+{new},k=2"
+    with pytest.warns(FutureWarning, match=f"'{new.lower()}'"):
+        spec = get_scheduler(f"decider={old.lower()},backfill=sjbf,k=2")
+    assert spec.decider == new.lower() and spec.make_decider().name == new.lower()
+    assert get_scheduler(new).description  # the new name is a plain named scheduler

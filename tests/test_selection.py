@@ -67,12 +67,17 @@ def test_run_reference() -> None:
     assert S.run_reference({"reference": "EASY-SJBF"}) == "EASY-SJBF"
     assert S.run_reference({"reference": "EASY-SJBF", "policy": "SJF"}) == "SJF+EASY-SJBF"
     assert S.run_reference({"normalizer": "ELOSS", "policy": "sjf"}) == "SJF+ELOSS"
-    # a Schedule-v0 run: the env's row order, FCFS meaning the trace's reference heuristic
+    # ENV+NAME (today's default): the env's own queue, named for what it runs
+    assert S.run_reference({"reference": "ENV+EASY-SJBF", "policy": "SJF"}) == "SJF+EASY-SJBF"
+    assert S.run_reference({"reference": "ENV+EASY-SJBF"}) == "EASY-SJBF"
+    # a Schedule-v0 run: the env's row order, FCFS meaning the trace's deployable reference
     sched = {"task": "schedule", "reference": "EASY-SJBF", "policy": "FCFS"}
-    assert S.run_reference({**sched, "trace": "SDSC-SP2"}) == "SAF+EASY-SJBF"
+    assert S.run_reference({**sched, "trace": "SDSC-SP2"}) == "SJF+EASY-SJBF"
     assert S.run_reference({**sched, "trace": "KTH-SP2"}) == "F3+EASY-SJBF"
     assert S.run_reference({**sched, "trace": None}) == "F2+EASY-SJBF"  # synthetic
     assert S.run_reference({**sched, "trace": "HPC2N", "policy": "SJF"}) == "SJF+EASY-SJBF"
+    guarded = {**sched, "reference": "ENV+EASY-SJBF", "trace": None}
+    assert S.run_reference(guarded) == "F2+EASY-SJBF,starvation=144h"
     assert S.run_reference({"reference": "WFP3+EASY", "policy": "SJF"}) == "WFP3+EASY"
     with pytest.raises(ValueError, match="no reference"):
         S.run_reference({"reference": None})

@@ -195,9 +195,12 @@ class TrainConfig:
         metavar="POLICY",
     )
     reference: str = _opt(
-        "EASY-SJBF",
+        "ENV+EASY-SJBF",
         "workload",
-        "scheduler the terminal reward is relative to ('none' = raw -AVEbsld)",
+        "scheduler the terminal reward is relative to ('none' = raw -AVEbsld); a name is what "
+        "'hpcgym simulate --scheduler NAME' runs, ENV+NAME plays NAME's backfilling with the "
+        "env's own queue order and starvation rule (the default: SJF+EASY-SJBF under "
+        "--policy SJF; Schedule-v0's deployable reference)",
         aliases=("--normalizer",),
     )
     mode: str = _opt(

@@ -39,12 +39,20 @@ def ratio_reference(cfg: TrainConfig) -> str:
     """
     ref = str(cfg.reference)
     ref = DEFAULT_RATIO_REFERENCE if ref.lower() == "none" else ref
-    if cfg.task == "schedule":  # a plain name runs with the env's order: say so
-        from hpcgym.sim.schedulers import NAMED, policy_name
+    from hpcgym.envs.reward import ENV_PREFIX, resolve_reference
+
+    if ref[: len(ENV_PREFIX)].upper() == ENV_PREFIX:  # the env's own queue: its real name
         from train.tasks import queue_policy
 
-        if ref.upper() in {k.upper() for k in NAMED}:
-            ref = policy_name(ref, queue_policy(cfg))
+        starvation = None
+        if cfg.task == "schedule":  # Schedule-v0's queue has the starvation guard
+            from hpcgym.sim.references import starvation_threshold
+            from hpcgym.workload import load, trace_spec
+
+            starvation = starvation_threshold(load(trace_spec(cfg.trace)))
+        spec = resolve_reference(ref, queue_policy(cfg), starvation)
+        assert spec is not None
+        ref = spec.name
     return ref
 
 

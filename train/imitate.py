@@ -1,6 +1,6 @@
-"""Behaviour cloning / DAgger of LOOKAHEAD-ORACLE into the kernel policy.
+"""Behaviour cloning / DAgger of LOOKAHEAD1-CLAIRVOYANT into the kernel policy.
 
-The teacher (``LOOKAHEAD-ORACLE``, clairvoyant: it knows the actual run times and the
+The teacher (``LOOKAHEAD1-CLAIRVOYANT``, clairvoyant: it knows the actual run times and the
 future arrivals of the window) labels the decision points of env episodes on the TRAIN
 split; the student (the ``MaskablePPO`` kernel policy of ``train/ppo.py``) sees only the
 env's online observation and is trained by cross-entropy on its masked logits. DAgger
@@ -50,15 +50,15 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def _key_values(text: str) -> dict[str, Any]:
-    """``--teacher-options``: the LOOKAHEAD scheduler's decider options (parsed and checked
+    """``--teacher-options``: the LOOKAHEAD1-ONLINE scheduler's decider options (parsed and checked
     by the scheduler registry; the estimator and corrections are the env's)."""
     from hpcgym.sim import get_scheduler
 
     try:
-        spec = get_scheduler(f"LOOKAHEAD,{text}")
+        spec = get_scheduler(f"LOOKAHEAD1-ONLINE,{text}")
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-    base = get_scheduler("LOOKAHEAD")
+    base = get_scheduler("LOOKAHEAD1-ONLINE")
     if (spec.policy, spec.backfill, spec.estimate, spec.correction) != (
         base.policy,
         base.backfill,
@@ -111,7 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=_key_values,
         default={},
         metavar="KEY=VALUE,...",
-        help="options of the lookahead teacher, as for the LOOKAHEAD scheduler (e.g. "
+        help="options of the lookahead teacher, as for the LOOKAHEAD1-ONLINE scheduler (e.g. "
         "samples=8,match=user-request; docs/research/findings.md)",
     )
     g.add_argument("--episodes", type=int, default=200, help="teacher-driven episodes")
@@ -326,7 +326,7 @@ def _validate(
         seed=args.eval_seed,
         teacher=None
         if args.no_teacher_eval or args.teacher != "lookahead-oracle"
-        else f"LOOKAHEAD-ORACLE,k={args.teacher_k}",
+        else f"LOOKAHEAD1-CLAIRVOYANT,k={args.teacher_k}",
     )
     table = format_table(res)
     print(table, flush=True)

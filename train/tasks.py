@@ -46,8 +46,8 @@ def vector_class(task: str) -> Any:
 def queue_policy(cfg: TrainConfig) -> str:
     """The queue policy a run's plain baselines and reference are played with: ``--policy``
     for the backfill task; for the schedule task the order of the env's rows, which is
-    ``--policy`` unless that is FCFS (the default), else the trace's reference heuristic
-    (:func:`hpcgym.sim.references.reference_policy`)."""
+    ``--policy`` unless that is FCFS (the default), else the order of the trace's deployable
+    reference (:func:`hpcgym.sim.references.deployable_policy`)."""
     if cfg.task != "schedule":
         return cfg.policy
     from hpcgym.sim.references import schedule_order

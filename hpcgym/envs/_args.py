@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcgym.sim.estimators import canonical_name
-from hpcgym.sim.schedulers import SchedulerSpec
+from hpcgym.sim.schedulers import SchedulerSpec, starvation_seconds
 
 __all__ = ["_UNSET", "_Unset", "_alias", "_choice", "agent_spec"]
 
@@ -24,6 +24,7 @@ def agent_spec(
     """The agent's scheduler (its backfilling is the env's): queue ``policy``, the
     reservation ``estimator`` and, when given, the ``rank_estimator`` the policy ranks by.
 
+    :param starvation: seconds, a time such as ``"54h"``, ``"auto"`` or ``None``
     :raises TypeError: an estimator that is not a name (options go in ``*_kwargs``)
     """
     for arg, value in (("estimator", estimator), ("rank_estimator", rank_estimator)):
@@ -33,6 +34,8 @@ def agent_spec(
                 f"hpcgym.predictors.make_estimator), got {type(value).__name__}; pass "
                 f"predictor options with {arg}_kwargs"
             )
+    if isinstance(starvation, str) and starvation.strip().lower() != "auto":
+        starvation = starvation_seconds(starvation)  # "54h", "3600"
     return SchedulerSpec(
         name="agent",
         policy=policy.upper(),

@@ -27,12 +27,13 @@ from hpcgym.envs.reward import (
     clear_normalizer_cache,
     deterministic_metrics,
     reference_metrics,
+    resolve_reference,
     terminal_reward,
     workload_fingerprint,
 )
 from hpcgym.sim.engine import EstimatorFeed, Event, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name, make_estimator
-from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
+from hpcgym.sim.schedulers import SchedulerSpec
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import VALIDATION_FRACTION, WindowSampler
 
@@ -203,7 +204,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     | `train_fraction`    | `0.7`           | share of the jobs in the training range           |
     | `validation_fraction` | `0.1`         | share of that range held back as ``validation``   |
     | `mode`              | `"guarded"`     | ``guarded``, ``penalized`` or ``free``            |
-    | `reference`         | `"EASY-SJBF"`   | scheduler of the terminal reward, or ``None``     |
+    | `reference`         | `"ENV+EASY-SJBF"` | scheduler of the terminal reward, or ``None``   |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense`` (see *Rewards*)         |
     | `reward_scale`      | `"linear"`      | ``linear`` or ``log`` (see *Rewards*)             |
@@ -234,12 +235,13 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
     paper's rule); ``free`` -- every job that fits now, no penalty (what the reference
     code trains). Violations are counted in every mode.
 
-    Normalizer: any name of :func:`hpcgym.sim.schedulers.get_scheduler`. A plain named
-    scheduler whose queue policy is FCFS (``EASY-SJBF``, ``EASY``, ``EASY-AR``,
-    ``EASY++``...) runs with the env's base ``policy`` (``SJF+EASY-SJBF`` under
-    ``policy="SJF"``), so that the reward measures the backfilling decisions only; a
-    ``POLICY+NAME`` or ``key=value`` spec is used as given. It is simulated once per
-    window (seed 0) with the built-in backfiller and cached (bounded LRU, per process).
+    Reference: any name of :func:`hpcgym.sim.schedulers.get_scheduler`, meaning exactly
+    what ``hpcgym simulate --scheduler NAME`` runs (``EASY-SJBF`` is FCFS + EASY-SJBF under
+    any ``policy``); ``ENV+NAME`` plays NAME's backfilling with the env's own ``policy``
+    and starvation rule (the default ``ENV+EASY-SJBF`` is ``SJF+EASY-SJBF`` under
+    ``policy="SJF"``), so that the reward measures the backfilling decisions only
+    (:func:`hpcgym.envs.reward.resolve_reference`). It is simulated once per window
+    (seed 0) with the built-in backfiller and cached (bounded LRU, per process).
 
     ## Info
 
@@ -313,7 +315,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             window_length = 256
         reference = _alias("reference", reference, "normalizer", normalizer, unset=_UNSET)
         if reference is _UNSET:
-            reference = "EASY-SJBF"
+            reference = "ENV+EASY-SJBF"
 
         if render_mode not in (None, *self.metadata["render_modes"]):
             # not an error: SB3's make_vec_env always asks for "rgb_array"
@@ -389,7 +391,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
             backfill="external",
             estimate=self._spec._estimator(),
             correction=correction,
-            starvation=starvation,
+            starvation=self._spec.starvation,
             rank_estimate=self._spec._rank_estimator(),
         )
         self.policy = policy.upper()
@@ -462,16 +464,7 @@ class BackfillEnv(gym.Env[np.ndarray, np.int64]):
         return self.reference
 
     def _resolve_normalizer(self, normalizer: str | SchedulerSpec | None) -> SchedulerSpec | None:
-        if normalizer is None:
-            return None
-        spec = get_scheduler(normalizer)
-        if isinstance(normalizer, str):
-            plain = normalizer.strip().lower() in {k.lower() for k in NAMED}
-            if plain and spec.policy == "FCFS" and self.policy != "FCFS":
-                spec = spec.with_policy(self.policy)
-        if spec.backfill == "external":
-            raise ValueError("the reference needs a built-in backfiller, not 'external'")
-        return spec
+        return resolve_reference(normalizer, self.policy, self._spec.starvation)
 
     @property
     def workload(self) -> Workload:

@@ -1,16 +1,17 @@
 """The reward of the backfilling env: the comparison with a reference scheduler.
 
 The reference scheduler (``reference=`` of :class:`~hpcgym.envs.backfill_env.BackfillEnv`,
-default EASY-SJBF) is simulated once per window with the engine's built-in backfiller;
-its metrics (and, for the dense reward, its start times) are cached per process
-(bounded LRU keyed by the workload's content, the window and the scheduler), so that
-every episode on the same window pays for it once. :func:`terminal_reward` is the
-formula of the env's docstring (*Rewards*); :class:`JobCredit` spreads the same total
-over the steps (``reward_mode="dense"``).
+default ``ENV+EASY-SJBF``; :func:`resolve_reference`) is simulated once per window with the
+engine's built-in backfiller; its metrics (and, for the dense reward, its start times) are
+cached per process (bounded LRU keyed by the workload's content, the window and the
+scheduler), so that every episode on the same window pays for it once.
+:func:`terminal_reward` is the formula of the env's docstring (*Rewards*); :class:`JobCredit`
+spreads the same total over the steps (``reward_mode="dense"``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 from collections import OrderedDict
@@ -18,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.sim.schedulers import SchedulerSpec
+from hpcgym.sim.engine import POLICIES
+from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler, starvation_label
 from hpcgym.workload.core import Workload
 
 __all__ = [
@@ -26,8 +28,10 @@ __all__ = [
     "OBJECTIVES",
     "REWARD_MODES",
     "REWARD_SCALES",
+    "ENV_PREFIX",
     "JobCredit",
     "clear_normalizer_cache",
+    "resolve_reference",
     "deterministic_metrics",
     "reference_metrics",
     "reference_starts",
@@ -48,6 +52,65 @@ REWARD_MODES: tuple[str, ...] = ("terminal", "dense")
 #: reports, so a window where the agent halves AVEbsld counts as much as one where it
 #: doubles it; :func:`terminal_reward`)
 REWARD_SCALES: tuple[str, ...] = ("linear", "log")
+
+#: the prefix of a reference played with the env's own queue: ``ENV+EASY-SJBF``
+ENV_PREFIX = "ENV+"
+
+
+def resolve_reference(
+    reference: str | SchedulerSpec | None,
+    policy: str,
+    starvation: float | str | None,
+) -> SchedulerSpec | None:
+    """The reference scheduler a name means, the same everywhere: a scheduler name is
+    exactly what ``hpcgym simulate --scheduler NAME`` runs (``EASY`` is FCFS + EASY on the
+    requests, ``SAF`` is SAF + EASY on the requests, whatever the env's queue).
+
+    ``ENV+NAME`` is the explicit spelling of "the env's own queue with NAME's
+    backfilling": NAME (a scheduler of the FCFS queue, e.g. ``EASY-SJBF``, ``ELOSS``,
+    ``EASY,estimate=actual``) played with the env's queue ``policy`` and its starvation
+    rule. The result is named for what it runs (``SAF+EASY-SJBF,starvation=54h``).
+
+    :param reference: a scheduler name or spec string, ``ENV+NAME``, a
+        :class:`SchedulerSpec`, or ``None`` (no reference)
+    :param policy: the env's queue policy
+    :param starvation: the env's starvation threshold (seconds, ``"auto"`` or ``None``)
+    :raises ValueError: for a queue policy given where a scheduler is meant (``"SJF"``),
+        ``ENV+`` with a scheduler that has its own queue policy, or an external backfiller
+    """
+    if reference is None:
+        return None
+    if isinstance(reference, SchedulerSpec):
+        spec = reference
+    else:
+        text = str(reference).strip()
+        if text[: len(ENV_PREFIX)].upper() == ENV_PREFIX:
+            base = get_scheduler(text[len(ENV_PREFIX) :])
+            if base.policy != "FCFS" or base.starvation is not None:
+                raise ValueError(
+                    f"reference {text!r}: ENV+ takes a scheduler of the FCFS queue without a "
+                    f"starvation rule (EASY-SJBF, EASY, ELOSS...), not {base.name!r}, which "
+                    "has its own queue: give it without ENV+"
+                )
+            spec = base if policy.upper() == "FCFS" else base.with_policy(policy)
+            if starvation is not None:
+                label = starvation if isinstance(starvation, str) else starvation_label(starvation)
+                spec = dataclasses.replace(
+                    spec, starvation=starvation, name=f"{spec.name},starvation={label}"
+                )
+        else:
+            plain = {k.lower() for k in NAMED}
+            if text.upper() in POLICIES and text.lower() not in plain:
+                raise ValueError(
+                    f"reference {text!r} is a queue policy, not a scheduler: name the "
+                    f"backfilling too ({text.upper()}+EASY-SJBF), or write ENV+EASY-SJBF "
+                    "for the env's own queue with EASY-SJBF"
+                )
+            spec = get_scheduler(text)
+    if spec.backfill == "external":
+        raise ValueError("the reference needs a built-in backfiller, not 'external'")
+    return spec
+
 
 # ----------------------------------------------------------- normalizer cache
 #: maximum number of cached normalizer results (one small dict per window)

@@ -15,8 +15,8 @@ from gymnasium import spaces
 from hpcgym.envs._args import _choice
 from hpcgym.envs.backfill_env import BackfillEnv
 from hpcgym.envs.queue_observation import QUEUE_COLUMNS, QueueFeatures, build_queue
-from hpcgym.sim.engine import POLICIES, Event, Simulation, policy_id
-from hpcgym.sim.references import reference_policy
+from hpcgym.sim.engine import Event, Simulation, policy_id
+from hpcgym.sim.references import deployable_policy, reference_policy, starvation_threshold
 from hpcgym.sim.schedulers import SchedulerSpec
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import VALIDATION_FRACTION
@@ -103,12 +103,18 @@ class ScheduleEnv(BackfillEnv):
     AVEbsld ``b``, or ``ln(b_ref / b_agent)`` with ``reward_scale="log"``.
     ``reward_mode="dense"`` pays the same total job by job, as Backfill-v0 does.
 
-    The default reference is the trace's reference queue heuristic
-    (:func:`hpcgym.sim.references.reference_policy`: the strongest of the thirteen on the
-    trace's train range, SAF on SDSC-SP2 and HPC2N), with the env's ``backfill`` and
-    ``starvation``. Any scheduler name is accepted; a plain policy name such as ``"SJF"``
-    means that policy with the env's backfilling. With ``reference=None`` the reward is
-    the raw ``-AVEbsld``.
+    The default reference is the trace's *deployable* reference
+    (:data:`hpcgym.sim.references.DEPLOYABLE_REFERENCE`): the strongest of the thirteen
+    orders on the trace's train range under the starvation guard of Carastan-Santos et al.
+    (a job that has waited longer than Θ, three times the platform's largest allowed run
+    time, goes first), played with the env's ``backfill``. The same guard applies to the
+    agent (``starvation="default"``). ``reference="unguarded"`` is the strongest order
+    without a guard (:func:`~hpcgym.sim.references.reference_policy`, SAF on SDSC-SP2),
+    and then the agent has no guard either unless ``starvation`` is given. Any scheduler
+    name is accepted and means what ``hpcgym simulate --scheduler NAME`` runs (``"EASY"``
+    is FCFS + EASY); ``ENV+NAME`` plays NAME's backfilling with the env's own ``order``
+    and ``starvation`` (``"ENV+EASY-SJBF"``). With ``reference=None`` the reward is the raw
+    ``-AVEbsld``.
 
     ## Starting State, Episode End, Seeding, Splits
 
@@ -130,13 +136,16 @@ class ScheduleEnv(BackfillEnv):
     | `rank_estimator`    | `None`          | estimate the row ``order`` ranks by; ``None``:    |
     |                     |                 | ``estimator`` (the reference: ``NAME,rank=...``)  |
     | `correction`        | `"incremental"` | correction of under-estimates (engine)            |
-    | `starvation`        | `None`          | threshold (s, or ``"auto"``): oldest starving     |
-    |                     |                 | job first, for the agent and the reference        |
+    | `starvation`        | `"default"`     | threshold: seconds, ``"platform"`` (3 x the       |
+    |                     |                 | platform's largest run time), ``"auto"`` (3 x the |
+    |                     |                 | window's largest request) or ``None``; default:   |
+    |                     |                 | ``"platform"`` (``None`` with ``"unguarded"``)    |
     | `window_length`     | `256`           | jobs per episode                                  |
     | `split`             | `"train"`       | ``train``, ``validation``, ``test`` or ``all``    |
     | `train_fraction`    | `0.7`           | share of the jobs in the training range           |
     | `validation_fraction` | `0.1`         | share of that range held back as ``validation``   |
-    | `reference`         | trace's         | scheduler of the terminal reward, or ``None``     |
+    | `reference`         | trace's         | scheduler of the terminal reward (``"default"``:  |
+    |                     |                 | deployable; ``"unguarded"``; a name; ``None``)    |
     | `order`             | trace's         | the policy of the row order (rank, row 0)         |
     | `objective`         | `"bsld"`        | ``bsld``, ``wait`` or ``utilization``             |
     | `reward_mode`       | `"terminal"`    | ``terminal`` or ``dense``                         |
@@ -176,7 +185,7 @@ class ScheduleEnv(BackfillEnv):
         backfill: str = "sjbf",
         estimator: str = "request",
         correction: str = "incremental",
-        starvation: float | str | None = None,
+        starvation: float | str | None = "default",
         window_length: int | None = None,
         split: str = "train",
         train_fraction: float = 0.7,
@@ -203,25 +212,31 @@ class ScheduleEnv(BackfillEnv):
         bf = _choice("backfill", str(backfill).lower(), BACKFILLERS)
         engine_bf, named = BACKFILLERS[bf]
         label = trace.name if isinstance(trace, Workload) else trace
-        self.order = str(order or reference_policy(None if label is None else str(label)))
+        label = None if label is None else str(label)
+        special = reference.strip().lower() if isinstance(reference, str) else None
+        guarded = special != "unguarded"
+        self.order = str(
+            order or (deployable_policy(label) if guarded else reference_policy(label))
+        )
         policy_id(self.order)  # validates the name
         self.order = self.order.upper()
-        if isinstance(reference, str) and reference == "default":
-            reference = f"{self.order}+{named}"
-        elif isinstance(reference, str) and reference.upper() in POLICIES:
-            reference = f"{reference.upper()}+{named}"
+        if special in ("default", "unguarded"):
+            reference = f"ENV+{named}"  # the env's order and starvation rule
+        platform = starvation == "platform" or (starvation == "default" and guarded)
+        if starvation == "default" and not guarded:
+            starvation = None
         super().__init__(
             trace=trace,
             machine_size=machine_size,
             policy=self.order,
             estimator=estimator,
             correction=correction,
-            starvation=starvation,
+            starvation=None if platform else starvation,
             window_length=window_length,
             split=split,
             train_fraction=train_fraction,
             validation_fraction=validation_fraction,
-            reference=reference,
+            reference=None,  # resolved below, with the starvation rule
             objective=objective,
             max_queue=max_queue,
             invalid_action=invalid_action,
@@ -238,10 +253,13 @@ class ScheduleEnv(BackfillEnv):
             rank_estimator=rank_estimator,
             rank_estimator_kwargs=rank_estimator_kwargs,
         )
-        if starvation is not None and self.reference is not None:
-            if self.reference.starvation is None:  # the same rule for the reference
-                self.reference = dataclasses.replace(self.reference, starvation=starvation)
-                self._norm_key = repr(self.reference.to_dict())
+        if platform:  # the thesis's guard: 3 x the platform's largest allowed run time
+            theta = starvation_threshold(self._workload)
+            self._spec = dataclasses.replace(self._spec, starvation=theta)
+        #: the starvation threshold of the agent's queue (seconds, ``"auto"`` or ``None``)
+        self.starvation = self._spec.starvation
+        self.reference = self._resolve_normalizer(reference)  # type: ignore[arg-type]
+        self._norm_key = None if self.reference is None else repr(self.reference.to_dict())
         self.backfill = bf
         self._engine_backfill = engine_bf
         self.commit_head = bool(commit_head)

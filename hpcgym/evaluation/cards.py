@@ -217,6 +217,13 @@ def zip_timesteps(path: Path) -> int | None:
     return int(value) if isinstance(value, int | float) else None
 
 
+def _env_free(reference: Any) -> Any:
+    """``NAME`` for ``ENV+NAME`` (:data:`hpcgym.envs.reward.ENV_PREFIX`), else as given."""
+    if isinstance(reference, str) and reference[:4].upper() == "ENV+":
+        return reference[4:]
+    return reference
+
+
 def _task_keys(cfg: dict[str, Any]) -> dict[str, Any]:
     """``policy`` and ``mode`` of a run's card; a Schedule-v0 run adds ``task`` and writes
     its row order as ``policy`` (mode ``schedule``)."""
@@ -306,7 +313,9 @@ def card_from_run(
         "train_fraction": cfg.get("train_fraction", 0.7),
         "validation_fraction": cfg.get("validation_fraction", VALIDATION_FRACTION),
         **_task_keys(cfg),
-        "normalizer": cfg.get("reference", cfg.get("normalizer")),  # the reward's reference
+        # the reward's reference; ENV+NAME (the env's own queue) is stored as NAME, which
+        # readers play with the card's policy
+        "normalizer": _env_free(cfg.get("reference", cfg.get("normalizer"))),
         "objective": cfg.get("objective", "bsld"),
         "estimator": cfg.get("estimator", "request"),
         **{

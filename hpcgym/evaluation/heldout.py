@@ -130,16 +130,19 @@ def schedule_heldout_schedulers(card: ModelCard) -> list[str]:
 
 def schedule_heldout_references(card: ModelCard, trace: str) -> list[str]:
     """The references of a Schedule-v0 agent's paired statistics on ``trace``: the
-    trace's reference heuristic first (the fairness columns are against it), then the
-    agent's own row order and FCFS (each once).
+    trace's deployable reference first (the strongest order under the starvation guard,
+    :func:`hpcgym.sim.references.deployable_reference`; the fairness columns are against
+    it), then the unguarded reference heuristic, the agent's own row order and FCFS, with
+    the card's starvation rule (each once).
 
     :param card: the agent's model card (``task: schedule``)
     :param trace: the evaluated trace
     """
-    from hpcgym.sim.references import reference_policy
+    from hpcgym.sim.references import deployable_reference, reference_policy
 
     suffix = _starvation_suffix(card)
-    out: list[str] = []
+    deployable = deployable_reference(trace)
+    out: list[str] = [] if deployable is None else [deployable]
     for p in (reference_policy(trace), card.policy, "FCFS"):
         name = policy_name("EASY-SJBF", p) + suffix
         if name not in out:
@@ -151,7 +154,9 @@ def _plan(card: ModelCard, trace: str) -> tuple[list[str], list[str]]:
     """The heuristics of ``card``'s test on ``trace`` and the references of its paired
     statistics (the first is the command's ``--reference``)."""
     if _is_schedule(card):
-        return schedule_heldout_schedulers(card), schedule_heldout_references(card, trace)
+        scheds = schedule_heldout_schedulers(card)
+        refs = schedule_heldout_references(card, trace)
+        return scheds + [r for r in refs if r not in scheds], refs
     scheds = heldout_schedulers(card.policy, card_warm(card))
     refs = [r for r in heldout_references(card.policy, card_warm(card)) if r in scheds]
     return scheds, refs

@@ -182,10 +182,23 @@ def run_reference(config: dict[str, Any]) -> str:
     if ref is None or str(ref).lower() == "none":
         raise ValueError("the run has no reference scheduler: give one")
     policy = str(config.get("policy", "FCFS")).upper()
+    trace = config.get("trace")
     if config.get("task") == "schedule":  # the env's row order: FCFS = the trace's reference
-        trace = config.get("trace")
         policy = schedule_order(policy, None if trace is None else str(trace))
     ref = str(ref)
+    if ref[:4].upper() == "ENV+":  # the env's own queue (and Schedule-v0's starvation guard)
+        from hpcgym.envs.reward import resolve_reference
+
+        starvation = None
+        if config.get("task") == "schedule":
+            from hpcgym.sim.references import starvation_threshold
+            from hpcgym.workload import load, trace_spec
+
+            starvation = starvation_threshold(load(trace_spec(trace) if trace else None))
+        spec = resolve_reference(ref, policy, starvation)
+        assert spec is not None
+        return spec.name
+    # a plain name of a run before ENV+ existed: it was played with the run's policy
     return ref if policy == "FCFS" or "+" in ref or "=" in ref else f"{policy}+{ref}"
 
 

@@ -4,7 +4,7 @@
   points when the backfiller is external (the RL env drives it this way).
 * :func:`simulate` -- run a built-in scheduler to the end.
 * :func:`get_scheduler` -- named schedulers (``EASY``, ``EASY-AR``, ``EASY-SJBF``,
-  ``SAF``, ``EASY++``, ``ELOSS``, ``LOOKAHEAD-ORACLE``, ``LOOKAHEAD``...),
+  ``SAF``, ``EASY++``, ``ELOSS``, ``LOOKAHEAD1-CLAIRVOYANT``, ``LOOKAHEAD1-ONLINE``...),
   ``POLICY+NAME``, ``key=value`` and ``NAME,key=value`` specs.
 * :meth:`Simulation.snapshot` / :meth:`Simulation.restore` / :meth:`Simulation.clone`
   -- cheap copies of a simulation's state (rollouts, :mod:`hpcgym.sim.lookahead`).

@@ -10,20 +10,27 @@ same points of the same engine loop.
 Registered deciders (:func:`make_decider`), used by decider-backed named schedulers
 (:class:`hpcgym.sim.schedulers.SchedulerSpec` ``decider=``):
 
-=================  ===========  =====================================================
-name               candidates   rule
-=================  ===========  =====================================================
-``probabilistic``  ``fit``      Nissimov's EASY+HMM test (thesis ch. 5): start the
-                                first candidate, in backfill order, whose probability
-                                of postponing the head is below ``tau`` (EASY-HMM)
-``easy``           ``easy``     the first EASY-allowed candidate in backfill order
-                                (the compiled EASY/SJBF passes, in Python)
-``lookahead-``     ``easy``     clairvoyant one-step lookahead over EASY-SJBF rollouts
-``oracle``                      (an upper bound, LOOKAHEAD-ORACLE;
-                                :class:`hpcgym.sim.lookahead.LookaheadOracle`)
-``lookahead``      ``easy``     online lookahead over Monte Carlo futures (LOOKAHEAD;
-                                :class:`hpcgym.sim.lookahead.Lookahead`)
-=================  ===========  =====================================================
+==========================  ===========  ============================================
+name                        candidates   rule
+==========================  ===========  ============================================
+``probabilistic``           ``fit``      Nissimov's EASY+HMM test (thesis ch. 5):
+                                         start the first candidate, in backfill
+                                         order, whose probability of postponing the
+                                         head is below ``tau`` (EASY-HMM)
+``easy``                    ``easy``     the first EASY-allowed candidate in backfill
+                                         order (the compiled EASY/SJBF passes, in
+                                         Python)
+``lookahead1-clairvoyant``  ``easy``     clairvoyant one-step lookahead over
+                                         EASY-SJBF rollouts (LOOKAHEAD1-CLAIRVOYANT; a
+                                         reference point, not a bound;
+                                         :class:`hpcgym.sim.lookahead.LookaheadOracle`)
+``lookahead1-online``       ``easy``     online one-step lookahead over Monte Carlo
+                                         futures (LOOKAHEAD1-ONLINE;
+                                         :class:`hpcgym.sim.lookahead.Lookahead`)
+==========================  ===========  ============================================
+
+The old names ``lookahead-oracle`` and ``lookahead`` still resolve, with a
+:class:`FutureWarning` (:mod:`hpcgym.sim.renamed`).
 
 Each decider has ``name``, ``candidates`` (the candidate mode it needs) and
 ``counters`` (ints, merged into :attr:`hpcgym.sim.engine.SimResult.counters`).
@@ -39,6 +46,7 @@ import numpy as np
 
 from hpcgym.sim.lookahead import Lookahead, LookaheadOracle
 from hpcgym.sim.probabilistic import _scan_kernel
+from hpcgym.sim.renamed import RENAMED_DECIDERS, renamed
 
 if TYPE_CHECKING:  # pragma: no cover
     from hpcgym.sim.engine import Simulation
@@ -302,14 +310,14 @@ class ProbabilisticBackfiller:
 DECIDERS: dict[str, type] = {
     "probabilistic": ProbabilisticBackfiller,
     "easy": EasyDecider,
-    "lookahead-oracle": LookaheadOracle,
-    "lookahead": Lookahead,
+    "lookahead1-clairvoyant": LookaheadOracle,
+    "lookahead1-online": Lookahead,
 }
 
 
 def make_decider(name: str, **kwargs: Any) -> Any:
     """A fresh decider by registered name (see :data:`DECIDERS`)."""
-    key = str(name).strip().lower()
+    key = renamed(str(name).strip().lower(), RENAMED_DECIDERS, "decider")
     if key not in DECIDERS:
         raise ValueError(f"unknown decider {name!r}; valid choices: {', '.join(DECIDERS)}")
     try:

@@ -775,7 +775,18 @@ def simulate(
     correction: str = "incremental",
     starvation: float | str | None = None,
     seed: int | np.random.Generator | None = 0,
+    rank_estimate: str | Estimator | np.ndarray | None = None,
 ) -> SimResult:
-    """Simulate ``workload`` with a built-in backfiller and return the result."""
-    sim = Simulation(workload, policy, backfill, estimate, correction, starvation, seed=seed)
+    """Simulate ``workload`` with a built-in backfiller and return the result (the
+    arguments of :class:`Simulation`)."""
+    sim = Simulation(
+        workload,
+        policy,
+        backfill,
+        estimate,
+        correction,
+        starvation,
+        seed=seed,
+        rank_estimate=rank_estimate,
+    )
     return sim.run()

@@ -1,4 +1,4 @@
-"""Lookahead backfillers: decide at each decision point by simulating the choices.
+"""One-step lookahead backfillers: decide at each decision point by simulating the choices.
 
 Both are deciders (:mod:`hpcgym.sim.deciders`) at the engine's backfill decision points
 with ``candidates="easy"`` (guarded: a candidate is a job EASY itself would start, so
@@ -10,19 +10,21 @@ with the lowest rollout cost is taken. Ties go to the earliest option in the ord
 ``candidates (SJBF order) ..., STOP``: the SJBF choice wins a tie, STOP only wins when
 strictly better.
 
-:class:`LookaheadOracle` (``LOOKAHEAD-ORACLE``) is **clairvoyant**: its rollouts see
-the real future of the window (arrivals and actual run times). It is not a scheduler
-a site could run but an *upper bound* on guarded one-step-lookahead backfilling over
-EASY-SJBF, the yardstick for learned agents.
+:class:`LookaheadOracle` (``LOOKAHEAD1-CLAIRVOYANT``, formerly ``LOOKAHEAD-ORACLE``) is
+**clairvoyant**: its rollouts see the real future of the window (arrivals and actual run
+times). It is not a scheduler a site could run but a *reference point*: one step of
+lookahead, rolled out with EASY-SJBF. What it reaches is a lower bound on the room that
+clairvoyance gives (a clairvoyant static order or a search can do better), not an upper
+bound on anything.
 
-:class:`Lookahead` (``LOOKAHEAD``) is **online and honest**: a rollout only uses what a
-real scheduler knows at that instant -- the jobs already submitted and their requests,
-the run times of finished jobs, the past of the trace (submissions before now) and the
-simulation's own estimates. The unknown future is replaced by Monte Carlo samples:
-arrivals replayed from the recent past (:class:`PastReplay`) and run times drawn from
-the users' history of actual/requested ratios (:class:`UserHistorySampler`, any
-:class:`RuntimeSampler` can replace it), averaged over ``samples`` futures that every
-option shares (common random numbers).
+:class:`Lookahead` (``LOOKAHEAD1-ONLINE``, formerly ``LOOKAHEAD``) is **online and
+honest**: a rollout only uses what a real scheduler knows at that instant -- the jobs
+already submitted and their requests, the run times of finished jobs, the past of the
+trace (submissions before now) and the simulation's own estimates. The unknown future is
+replaced by Monte Carlo samples: arrivals replayed from the recent past
+(:class:`PastReplay`) and run times drawn from the users' history of actual/requested
+ratios (:class:`UserHistorySampler`, any :class:`RuntimeSampler` can replace it),
+averaged over ``samples`` futures that every option shares (common random numbers).
 
 Cost-improvement guarantee (the classical property of rollout algorithms, Bertsekas):
 with ``horizon="window"`` and rollouts that use the simulation's own estimates
@@ -164,7 +166,8 @@ class _Counted:
 
 # ============================================================================ oracle
 class LookaheadOracle(_Counted):
-    """Clairvoyant one-step lookahead over EASY-SJBF rollouts -- an UPPER BOUND.
+    """Clairvoyant one-step lookahead over EASY-SJBF rollouts (``LOOKAHEAD1-CLAIRVOYANT``):
+    a reference point, not a bound.
 
     At every decision point: for each of the first ``k`` EASY-allowed candidates in
     SJBF order, and for STOP, clone the simulation (:meth:`Simulation.clone`), apply
@@ -173,8 +176,9 @@ class LookaheadOracle(_Counted):
     the window (arrivals and run times); the cost is the sum of the bounded slowdowns
     of the jobs not yet started (so: the window's AVEbsld, up to a constant). The
     lowest cost wins; ties go to the earliest option (candidates in SJBF order, then
-    STOP). It knows the future, so it is not a scheduler but the bound that perfect
-    knowledge gives to guarded backfilling.
+    STOP). It knows the future, so it is not a scheduler a site could run; and it looks
+    one step ahead only, so what it reaches is a lower bound on the room that perfect
+    knowledge gives to guarded backfilling; it bounds nothing from above.
 
     :param k: candidates examined per decision (default 16)
     :param horizon: ``"window"`` (default: the rest of the window), a number of further
@@ -189,7 +193,7 @@ class LookaheadOracle(_Counted):
         (exact; saves one rollout per decision)
     """
 
-    name = "lookahead-oracle"
+    name = "lookahead1-clairvoyant"
     candidates = "easy"
 
     def __init__(
@@ -490,7 +494,8 @@ class _WindowPools:
 
 
 class Lookahead(_Counted):
-    """Online one-step lookahead over EASY-SJBF rollouts of Monte Carlo futures.
+    """Online one-step lookahead over EASY-SJBF rollouts of Monte Carlo futures
+    (``LOOKAHEAD1-ONLINE``).
 
     A scheduler a site could run: at every decision point it draws ``samples``
     imagined futures from what is known now -- the run times of the waiting and
@@ -559,7 +564,7 @@ class Lookahead(_Counted):
         ``user-history`` and 2 for ``ave2-residual``)
     """
 
-    name = "lookahead"
+    name = "lookahead1-online"
     candidates = "easy"
 
     def __init__(

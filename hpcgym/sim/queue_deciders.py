@@ -10,19 +10,25 @@ schedulers below and the Schedule-v0 agent all decide at these points of the one
 
 The *reference* of a chooser is the built-in queue policy it compares with and rolls
 out with; by default the simulation's ``rest_order`` (the policy of the named scheduler:
-``SAF+SCHEDULE-ORACLE`` rolls out with SAF).
+``SAF+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT`` rolls out with SAF).
 
-=====================  ==============================================================
-name                   rule
-=====================  ==============================================================
-``policy``             the first job of a built-in policy's order (reproduces the
-                       policy exactly; tests and baselines)
-``schedule-oracle``    CLAIRVOYANT: one-step lookahead over the first ``k`` jobs of the
-                       reference order, each rolled out with the reference policy on the
-                       window's real future (:class:`ScheduleOracle`); an upper bound
-``schedule-lookahead`` online: the same over Monte Carlo futures sampled from what is
-                       known now (:class:`ScheduleLookahead`)
-=====================  ==============================================================
+===================================  ================================================
+name                                 rule
+===================================  ================================================
+``policy``                           the first job of a built-in policy's order
+                                     (reproduces the policy exactly; tests, baselines)
+``schedule-lookahead1-clairvoyant``  CLAIRVOYANT: one-step lookahead over the first
+                                     ``k`` jobs of the reference order, each rolled
+                                     out with the reference policy on the window's
+                                     real future (:class:`ScheduleOracle`); a
+                                     reference point, not a bound
+``schedule-lookahead1-online``       online: the same over Monte Carlo futures
+                                     sampled from what is known now
+                                     (:class:`ScheduleLookahead`)
+===================================  ================================================
+
+The old names ``schedule-oracle`` and ``schedule-lookahead`` still resolve, with a
+:class:`FutureWarning` (:mod:`hpcgym.sim.renamed`).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ import numpy as np
 from hpcgym.sim import _core as K
 from hpcgym.sim import _core_ext as KX
 from hpcgym.sim.lookahead import Lookahead, bsld, parse_horizon
+from hpcgym.sim.renamed import RENAMED_DECIDERS, renamed
 from hpcgym.sim.samplers import _int_option
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -95,7 +102,13 @@ def _options(sim: Simulation, pol: int, k: int) -> np.ndarray:
 
 
 class ScheduleOracle(_QueueCounted):
-    """Clairvoyant one-step lookahead over the head choice -- an UPPER BOUND.
+    """Clairvoyant one-step lookahead over the head choice
+    (``SCHEDULE-LOOKAHEAD1-CLAIRVOYANT``): a reference point, not a bound.
+
+    It sees the window's future, so no site could run it; it looks one step ahead and
+    then follows the reference, so what it reaches is a lower bound on the room that
+    clairvoyance gives over the reference (a clairvoyant static order can do far
+    better); it bounds nothing from above.
 
     At every queue decision: for each of the first ``k`` waiting jobs in the reference
     policy's order, copy the state, make it the head, and run the rest of the window
@@ -114,7 +127,7 @@ class ScheduleOracle(_QueueCounted):
         ``rest_order``
     """
 
-    name = "schedule-oracle"
+    name = "schedule-lookahead1-clairvoyant"
     decides = "queue"
 
     def __init__(
@@ -178,7 +191,9 @@ class ScheduleOracle(_QueueCounted):
 
 
 class ScheduleLookahead(Lookahead):
-    """Online one-step lookahead over the head choice, on Monte Carlo futures.
+    """Online one-step lookahead over the head choice, on Monte Carlo futures
+    (``SCHEDULE-LOOKAHEAD1-ONLINE``): a reference point for online planning, not a
+    bound on what online methods reach.
 
     A scheduler a site could run: at every queue decision it draws ``samples`` futures
     from what is known now (as :class:`hpcgym.sim.lookahead.Lookahead` does: run times
@@ -192,7 +207,7 @@ class ScheduleLookahead(Lookahead):
     with ``k`` (default 8) and ``reference`` (default: the simulation's ``rest_order``).
     """
 
-    name = "schedule-lookahead"
+    name = "schedule-lookahead1-online"
     decides = "queue"
 
     def __init__(self, k: int | str = 8, reference: str | None = None, **kwargs: Any) -> None:
@@ -242,14 +257,14 @@ class ScheduleLookahead(Lookahead):
 #: registered queue deciders: name -> class
 CHOOSERS: dict[str, type] = {
     "policy": PolicyChooser,
-    "schedule-oracle": ScheduleOracle,
-    "schedule-lookahead": ScheduleLookahead,
+    "schedule-lookahead1-clairvoyant": ScheduleOracle,
+    "schedule-lookahead1-online": ScheduleLookahead,
 }
 
 
 def make_chooser(name: str, **kwargs: Any) -> Any:
     """A fresh queue decider by registered name (see :data:`CHOOSERS`)."""
-    key = str(name).strip().lower()
+    key = renamed(str(name).strip().lower(), RENAMED_DECIDERS, "queue decider")
     if key not in CHOOSERS:
         raise ValueError(f"unknown queue decider {name!r}; valid choices: {', '.join(CHOOSERS)}")
     try:

@@ -15,9 +15,9 @@ Spellings accepted by :func:`get_scheduler`:
   (keys: policy, backfill, estimate, rank_estimate (or ``rank``), correction, starvation,
   decider, warm); with a
   ``decider``, any other key is an option of the decider
-  (``decider=lookahead-oracle,backfill=sjbf,k=8``);
-* a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD-ORACLE,k=8,
-  horizon=256``, ``LOOKAHEAD,samples=8,seed=3``, ``EASY-HMM,tau=0.1`` or
+  (``decider=lookahead1-clairvoyant,backfill=sjbf,k=8``);
+* a named scheduler followed by ``key=value`` options, e.g. ``LOOKAHEAD1-CLAIRVOYANT,k=8,
+  horizon=256``, ``LOOKAHEAD1-ONLINE,samples=8,seed=3``, ``EASY-HMM,tau=0.1`` or
   ``SJF+EASY,estimate=actual``: the keys above replace the scheduler's own, other keys
   are options of its decider. Values are read as int, float, ``true``/``false`` or text.
   ``warm=log`` (or ``warm=N`` jobs) warm-starts an online estimator from the trace's
@@ -27,9 +27,15 @@ Spellings accepted by :func:`get_scheduler`:
   (``SAF+EASY-SJBF,estimate=eloss,rank=log-ridge``; ``SJF+EASY,rank=actual`` ranks by the
   real run times and reserves by the requests).
 
-``LOOKAHEAD-ORACLE`` and ``LOOKAHEAD`` (:mod:`hpcgym.sim.lookahead`) are decider-backed
-one-step lookahead backfillers over EASY-SJBF rollouts; the ORACLE is clairvoyant (it
-sees the window's future): an upper bound, not a scheduler a site could run.
+``LOOKAHEAD1-CLAIRVOYANT`` and ``LOOKAHEAD1-ONLINE`` (:mod:`hpcgym.sim.lookahead`) are
+decider-backed one-step lookahead backfillers over EASY-SJBF rollouts;
+``SCHEDULE-LOOKAHEAD1-CLAIRVOYANT`` and ``SCHEDULE-LOOKAHEAD1-ONLINE``
+(:mod:`hpcgym.sim.queue_deciders`) choose the head of the queue the same way, rolled out
+with the reference order. The CLAIRVOYANT ones see the window's future: reference
+points, not schedulers a site could run, and -- one step of lookahead -- not bounds on
+anything. Their old names (``LOOKAHEAD-ORACLE``, ``LOOKAHEAD``, ``SCHEDULE-ORACLE``,
+``SCHEDULE-LOOKAHEAD``) still resolve, with a :class:`FutureWarning`
+(:mod:`hpcgym.sim.renamed`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import numpy as np
 
 from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, canonical_name, make_estimator
+from hpcgym.sim.renamed import RENAMED_DECIDERS, RENAMED_SCHEDULERS, renamed
 from hpcgym.sim.warmstart import warm_label
 from hpcgym.workload.core import Workload
 
@@ -162,10 +169,11 @@ class SchedulerSpec:
         from hpcgym.sim.deciders import make_decider
         from hpcgym.sim.queue_deciders import CHOOSERS, make_chooser
 
-        if self.decider.lower() in CHOOSERS:
-            return make_chooser(self.decider, **dict(self.decider_kwargs))
+        name = renamed(self.decider.lower(), RENAMED_DECIDERS, "decider")
+        if name in CHOOSERS:
+            return make_chooser(name, **dict(self.decider_kwargs))
 
-        return make_decider(self.decider, **dict(self.decider_kwargs))
+        return make_decider(name, **dict(self.decider_kwargs))
 
     def simulate(self, workload: Workload, seed: int | np.random.Generator | None = 0) -> SimResult:
         res = self.make_simulation(workload, seed).run()
@@ -287,36 +295,38 @@ NAMED: dict[str, SchedulerSpec] = {
             estimate="tang-selective",
         ),
         _s(
-            "LOOKAHEAD-ORACLE",
-            "CLAIRVOYANT upper bound, not a scheduler: FCFS + guarded one-step lookahead over "
-            "EASY-SJBF rollouts that see the window's actual future (options k=16, "
-            "horizon=window, rollout=same|actual)",
+            "LOOKAHEAD1-CLAIRVOYANT",
+            "CLAIRVOYANT one-step lookahead, a reference point (not a scheduler a site could "
+            "run, not a bound): FCFS + guarded one-step lookahead over EASY-SJBF rollouts "
+            "that see the window's actual future (options k=16, horizon=window, "
+            "rollout=same|actual)",
             backfill="sjbf",
-            decider="lookahead-oracle",
+            decider="lookahead1-clairvoyant",
         ),
         _s(
-            "LOOKAHEAD",
+            "LOOKAHEAD1-ONLINE",
             "FCFS + guarded online one-step lookahead over EASY-SJBF rollouts of Monte Carlo "
             "futures sampled from the past (options k=16, samples=4, horizon=6h, seed=0, z=1)",
             backfill="sjbf",
-            decider="lookahead",
+            decider="lookahead1-online",
         ),
         _s(
-            "SCHEDULE-ORACLE",
-            "CLAIRVOYANT upper bound, not a scheduler: one-step lookahead over the head of the "
-            "queue, the first k=8 jobs of the reference order (the POLICY of POLICY+"
-            "SCHEDULE-ORACLE) rolled out with that policy and EASY-SJBF on the window's "
-            "actual future (options k, horizon)",
+            "SCHEDULE-LOOKAHEAD1-CLAIRVOYANT",
+            "CLAIRVOYANT one-step lookahead, a reference point (not a scheduler a site could "
+            "run, not a bound): over the head of the queue, the first k=8 jobs of the "
+            "reference order (the POLICY of POLICY+SCHEDULE-LOOKAHEAD1-CLAIRVOYANT) rolled "
+            "out with that policy and EASY-SJBF on the window's actual future (options k, "
+            "horizon)",
             backfill="sjbf",
-            decider="schedule-oracle",
+            decider="schedule-lookahead1-clairvoyant",
         ),
         _s(
-            "SCHEDULE-LOOKAHEAD",
-            "online one-step lookahead over the head of the queue: the first k=8 jobs of the "
-            "reference order rolled out with that policy and EASY-SJBF on Monte Carlo "
-            "futures sampled from the past (options of LOOKAHEAD, z=1)",
+            "SCHEDULE-LOOKAHEAD1-ONLINE",
+            "online one-step lookahead over the head of the queue, a reference point: the "
+            "first k=8 jobs of the reference order rolled out with that policy and EASY-SJBF "
+            "on Monte Carlo futures sampled from the past (options of LOOKAHEAD1-ONLINE, z=1)",
             backfill="sjbf",
-            decider="schedule-lookahead",
+            decider="schedule-lookahead1-online",
         ),
         _s(
             "EASY-HMM",
@@ -349,6 +359,33 @@ _SPEC_KEYS = (
 )
 #: other spellings of spec keys
 _KEY_ALIASES = {"rank": "rank_estimate", "rank_estimator": "rank_estimate", "estimator": "estimate"}
+
+
+_UNITS = {"s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def starvation_seconds(text: str | float) -> float:
+    """A starvation threshold in seconds: a number of seconds, or a number with a unit
+    ``s``, ``m``/``min``, ``h`` or ``d`` (``"54h"``).
+
+    :raises ValueError: for anything else, or a threshold that is not positive
+    """
+    m = re.fullmatch(r"([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(s|m|min|h|d)?", str(text).strip())
+    if m is None:
+        raise ValueError(
+            f"bad starvation threshold {text!r}: want seconds, a time such as 54h or 90m, or auto"
+        )
+    value = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if value <= 0:
+        raise ValueError(f"starvation threshold must be > 0 seconds, got {text!r}")
+    return value
+
+
+def starvation_label(seconds: float) -> str:
+    """The spelling of a threshold in scheduler names: whole hours as ``54h``, else
+    seconds (``starvation_seconds(starvation_label(x)) == x``)."""
+    hours = float(seconds) / 3600.0
+    return f"{hours:g}h" if hours == int(hours) else f"{float(seconds):g}"
 
 
 def _value(text: str) -> Any:
@@ -388,15 +425,15 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
     if "correction" in kw:
         _check("correction", kw["correction"], CORRECTIONS)
     if "starvation" in kw and kw["starvation"] != "auto":
-        kw["starvation"] = float(kw["starvation"])
+        kw["starvation"] = starvation_seconds(kw["starvation"])
     if "warm" in kw:
         kw["warm"] = warm_label(kw["warm"])
     if "decider" in kw:
         from hpcgym.sim.deciders import DECIDERS
         from hpcgym.sim.queue_deciders import CHOOSERS
 
+        kw["decider"] = renamed(kw["decider"].lower(), RENAMED_DECIDERS, "decider")
         _check("decider", kw["decider"], {**DECIDERS, **CHOOSERS})
-        kw["decider"] = kw["decider"].lower()
     return kw, opts
 
 
@@ -416,11 +453,23 @@ def _with_options(spec: SchedulerSpec, opts: dict[str, Any], text: str) -> Sched
     return spec
 
 
+def _new_name(name: str) -> str:
+    """``name`` (``NAME`` or ``POLICY+NAME``) with an old scheduler name replaced by the
+    new one (:mod:`hpcgym.sim.renamed`; a :class:`FutureWarning` says so)."""
+    policy, plus, rest = name.partition("+")
+    if rest and policy.strip().upper() in POLICIES:
+        return policy + plus + renamed(rest, RENAMED_SCHEDULERS)
+    return renamed(name, RENAMED_SCHEDULERS)
+
+
 def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     """Resolve a scheduler name or spec string (see module doc)."""
     if isinstance(spec, SchedulerSpec):
         return spec
     text = spec.strip()
+    head, comma, tail = text.partition(",")
+    if "=" not in head:  # the name part: an old name becomes the new one
+        text = _new_name(head) + comma + tail
     if "=" in text:
         parts = text.split(",")
         if "=" not in parts[0]:  # NAME,key=value,...

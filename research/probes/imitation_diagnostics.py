@@ -1,7 +1,7 @@
 """Can the kernel student learn the teacher's choices at all? (docs/research/findings.md)
 
 Reads the teacher-labelled decision points that ``train/imitate.py --save-data`` wrote
-(``<out>/data.npz``: LOOKAHEAD-ORACLE's labels on training windows) and fits the
+(``<out>/data.npz``: LOOKAHEAD1-CLAIRVOYANT's labels on training windows) and fits the
 student (the kernel policy of ``train.build.new_model``) three ways, each on the same
 training / held-out episodes (held-out: whole windows):
 

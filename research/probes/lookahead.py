@@ -2,7 +2,7 @@
 
     HPCGYM_TRACE_DIR=../shared/traces python research/probes/lookahead.py [--windows 10]
         [--trace SDSC-SP2] [--length 1024] [--seed 1] [--split test|validation]
-        [--schedulers EASY-SJBF LOOKAHEAD-ORACLE LOOKAHEAD] [--limit LOOKAHEAD=5]
+        [--schedulers EASY-SJBF LOOKAHEAD1-CLAIRVOYANT LOOKAHEAD] [--limit LOOKAHEAD1-ONLINE=5]
 
 Windows: ``--windows`` starts drawn in the test split (the last 30 % of the trace) by
 :class:`hpcgym.workload.WindowSampler` seeded with ``--seed`` -- the same windows as
@@ -136,7 +136,9 @@ def main() -> None:
     ap.add_argument("--length", type=int, default=1024, help="jobs per window")
     ap.add_argument("--seed", type=int, default=1, help="seed of the window sampler")
     ap.add_argument(
-        "--schedulers", nargs="+", default=["EASY-SJBF", "LOOKAHEAD-ORACLE", "LOOKAHEAD"]
+        "--schedulers",
+        nargs="+",
+        default=["EASY-SJBF", "LOOKAHEAD1-CLAIRVOYANT", "LOOKAHEAD1-ONLINE"],
     )
     ap.add_argument(
         "--limit", nargs="*", default=[], help="NAME=M: run NAME on the first M windows only"

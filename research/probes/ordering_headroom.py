@@ -38,7 +38,7 @@ Three more questions, asked on request:
   guard's fit test).
 
 and, for comparison, ``ELOSS`` (E-Loss predictions as the engine's estimates: a different,
-non-guarded-by-request scheduler) and ``LOOKAHEAD-ORACLE`` if requested. It answers a
+non-guarded-by-request scheduler) and ``LOOKAHEAD1-CLAIRVOYANT`` if requested. It answers a
 design question of the guarded agents: if even the clairvoyant ordering stays far from the
 target ratio (0.85 x EASY-SJBF), the rest of the headroom must come from *when to stop*
 (future arrivals) or from the guard itself, not from ranking candidates better.
@@ -59,7 +59,7 @@ ELOSS is in *when to stop*, not in which job to start.
 
 ``--policy SJF`` asks both questions with the SJF queue (the SJF-base agents, measured
 against SJF+EASY-SJBF): the guard and every heuristic then order the *queue* by
-shortest request first (``SJF+EASY-SJBF``, ``SJF+ELOSS``, ``SJF+LOOKAHEAD-ORACLE``), and
+shortest request first (``SJF+EASY-SJBF``, ``SJF+ELOSS``, ``SJF+LOOKAHEAD1-CLAIRVOYANT``), and
 the ratios are against ``SJF+EASY-SJBF`` (or ``SJF+ELOSS`` with ``--guard ELOSS``).
 
 ``--guard ELOSS --warm log`` asks it against the warm ELOSS (``ELOSS,warm=log``: E-Loss
@@ -291,7 +291,7 @@ def main() -> None:
     p.add_argument("--length", type=int, default=1024)
     p.add_argument("--split", default="validation", choices=["train", "validation"])
     p.add_argument("--seed", type=int, default=7)
-    p.add_argument("--oracle", action="store_true", help="also run LOOKAHEAD-ORACLE (slow)")
+    p.add_argument("--oracle", action="store_true", help="also run LOOKAHEAD1-CLAIRVOYANT (slow)")
     p.add_argument(
         "--guard",
         default="EASY-SJBF",
@@ -390,7 +390,8 @@ def main() -> None:
             ties[how] = TieBreak(how, rng)
             methods[f"ties-{how}"] = lambda w, t=ties[how]: ordered_backfill(w, "guard", t, g)
     if args.oracle:
-        methods[queue_name(args.policy, "LOOKAHEAD-ORACLE")] = heuristic("LOOKAHEAD-ORACLE")
+        name = "LOOKAHEAD1-CLAIRVOYANT"
+        methods[queue_name(args.policy, name)] = heuristic(name)
     values: dict[str, list[float]] = {m: [] for m in methods}
     seconds: dict[str, float] = dict.fromkeys(methods, 0.0)
     for s in starts:

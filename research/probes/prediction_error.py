@@ -1,5 +1,5 @@
 """How far are the online predictors' run times from the truth, in the units of
-``LOOKAHEAD,runtimes=noisy,noise=s``?
+``LOOKAHEAD1-ONLINE,runtimes=noisy,noise=s``?
 
 ``runtimes=noisy`` (docs/research/findings.md: how well a planner must know the run
 times) gives the online one-step lookahead a predictive distribution of every
@@ -203,7 +203,7 @@ def main(argv: list[str] | None = None) -> None:
         nargs="*",
         default=[0.0],
         help="shares of the noisy rows' error variance a user's jobs have in common "
-        "(LOOKAHEAD's shared=; a row per noise level and share)",
+        "(LOOKAHEAD1-ONLINE's shared=; a row per noise level and share)",
     )
     p.add_argument("--short", type=float, default=60.0, help="seconds (default 60)")
     args = p.parse_args(argv)

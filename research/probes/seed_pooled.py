@@ -1,6 +1,6 @@
 """A randomized scheduler's ratio pooled over its decider seeds, from compare outputs.
 
-A Monte Carlo decider (``LOOKAHEAD``: its futures are drawn) gives another per-window
+A Monte Carlo decider (``LOOKAHEAD1-ONLINE``: its futures are drawn) gives another per-window
 AVEbsld with another ``seed=``; one seed's ratio to a reference then carries the
 decider's own noise besides the windows'. This script reads the ``windows.csv`` of one or
 more ``eval/compare.py`` runs on the *same windows* (same trace, starts and length),
@@ -37,7 +37,8 @@ _SEED = re.compile(r",seed=([0-9]+)(?=,|$)")
 
 
 def split_seed(method: str) -> tuple[str, int]:
-    """``("LOOKAHEAD,a=1", 3)`` for ``"LOOKAHEAD,a=1,seed=3"``; seed 0 when absent."""
+    """``("LOOKAHEAD1-ONLINE,a=1", 3)`` for ``"LOOKAHEAD1-ONLINE,a=1,seed=3"``; seed 0 when
+    absent."""
     m = _SEED.search(method)
     if m is None:
         return method, 0

@@ -1,6 +1,6 @@
 """Which information known at submission tells one of a user's jobs from another?
 
-The online one-step lookahead (``LOOKAHEAD``) gains on ELOSS only when its run-time model
+The online one-step lookahead (``LOOKAHEAD1-ONLINE``) gains on ELOSS only when its run-time model
 tells a user's jobs apart: perfect per-user pools of the real run times are on par, the
 real run times are not, and the predictors' within-user correlation with the run time
 (0.15-0.34) is no better than the request's (docs/research/findings.md). This probe asks
@@ -33,7 +33,7 @@ Signals (``--signals``):
   user's *other* jobs in the window with the same value, against the mean of the user's
   other jobs (a value unique to one job tells nothing). This reads the other jobs' run
   times, so it measures what the category could tell a model that had learned it, like
-  ``LOOKAHEAD,runtimes=user-pool,match=user-request`` does for the request; ``R`` is
+  ``LOOKAHEAD1-ONLINE,runtimes=user-pool,match=user-request`` does for the request; ``R`` is
   ``sqrt(1 - SSE / SSE without the category)``, 0 where the category does worse;
 * ``all``: every numeric signal the trace records, at once (the jobs that have them
   all; a job without a recorded memory counts with memory 0 and ``memory-given`` 0);
@@ -44,7 +44,7 @@ Signals (``--signals``):
   how much a user's consecutive like jobs resemble each other).
 
 A ``blur-<s>`` row per ``--noise`` level gives the same statistics for the run time
-blurred by ``exp(s e)``, ``e ~ N(0, 1)`` (``LOOKAHEAD,runtimes=noisy,noise=s``), the
+blurred by ``exp(s e)``, ``e ~ N(0, 1)`` (``LOOKAHEAD1-ONLINE,runtimes=noisy,noise=s``), the
 scale on which the lookahead was measured: at ``s = 2`` the lookahead's gain is already within
 its seed noise.
 """

@@ -1,4 +1,4 @@
-"""Imitation of LOOKAHEAD-ORACLE by the kernel policy ("imitation, then RL").
+"""Imitation of LOOKAHEAD1-CLAIRVOYANT by the kernel policy ("imitation, then RL").
 
 * :mod:`train.imitation.data` -- the teacher labels the env's decision points
   (:func:`~train.imitation.data.collect`, behaviour cloning and DAgger episodes);

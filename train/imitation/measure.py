@@ -4,7 +4,7 @@ The windows are drawn by :func:`hpcgym.evaluation.windows.select_windows` from t
 ``validation`` split (a held-back tail of the training range: never the test split, never
 the windows the data came from). Every agent is played by
 :func:`hpcgym.evaluation.play.play_window` on a :class:`~hpcgym.envs.backfill_env.BackfillEnv`
-of that split; the teacher runs as the scheduler ``LOOKAHEAD-ORACLE`` (the same decisions
+of that split; the teacher runs as the scheduler ``LOOKAHEAD1-CLAIRVOYANT`` (the same decisions
 as when it drives the env, tested). Each method's per-window AVEbsld is compared with
 EASY-SJBF's by :func:`hpcgym.evaluation.statistics.paired_comparison`.
 """
@@ -33,7 +33,7 @@ def compare_on_validation(
     windows: int = 30,
     length: int = 512,
     seed: int = 7,
-    teacher: str | None = "LOOKAHEAD-ORACLE",
+    teacher: str | None = "LOOKAHEAD1-CLAIRVOYANT",
 ) -> dict[str, Any]:
     """AVEbsld per validation window of each agent, the teacher and EASY-SJBF, and each
     one's paired geo-mean ratio against EASY-SJBF.
