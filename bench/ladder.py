@@ -3,11 +3,10 @@
     HPCGYM_TRACE_DIR=path/to/traces python bench/ladder.py --task schedule \\
         --traces SDSC-SP2 HPC2N --splits train validation --windows 30 --length 1024 --seed 5
 
-For each trace and split it runs every rung on the same windows and prints (``--out-md``:
-writes into a Markdown file between markers) one table: each rung's paired
-geometric-mean ratio of AVEbsld to the reference with its 95% bootstrap interval
-(:mod:`hpcgym.evaluation.statistics`), the ratio of means, the mean over windows of the
-maximum wait (hours) and of the 99th-percentile bounded slowdown.
+Per trace and split, one table (``--out-md``: into a Markdown file between markers): each
+rung's paired geometric-mean ratio of AVEbsld to the reference with its 95% bootstrap
+interval (:mod:`hpcgym.evaluation.statistics`), the ratio of means, and the means over
+windows of the maximum wait (hours) and of the p99 bounded slowdown.
 
 Rungs (``--groups``):
 
@@ -53,7 +52,7 @@ import numpy as np
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.sim.engine import POLICIES
-from hpcgym.sim.references import reference_policy
+from hpcgym.sim.references import deployable_reference, reference_policy
 from hpcgym.workload.core import Workload
 
 QUEUE_POLICIES = tuple(k for k in POLICIES if k not in ("SPF", "LPF"))
@@ -71,6 +70,8 @@ GROUPS = {
 }
 HOUR = 3600.0
 RESERVE = {"actual": "real run time", "request": "request"}
+BF_PREDICTORS = {"E-Loss": "eloss", "log-ridge": "log-ridge", "like-job": "like-job"}
+BF_PREDICTORS["AVE2"] = "ave2"
 
 
 @dataclass
@@ -147,7 +148,10 @@ def schedule_rungs(
         rungs.append(Rung(f"b{i}-{_slug(label)}", "b", f"{policy}: {label}", ranked=opts))
     rungs.append(
         Rung(
-            "c-lookahead", "c", f"{policy}+SCHEDULE-LOOKAHEAD", spec=f"{policy}+SCHEDULE-LOOKAHEAD"
+            "c-lookahead",
+            "c",
+            f"{policy}+SCHEDULE-LOOKAHEAD1-ONLINE",
+            spec=f"{policy}+SCHEDULE-LOOKAHEAD1-ONLINE",
         )
     )
     for p in PRECISIONS:
@@ -202,12 +206,7 @@ def backfill_rungs(guard: str, threshold: float, oracle_seed: int) -> list[Rung]
     """The rungs of the backfilling task (FCFS queue, reference EASY-SJBF): what the
     backfiller decides with, from the request to the real run time."""
     rungs = [Rung(f"a-{_slug(n)}", "a", n, spec=n) for n in ("EASY", "CONSERVATIVE", "NONE")]
-    for label, est in (
-        ("E-Loss", "eloss"),
-        ("log-ridge", "log-ridge"),
-        ("like-job", "like-job"),
-        ("AVE2", "ave2"),
-    ):
+    for label, est in BF_PREDICTORS.items():
         rungs.append(
             Rung(
                 f"b-{est}",
@@ -216,7 +215,7 @@ def backfill_rungs(guard: str, threshold: float, oracle_seed: int) -> list[Rung]
                 ranked={"rank": "request", "policy": "FCFS", "estimate": f"{est}:warm=log"},
             )
         )
-    rungs.append(Rung("c-lookahead", "c", "LOOKAHEAD", spec="LOOKAHEAD"))
+    rungs.append(Rung("c-lookahead", "c", "LOOKAHEAD1-ONLINE", spec="LOOKAHEAD1-ONLINE"))
     x = f"{threshold:g}"
     for p in PRECISIONS:
         for r in RECALLS:
@@ -282,7 +281,9 @@ def _quality(values: np.ndarray, window: Workload, threshold: float) -> dict[str
     }
 
 
-def run_ranked(rung: Rung, window: Workload, policy: str, threshold: float) -> dict[str, Any]:
+def run_ranked(
+    rung: Rung, window: Workload, policy: str, threshold: float, guard: float | None = None
+) -> dict[str, Any]:
     from hpcgym.evaluation.ranking import simulate_ranked
 
     opts = dict(rung.ranked)
@@ -301,7 +302,7 @@ def run_ranked(rung: Rung, window: Workload, policy: str, threshold: float) -> d
         mode=opts.pop("mode", "key"),
         threshold=threshold,
         estimate=opts.pop("estimate", "request"),
-        starvation=opts.pop("starvation", None),
+        starvation=opts.pop("starvation", guard),
     )
     out: dict[str, Any] = _record(res.metrics)
     if rank_is_estimator:
@@ -316,6 +317,21 @@ def run_spec(spec: str, window: Workload) -> dict[str, Any]:
     return _record(res.metrics)
 
 
+def guard_seconds(value: str | None, trace: str) -> float | None:
+    """The threshold of ``--guard-all``: ``None``/``none``; ``deployable`` (the trace's
+    deployable reference's); seconds, or hours as ``54h``."""
+    if value is None or str(value).lower() == "none":
+        return None
+    text = str(value)
+    if text == "deployable":
+        spec = deployable_reference(trace) or ""
+        m = re.search(r"starvation=([0-9.]+h?)", spec)
+        if m is None:
+            return None
+        text = m.group(1)
+    return float(text[:-1]) * HOUR if text.endswith("h") else float(text)
+
+
 class Ladder:
     """The rungs of one (trace, split): runs them, stores them, tabulates them."""
 
@@ -327,10 +343,23 @@ class Ladder:
         ws = select_windows(len(self.workload), args.length, args.windows, split, args.seed)
         self.starts = list(ws.starts)
         self.policy = args.rank_policy or reference_policy(trace)
+        #: --guard-all: the starvation threshold (s) every rung runs under, or None
+        self.guard = guard_seconds(args.guard_all, trace)
+        if self.guard is not None and args.guard_all == "deployable" and not args.rank_policy:
+            self.policy = (deployable_reference(trace) or self.policy).split("+")[0]
         default = (
             heuristic_name(reference_policy(trace)) if args.task == "schedule" else "EASY-SJBF"
         )
-        self.reference = default if args.reference == "ref" else args.reference
+        if args.reference == "ref":
+            self.reference = default
+        elif args.reference == "deployable":
+            self.reference = deployable_reference(trace) or default
+        else:
+            self.reference = args.reference
+        #: the reference's result file: "reference" for the default, else named by its spec
+        self.ref_key = (
+            "reference" if self.reference == default else f"reference-{_slug(self.reference)}"
+        )
         self.dir = args.out / args.task / trace / split
         if args.task == "schedule":
             self.rungs = schedule_rungs(
@@ -370,8 +399,15 @@ class Ladder:
             return {"rows": self._bound()}
         if rung.spec is not None:
             n = a.lookahead_windows if rung.group == "c" else None
-            return {"rows": self._per_window(lambda w: run_spec(rung.spec or "", w), n)}
-        return {"rows": self._per_window(lambda w: run_ranked(rung, w, self.policy, a.threshold))}
+            spec = rung.spec
+            if self.guard is not None and "starvation=" not in spec:
+                spec = f"{spec},starvation={self.guard:g}"
+            return {"rows": self._per_window(lambda w: run_spec(spec, w), n)}
+        return {
+            "rows": self._per_window(
+                lambda w: run_ranked(rung, w, self.policy, a.threshold, self.guard)
+            )
+        }
 
     def _search(self) -> list[dict[str, Any]]:
         from hpcgym.evaluation.search import improve_priorities
@@ -390,6 +426,7 @@ class Ladder:
                 np.asarray(prio, dtype=np.float64),
                 budget=self.args.search_budget,
                 estimate=best.ranked["estimate"],
+                starvation=self.guard,
                 rng=np.random.default_rng((self.args.oracle_seed, int(s))),
             )
             rows.append({**_record(res.metrics), **res.summary(), "seed_rung": best.key})
@@ -426,7 +463,7 @@ class Ladder:
         return None if d is None else d["rows"]
 
     def table(self) -> str:
-        ref_rows = self.values("reference")
+        ref_rows = self.values(self.ref_key)
         if ref_rows is None:
             return f"(no reference results for {self.trace} {self.split})\n"
         ref = np.array([r["avg_bsld"] for r in ref_rows])
@@ -435,7 +472,13 @@ class Ladder:
             f"**{self.trace}, {self.split}** ({len(self.starts)} windows of {self.args.length} "
             f"jobs, window seed {self.args.seed}); reference `{self.reference}`: mean AVEbsld "
             f"{ref.mean():.2f}, max wait {ref_wait:.1f} h, "
-            f"p99 bsld {np.mean([r['p99_bsld'] for r in ref_rows]):.0f}",
+            f"p99 bsld {np.mean([r['p99_bsld'] for r in ref_rows]):.0f}"
+            + (
+                f"; every rung runs under the starvation threshold {self.guard / HOUR:g} h "
+                "unless its label names another"
+                if self.guard is not None
+                else ""
+            ),
             "",
             "| rung | method | ratio [95%] | ratio of means | max wait (h) | p99 bsld |",
             "|---|---|---|---:|---:|---:|",
@@ -503,7 +546,7 @@ def compute(args: argparse.Namespace) -> int:
     ``--groups``) over every trace and split, so that a time limit cuts the last groups."""
     t0 = time.monotonic()
     ladders = [Ladder(args, t, s) for t in args.traces for s in args.splits]
-    todo = [(lad, Rung("reference", "ref", lad.reference, spec=lad.reference)) for lad in ladders]
+    todo = [(lad, Rung(lad.ref_key, "ref", lad.reference, spec=lad.reference)) for lad in ladders]
     for g in args.groups:
         todo += [(lad, r) for lad in ladders for r in lad.rungs if r.group == g]
     for lad, rung in todo:
@@ -538,7 +581,7 @@ def tables(args: argparse.Namespace) -> str:
 
 # ------------------------------------------------------------- value of information
 def _cell(lad: Ladder, key: str) -> dict[str, Any] | None:
-    rows, ref = lad.values(key), lad.values("reference")
+    rows, ref = lad.values(key), lad.values(lad.ref_key)
     if rows is None or ref is None:
         return None
     x = np.array([r["avg_bsld"] for r in rows])
@@ -701,8 +744,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--reference",
         default="ref",
-        help="reference scheduler spec; 'ref': the trace's reference order with EASY-SJBF "
-        "(schedule), EASY-SJBF (backfill)",
+        help="reference scheduler spec; 'ref': the trace's (unguarded) reference order with "
+        "EASY-SJBF (schedule), EASY-SJBF (backfill); 'deployable': the trace's deployable "
+        "reference (hpcgym.sim.references.DEPLOYABLE_REFERENCE)",
     )
     p.add_argument(
         "--rank-policy", default=None, help="ranking key (default: the trace's reference order)"
@@ -715,6 +759,12 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         default=["auto", "86400"],
         help="starvation thresholds (s or 'auto') of the guarded heuristics (group a)",
+    )
+    p.add_argument(
+        "--guard-all",
+        default=None,
+        help="run every rung under this starvation threshold (seconds, '54h', or 'deployable': "
+        "the trace's deployable reference's, whose order then ranks); use another --out",
     )
     p.add_argument("--threshold", type=float, default=60.0, help="X of 'ends within X s'")
     p.add_argument("--oracle-seed", type=int, default=0, help="seed of the oracles' draws")
@@ -739,7 +789,8 @@ def main(argv: list[str] | None = None) -> int:
     text = tables(args)
     print(text)
     if args.out_md:
-        write_between(args.out_md, f"ladder:{args.task}", text)
+        tag = f"ladder:{args.task}" + ("" if args.reference == "ref" else f":{args.reference}")
+        write_between(args.out_md, tag, text)
     if args.voi and args.task == "schedule":
         vtext = voi(args)
         print(vtext)
