@@ -244,6 +244,10 @@ def test_ladder_writes_tables_between_markers(tmp_path):
     ladder.write_between(doc, "ladder:schedule", "| b |\n")
     body = doc.read_text()
     assert "| b |" in body and "| a |" not in body and body.startswith("# x")
+    assert ladder.guard_seconds("54h", "x") == 54 * 3600.0
+    assert ladder.guard_seconds("7200", "x") == 7200.0
+    assert ladder.guard_seconds(None, "x") is None and ladder.guard_seconds("none", "x") is None
+    assert ladder.guard_seconds("deployable", "SDSC-SP2") == 54 * 3600.0
     rungs = ladder.schedule_rungs("SAF", "auto", 60.0, 0)
     keys = [r.key for r in rungs]
     assert len(keys) == len(set(keys))
