@@ -564,6 +564,9 @@ def test_registry_names_and_kinds() -> None:
         "tang-selective",
         "hmm",
         "log-ridge",
+        "blurred",
+        "ends-within",
+        "like-job",
     ]
     online = {
         "ave2",
@@ -574,9 +577,11 @@ def test_registry_names_and_kinds() -> None:
         "tang-selective",
         "hmm",
         "log-ridge",
+        "like-job",
     }
+    needs = {"noisy": {"level": 0.1}, "blurred": {"sigma": 0.5}}
     for name in ESTIMATORS:
-        e = make_estimator(name, level=0.1) if name == "noisy" else make_estimator(name)
+        e = make_estimator(name, **needs.get(name, {}))
         assert isinstance(e, Estimator) and e.online == (name in online)
         assert e.name.split(":")[0] == name
     assert make_estimator("TANG_USER").name == "tang-user"

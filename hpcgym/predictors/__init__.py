@@ -17,6 +17,9 @@ name                 kind    estimate
 ``tang-combined``    online  Eq. 5 combination of the two
 ``tang-selective``   online  combined, but the request for running jobs' ends
 ``log-ridge``        online  ridge regression of log(runtime/request) on E-Loss's features
+``blurred``          static  ``actual x exp(sigma z)``: clairvoyant, log-normal blur
+``ends-within``      static  a classifier of "ends within X s" (graded precision/recall)
+``like-job``         online  run time of the user's last finished job with that request
 ===================  ======  =======================================================
 
 Details, formulas and documented choices: ``docs/predictors.md``.
@@ -27,6 +30,11 @@ from __future__ import annotations
 from hpcgym.predictors.ave import Ave2Estimator
 from hpcgym.predictors.corrections import correct
 from hpcgym.predictors.eloss import ELossEstimator
+from hpcgym.predictors.oracles import (
+    BlurredActualEstimator,
+    EndsWithinEstimator,
+    LikeJobEstimator,
+)
 from hpcgym.predictors.ridge import LogRidgeEstimator
 from hpcgym.predictors.static import ActualEstimator, NoisyActualEstimator, RequestEstimator
 from hpcgym.predictors.tang import TangEstimator, TangSelectiveEstimator
@@ -44,9 +52,12 @@ __all__ = [
     "ESTIMATORS",
     "Ave2Estimator",
     "ActualEstimator",
+    "BlurredActualEstimator",
     "ELossEstimator",
+    "EndsWithinEstimator",
     "Estimator",
     "HMMPredictor",
+    "LikeJobEstimator",
     "LogRidgeEstimator",
     "NoisyActualEstimator",
     "RequestEstimator",
@@ -86,6 +97,9 @@ def _register() -> None:
         "tang-selective": (TangSelectiveEstimator, {}),
         "hmm": (_hmm, {}),
         "log-ridge": (LogRidgeEstimator, {}),
+        "blurred": (BlurredActualEstimator, {}),
+        "ends-within": (EndsWithinEstimator, {}),
+        "like-job": (LikeJobEstimator, {}),
     }
     for name, (cls, fixed) in table.items():
         if name in ESTIMATORS:  # re-import (e.g. importlib.reload): keep the first
@@ -99,6 +113,10 @@ def _register() -> None:
                     "(RLBackfilling Fig. 1 uses 0.05, 0.1, 0.2, 0.4 and 1.0)"
                 },
             }
+        if name == "blurred":
+            extra = {"primary": "sigma", "required": {"sigma": "a blur, e.g. 'blurred:sigma=0.5'"}}
+        if name == "ends-within":
+            extra = {"primary": "threshold"}
         register_estimator(name, cls, **extra, **fixed)  # type: ignore[arg-type]
 
 
