@@ -63,14 +63,14 @@ def test_jobcomp_record_is_read(tmp_path: Path) -> None:
     assert (r.job_id, r.name, r.state, r.cpus, r.time_limit_min) == (7, "r0", "COMPLETED", 4, 2)
     assert r.end - r.start == 8
     assert r.start - r.eligible == 2 and r.eligible - r.submit == 20
-    assert r.fields["WorkDir"] == "/tmp/a b"  # a value with a space
+    assert (r.record.partition, r.record.memory_mb, r.record.line) == ("batch", 1.0, 1)
     assert r.start == parse_time("2026-12-07T13:01:02") == 1796648462.0  # read as UTC
 
 
 def test_bad_jobcomp_line_names_file_and_line(tmp_path: Path) -> None:
     log = tmp_path / "jobcomp.txt"
     log.write_text(JOBCOMP + "\nthis is not a record\n")
-    with pytest.raises(ValueError, match=r"jobcomp.txt:3: not a jobcomp record"):
+    with pytest.raises(ValueError, match=r"jobcomp.txt:3: malformed jobcomp line"):
         parse_jobcomp(log)
 
 
@@ -86,8 +86,10 @@ def test_sacct_output_is_read_without_steps() -> None:
     a, b = parse_sacct(text)
     assert (a.job_id, a.time_limit_min, a.end - a.start) == (1, 1, 1)
     assert (b.state, b.start, b.eligible, b.time_limit_min) == ("CANCELLED", None, None, None)
-    with pytest.raises(ValueError, match=r"<sacct>:2: 2 fields"):
-        parse_sacct("JobIDRaw|State|End\n1|x\n")
+    with pytest.raises(ValueError, match=r"<sacct>:2: .*expected 9 .*found 2"):
+        parse_sacct(text.splitlines()[0] + "\n1|x\n")
+    with pytest.raises(ValueError, match=r"<sacct>:1: the sacct header lacks Submit"):
+        parse_sacct("JobIDRaw|State|End|NCPUS|Start\n1|x|Unknown|1|Unknown\n")
 
 
 def test_limits_round_up_to_whole_minutes() -> None:

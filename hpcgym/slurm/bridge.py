@@ -39,6 +39,7 @@ import numpy as np
 from hpcgym.sim.engine import POLICIES
 from hpcgym.sim.ordering import policy_order
 from hpcgym.slurm.harness import SlurmError  # a Slurm command failed (one error class)
+from hpcgym.workload.slurm_text import parse_limit, time_parser
 
 __all__ = [
     "DEFAULT_SPAN",
@@ -186,45 +187,14 @@ class SlurmJob:
         return self.priority == 0 or self.reason.startswith("JobHeld")
 
 
-def parse_time(text: str) -> float | None:
-    """A Slurm time stamp as epoch seconds: ``%s`` epoch seconds (``SLURM_TIME_FORMAT=%s``)
-    or the default ISO form (local time); ``None`` for ``N/A``, ``Unknown``, ``None``, 0.
-
-    :raises ValueError: anything else
-    """
-    t = text.strip()
-    if t in ("", "N/A", "Unknown", "None", "(null)", "0"):
-        return None
-    if t.lstrip("-").isdigit():
-        return float(t)
-    return datetime.fromisoformat(t).timestamp()
-
-
-def parse_duration(text: str) -> float | None:
-    """A Slurm duration (``[days-][hours:]minutes:seconds``, or minutes alone) in
-    seconds; ``None`` for ``UNLIMITED`` / ``INFINITE`` / ``NOT_SET`` / ``N/A``.
-
-    :raises ValueError: anything else
-    """
-    t = text.strip()
-    if t.upper() in ("UNLIMITED", "INFINITE", "NOT_SET", "N/A", "PARTITION_LIMIT", ""):
-        return None
-    days = 0
-    if "-" in t:
-        d, t = t.split("-", 1)
-        days = int(d)
-    parts = [int(p) for p in t.split(":")]
-    if len(parts) == 1:
-        h, m, s = 0, parts[0], 0
-    elif len(parts) == 2:
-        h, (m, s) = 0, parts
-    elif len(parts) == 3:
-        h, m, s = parts
-    else:
-        raise ValueError(f"not a Slurm duration: {text!r}")
-    if min(days, h, m, s) < 0:
-        raise ValueError(f"not a Slurm duration: {text!r}")
-    return float(((days * 24 + h) * 60 + m) * 60 + s)
+#: A Slurm time stamp as epoch seconds: ``%s`` epoch seconds (``SLURM_TIME_FORMAT=%s``) or
+#: the default ISO form (this machine's local time); ``None`` for ``N/A``, ``Unknown``,
+#: ``None``, 0 (the workload layer's :func:`~hpcgym.workload.slurm_text.time_parser`).
+parse_time = time_parser("local")
+#: A Slurm duration (``[days-][hours:]minutes:seconds``, or minutes alone) in seconds;
+#: ``None`` for ``UNLIMITED`` / ``INFINITE`` / ``NOT_SET`` / ``N/A``
+#: (:func:`hpcgym.workload.slurm_text.parse_limit`).
+parse_duration = parse_limit
 
 
 def parse_squeue(text: str, source: str = "squeue") -> tuple[list[SlurmJob], list[str]]:

@@ -17,7 +17,13 @@ See ``docs/workloads.md``.
 from __future__ import annotations
 
 from hpcgym.workload.core import COLUMNS, CleaningReport, Workload
-from hpcgym.workload.sacct import AccountingFormatError, detect_format, read_accounting
+from hpcgym.workload.sacct import (
+    AccountingFormatError,
+    AccountingRecord,
+    accounting_records,
+    detect_format,
+    read_accounting,
+)
 from hpcgym.workload.sequences import (
     SPLITS,
     VALIDATION_FRACTION,
@@ -70,6 +76,8 @@ __all__ = [
     "read_accounting",
     "detect_format",
     "AccountingFormatError",
+    "AccountingRecord",
+    "accounting_records",
     "DROP_RULES",
     "PATCH_RULES",
     "load",

@@ -85,6 +85,7 @@ import numpy as np
 
 from hpcgym.workload.core import CleaningReport, Workload
 from hpcgym.workload.slurm_text import (
+    NO_LIMIT,
     cached_duration,
     cached_memory_mb,
     parse_duration,
@@ -97,12 +98,14 @@ from hpcgym.workload.swf import SWFFormatError, _read_bytes, read_swf
 
 __all__ = [
     "AccountingFormatError",
+    "AccountingRecord",
     "FORMATS",
     "SACCT_FIELDS",
     "SACCT_REQUIRED",
     "SACCT_COMMAND",
     "DROP_RULES",
     "PATCH_RULES",
+    "accounting_records",
     "detect_format",
     "parse_duration",
     "parse_memory_mb",
@@ -149,7 +152,6 @@ ARRIVALS: tuple[str, ...] = ("submit", "eligible")
 
 _UNFINISHED = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "RESIZING", "REQUEUE_HOLD",
                "REQUEUE_FED", "REVOKED", "STOPPED", "CONFIGURING", "COMPLETING"}  # fmt: skip
-_NO_LIMIT = {"UNLIMITED", "PARTITION_LIMIT", "INFINITE", "NONE", "N/A", ""}
 _EXTENSIONS = ("sacct", "jobcomp", "txt", "log", "psv", "csv")
 _SWF_STATUS = {"COMPLETED": 1, "CANCELLED": 5}
 _ID_RE = re.compile(r"(\d+)(?:\+\d+)?(?:\.(\S+))?")
@@ -168,8 +170,30 @@ class AccountingFormatError(SWFFormatError):
 
 # ------------------------------------------------------------------ records
 @dataclass(slots=True)
-class _Rec:
-    """One line of accounting, parsed (times in epoch seconds)."""
+class AccountingRecord:
+    """One job line of Slurm accounting as read, before cleaning (times: epoch seconds,
+    ``None``: unknown). :func:`accounting_records` returns them.
+
+    :param line: 1-based line number in the file
+    :param job: Slurm's job id (``JobIDRaw``; jobcomp ``JobId``)
+    :param state: end state, upper case, without ``by <uid>`` or ``+`` (``COMPLETED`` ...)
+    :param submit: submit time
+    :param eligible: eligible time (the ``--begin`` time when one was given)
+    :param start: start time (``None``: never started)
+    :param end: end time
+    :param elapsed: ``Elapsed`` in seconds (sacct only)
+    :param limit: time limit in seconds (``None``: none, or a year or more)
+    :param ncpus: allocated CPUs (``NCPUS``, ``AllocCPUS``; jobcomp ``ProcCnt``)
+    :param reqcpus: requested CPUs (sacct ``ReqCPUS``)
+    :param memory_mb: requested memory of the whole job, MiB (``nan``: unknown)
+    :param gpus: GPUs (``gres/gpu`` of the TRES)
+    :param user: user name
+    :param account: account
+    :param partition: partition
+    :param cluster: cluster
+    :param name: job name
+    :param array: an array task
+    """
 
     line: int
     job: int
@@ -208,7 +232,7 @@ _YEAR = 365 * 86400
 
 def _limit(text: str) -> float | None:
     t = text.strip()
-    if t.upper() in _NO_LIMIT:
+    if t.upper() in NO_LIMIT:
         return None
     sec = cached_duration(t)
     return None if sec >= _YEAR else sec
@@ -221,9 +245,9 @@ def _state(text: str) -> str:
 class _Lines:
     """Decoded non-blank lines with their 1-based numbers, and the bad-line error."""
 
-    def __init__(self, data: bytes, path: Path, fmt: str, lenient: bool):
+    def __init__(self, data: bytes, path: Path, fmt: str, lenient: bool, hint: bool = True):
         self.path, self.fmt, self.lenient, self.skipped = path, fmt, lenient, 0
-        self.data = data
+        self.data, self.hint = data, hint
 
     def __iter__(self) -> Iterator[tuple[int, str]]:
         """``(line number, line)`` of the non-blank lines, one at a time (a big export is
@@ -239,9 +263,9 @@ class _Lines:
             return
         shown = raw.strip()
         shown = shown if len(shown) <= 120 else shown[:117] + "..."
+        hint = "; pass lenient=True (CLI: --lenient) to skip and count such lines"
         raise AccountingFormatError(
-            f"malformed {self.fmt} line: {reason} (line: {shown!r}); pass lenient=True "
-            "(CLI: --lenient) to skip and count such lines",
+            f"malformed {self.fmt} line: {reason} (line: {shown!r}){hint if self.hint else ''}",
             self.path,
             lineno,
         )
@@ -249,7 +273,7 @@ class _Lines:
 
 def _sacct_records(
     src: _Lines, parse_time: Callable[[str], float | None]
-) -> tuple[list[_Rec], int]:
+) -> tuple[list[AccountingRecord], int]:
     """The job lines of a sacct export and the number of step lines."""
     lines = iter(src)
     first = next(lines, None)
@@ -282,7 +306,7 @@ def _sacct_records(
           "elapsed")}  # fmt: skip
     ix = {k: (v if v >= 0 else n) for k, v in ix.items()}
     i_id, i_state, i_name = ix["jobidraw"], ix["state"], ix["jobname"]
-    out: list[_Rec] = []
+    out: list[AccountingRecord] = []
     steps = 0
     for lineno, raw in lines:
         f = raw.split("|")
@@ -318,7 +342,7 @@ def _sacct_records(
             gpus = tres_gpus(alloc)
             elapsed = f[ix["elapsed"]].strip()
             out.append(
-                _Rec(
+                AccountingRecord(
                     line=lineno,
                     job=int(m.group(1)),
                     state=_state(f[i_state]),
@@ -347,9 +371,9 @@ def _sacct_records(
 
 def _jobcomp_records(
     src: _Lines, parse_time: Callable[[str], float | None]
-) -> tuple[list[_Rec], int]:
+) -> tuple[list[AccountingRecord], int]:
     """The lines of a jobcomp log (it has no steps)."""
-    out: list[_Rec] = []
+    out: list[AccountingRecord] = []
     for lineno, raw in src:
         marks = list(_JOBCOMP_RE.finditer(raw))
         if not marks or marks[0].start() != 0 or raw[: marks[0].end()].strip() != "JobId=":
@@ -370,7 +394,7 @@ def _jobcomp_records(
             cpus, nodes = _int(kv["ProcCnt"], "ProcCnt"), _int(kv.get("NodeCnt", ""), "NodeCnt")
             mem = tres_value(tres, "mem")
             out.append(
-                _Rec(
+                AccountingRecord(
                     line=lineno,
                     job=int(m.group(1)),
                     state=_state(kv["JobState"]),
@@ -398,6 +422,34 @@ def _jobcomp_records(
     return out, 0
 
 
+def accounting_records(
+    text: str | bytes,
+    format: str,
+    *,
+    source: str | os.PathLike[str] = "<accounting>",
+    tz: str = "UTC",
+) -> list[AccountingRecord]:
+    """The job lines of Slurm accounting, parsed but not cleaned: the records
+    :func:`read_accounting` cleans into a workload, for a reader that needs Slurm's own
+    jobs (the harness of :mod:`hpcgym.slurm` reads its replays back with it). Job steps
+    (``123.batch``) are left out; a requeued job's runs are all kept, in file order.
+
+    :param text: a ``sacct --parsable2`` export with its header line, or jobcomp/filetxt
+        log lines
+    :param format: ``"sacct"`` or ``"jobcomp"``
+    :param source: the name of the text in error messages
+    :param tz: the zone of Slurm's local times (:func:`read_accounting`'s ``tz``)
+    :raises AccountingFormatError: a malformed line (``source:line: why``)
+    :raises ValueError: an unknown format or zone
+    """
+    if format not in ("sacct", "jobcomp"):
+        raise ValueError(f"format={format!r}: valid: sacct, jobcomp")
+    data = text.encode() if isinstance(text, str) else text
+    src = _Lines(data, Path(source), format, lenient=False, hint=False)
+    read = _sacct_records if format == "sacct" else _jobcomp_records
+    return read(src, time_parser(tz))[0]
+
+
 # ------------------------------------------------------------------ cleaning
 def _ids(values: list[str]) -> tuple[np.ndarray, list[str]]:
     """Integer ids 1, 2, ... by first appearance (``-1``: empty) and the names in id order."""
@@ -420,7 +472,7 @@ def _peak_cpus(start: np.ndarray, end: np.ndarray, procs: np.ndarray) -> int:
 
 
 def _clean(
-    recs: list[_Rec],
+    recs: list[AccountingRecord],
     steps: int,
     *,
     machine_size: int | None,
@@ -443,7 +495,9 @@ def _clean(
     for i, r in enumerate(recs):
         last[r.job] = i
         runs[r.job] = runs.get(r.job, 0) + 1
-    keep: list[tuple[_Rec, float, float, float, int]] = []  # rec, arrival, runtime, request, procs
+    keep: list[
+        tuple[AccountingRecord, float, float, float, int]
+    ] = []  # rec, arrival, runtime, request, procs
     for i, r in enumerate(recs):
         if last[r.job] != i:
             dropped[DROP_REQUEUED] += 1

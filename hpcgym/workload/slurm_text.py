@@ -1,5 +1,6 @@
 """Slurm's text forms: durations (time limits, ``Elapsed``), memory sizes, TRES strings and
-local times in a given zone. Used by :mod:`hpcgym.workload.sacct`."""
+local times in a given zone. The one parser of each: used by :mod:`hpcgym.workload.sacct`
+and by the Slurm harness and bridge (:mod:`hpcgym.slurm`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone, tzinfo
 
 __all__ = [
+    "NO_LIMIT",
     "parse_duration",
+    "parse_limit",
     "parse_memory_mb",
     "tres_value",
     "tres_gpus",
@@ -18,7 +21,9 @@ __all__ = [
     "time_parser",
 ]
 
-_NO_TIME = {"", "UNKNOWN", "NONE", "N/A", "(NULL)"}
+_NO_TIME = {"", "UNKNOWN", "NONE", "N/A", "(NULL)", "0"}  # 0: unset with SLURM_TIME_FORMAT=%s
+#: The words Slurm writes for "no time limit" (upper case; empty: none given).
+NO_LIMIT = frozenset({"UNLIMITED", "PARTITION_LIMIT", "INFINITE", "NONE", "NOT_SET", "N/A", ""})
 _DUR_RE = re.compile(r"(?:(\d+)-)?(\d+)(?::(\d+))?(?::(\d+(?:\.\d*)?))?")
 _MEM_RE = re.compile(r"(\d+(?:\.\d*)?)([KMGTP]?)([cn]?)", re.IGNORECASE)
 _MEM_UNIT = {"": 1.0, "K": 1 / 1024, "M": 1.0, "G": 1024.0, "T": 1024.0**2, "P": 1024.0**3}
@@ -44,6 +49,17 @@ def parse_duration(text: str) -> float:
     if c is not None:  # HH:MM:SS
         return int(a) * 3600 + int(b) * 60 + float(c)
     return int(a) * 60 + int(b or 0)  # MM or MM:SS
+
+
+def parse_limit(text: str) -> float | None:
+    """Seconds of a Slurm time limit (:func:`parse_duration`'s forms); ``None`` for no limit
+    (:data:`NO_LIMIT`: ``UNLIMITED``, ``Partition_Limit``, ``INFINITE``, ``NOT_SET`` ...).
+
+    :param text: the limit (``sacct`` ``Timelimit``, jobcomp ``TimeLimit``, ``squeue %l``)
+    :raises ValueError: any other form
+    """
+    t = text.strip()
+    return None if t.upper() in NO_LIMIT else parse_duration(t)
 
 
 def parse_memory_mb(text: str, cpus: int = 0, nodes: int = 0) -> float:
@@ -132,7 +148,11 @@ def _zone(tz: str) -> tzinfo | None:
 
 
 def time_parser(tz: str) -> Callable[[str], float | None]:
-    """Epoch seconds of a Slurm local time (``None``: Unknown/None), for zone ``tz``."""
+    """A parser of Slurm time stamps for zone ``tz`` (see ``_zone``: ``UTC``, ``local``, an
+    offset, an IANA name): epoch seconds of a local time (``2026-03-01T14:05:09``; one
+    with an offset is read as such) or of an integer (``SLURM_TIME_FORMAT=%s``); ``None``
+    for ``Unknown``, ``None``, ``N/A``, empty or ``0``. The parser raises ``ValueError``
+    on anything else."""
     zone = _zone(tz)
     cache: dict[str, float | None] = {}
 
@@ -145,6 +165,8 @@ def time_parser(tz: str) -> Callable[[str], float | None]:
         t = text.strip()
         if t.upper() in _NO_TIME:
             value = None
+        elif t.lstrip("-").isdigit():  # epoch seconds (SLURM_TIME_FORMAT=%s)
+            value = float(t)
         else:
             try:
                 dt = datetime.fromisoformat(t)
