@@ -72,6 +72,18 @@ def test_the_card_rebuilds_the_informed_env_in_the_evaluation(
                                    env=plain)], ws, jobs=1, progress=False)  # fmt: skip
 
 
+def test_heldout_test_replays_the_informed_card(informed_run: Path) -> None:
+    """The held-out test of the card (``eval/heldout.py``) plays the agent in the env the
+    card describes: 24 columns, else the model would be refused."""
+    from hpcgym.evaluation.heldout import heldout_test
+    from hpcgym_agents import load_agent
+
+    card = E.card_from_run(informed_run, model="final")
+    sec = heldout_test(card, agent_loader=load_agent, windows=2, length=64, seed=9, jobs=1)
+    agent = sec["methods"][card.name]["per_window"]
+    assert len(agent) == 2 and all(v >= 1.0 for v in agent)
+
+
 def test_informed_options_are_checked(tmp_path: Path) -> None:
     from train_small import run_small
 
