@@ -84,7 +84,7 @@ def test_heldout_test_replays_the_informed_card(informed_run: Path) -> None:
     assert len(agent) == 2 and all(v >= 1.0 for v in agent)
 
 
-def test_informed_options_are_checked(tmp_path: Path) -> None:
+def test_informed_options_are_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from train_small import run_small
 
     from train.build import row_prior
@@ -104,3 +104,4 @@ def test_informed_options_are_checked(tmp_path: Path) -> None:
     with pytest.raises(SystemExit) as exc:
         run_small(tmp_path, "--task", "schedule", "--rows", "informed", "--total-steps", "128")
     assert exc.value.code == 2
+    assert "on the command line: --row-history 0" in capsys.readouterr().err
