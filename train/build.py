@@ -254,7 +254,8 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
 
     :param cfg: the run's options
     :raises ConfigError: a name is not an observation column of the run (the valid names
-        depend on ``--features`` and ``--feature-predictor``)
+        depend on ``--features`` and ``--feature-predictor``; for ``--task schedule`` on
+        ``--rows``)
     """
     if cfg.row_prior is None:
         return None
@@ -262,15 +263,18 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
     from hpcgym.envs.queue_observation import QUEUE_COLUMNS
 
     names = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
-    if cfg.task == "schedule":
-        names = QUEUE_COLUMNS
+    which = f"--features {cfg.features}, --feature-predictor {cfg.feature_predictor}"
+    if cfg.task == "schedule":  # Schedule-v0's rows: the default 16, or the informed 24
+        from hpcgym.envs.informed_rows import INFORMED_COLUMNS
+
+        informed = tuple(INFORMED_COLUMNS) if cfg.rows == "informed" else ()
+        names, which = QUEUE_COLUMNS + informed, f"--task schedule --rows {cfg.rows}"
     pairs = []
     for part in cfg.row_prior.split(","):
         name, _, weight = part.partition("=")
         if name not in names[1:]:
             raise ConfigError(
-                f"--row-prior: {name!r} is not an observation column of this run "
-                f"(--features {cfg.features}, --feature-predictor {cfg.feature_predictor}); "
+                f"--row-prior: {name!r} is not an observation column of this run ({which}); "
                 f"expected one of {', '.join(names[1:])}"
             )
         pairs.append((names.index(name), float(weight)))

@@ -36,6 +36,7 @@ from train.options import (
     names,
     none_or_float,
     none_or_name,
+    row_history_value,
     trace_list,
 )
 from train.tasks import TASKS, task_problems
@@ -97,25 +98,10 @@ PRESETS: dict[str, dict[str, Any]] = {
 #: Options that may be changed when resuming a run; every other option is taken from the
 #: run's config.json (giving it with another value is an error).
 RESUME_OVERRIDABLE: frozenset[str] = frozenset(
-    {
-        "total_steps",
-        "epochs",
-        "time_limit",
-        "eval_every",
-        "checkpoint_every",
-        "keep_checkpoints",
-        "keep_spread",
-        "device",
-        "progress",
-        "verbose",
-        "torch_threads",
-        "train_threads",
-        "vec_env",
-        "env_step",
-        "algo",
-        "logdir",
-        "run_name",
-    }
+    (
+        "total_steps epochs time_limit eval_every checkpoint_every keep_checkpoints keep_spread "
+        "device progress verbose torch_threads train_threads vec_env env_step algo logdir run_name"
+    ).split()
 )
 
 #: Jobs per evaluation window when ``--eval-length`` is not given and the split is long
@@ -242,6 +228,38 @@ class TrainConfig:
         "day, load, queue, user-history columns: hpcgym.envs.features) or extended-log (the "
         "same, user history seeded from the trace's recorded schedule before the window)",
         choices=library_names("hpcgym.envs.backfill_env", "FEATURE_SETS"),
+    )
+    rows: str = _opt(
+        "default",
+        "workload",
+        "--task schedule: the observation's rows, default (16 columns) or informed (24: + "
+        "what a site knows, its accounting log and a runtime prediction; "
+        "hpcgym.envs.informed_rows; the vector env then steps in Python)",
+        choices=library_names("hpcgym.envs.informed_rows", "ROW_SETS"),
+    )
+    row_predictor: str | None = _opt(
+        None,
+        "workload",
+        "--rows informed: predictor of the 'prediction' column (default: log-ridge warmed "
+        "on the log of --row-history)",
+        parse=none_or_name,
+        show_default=False,
+    )
+    row_history: str | None = _opt(
+        None,
+        "workload",
+        "--rows informed: the accounting log before the window, log (the whole trace before "
+        "it; the default) or N jobs (0: none; a workload without a recorded schedule)",
+        parse=row_history_value,
+        show_default=False,
+        metavar="N|log",
+    )
+    rank_estimator: str | None = _opt(
+        None,
+        "workload",
+        "run time the queue order ranks by (predictor name, e.g. log-ridge); default: --estimator",
+        parse=none_or_name,
+        show_default=False,
     )
     time_scale: str = _opt(
         "linear",

@@ -22,6 +22,7 @@ __all__ = [
     "names",
     "none_or_float",
     "none_or_name",
+    "row_history_value",
 ]
 
 
@@ -72,6 +73,22 @@ def none_or_name(text: str) -> str | None:
     :param text: the command-line text
     """
     return None if text.strip().lower() in ("", "none") else text.strip()
+
+
+def row_history_value(text: str) -> str:
+    """``log`` (the trace's whole accounting log before the window) or a number of jobs
+    ``>= 0`` (``--row-history``), as text.
+
+    :param text: the command-line text
+    """
+    import argparse
+
+    value = text.strip().lower()
+    if value in ("log", "all"):
+        return "log"
+    if value.isdigit():
+        return str(int(value))
+    raise argparse.ArgumentTypeError(f"expected log or a number of jobs >= 0, got {text!r}")
 
 
 def library_names(module: str, attr: str, sort: bool = False) -> Callable[[], list[str]]:

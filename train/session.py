@@ -129,7 +129,8 @@ def _load_workload(cfg: TrainConfig) -> Any:
     except (TraceNotFoundError, UnknownTraceError, FileNotFoundError) as exc:
         raise ConfigError(f"--trace {cfg.trace!r}: {exc}") from None
     except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+        hint = "; on the command line: --row-history 0" if "row_history=0" in str(exc) else ""
+        raise ConfigError(f"{exc}{hint}") from None
     for name in cfg.mix_traces:  # loaded once here (cached): errors before any env starts
         try:
             env_cls(**{**kw, "trace": name, "est_scale": probe.est_scale})

@@ -58,12 +58,21 @@ def queue_policy(cfg: TrainConfig) -> str:
 
 
 def task_env_kwargs(cfg: TrainConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The env arguments of ``cfg.task`` from the backfill env's ``kwargs``."""
+    """The env arguments of ``cfg.task`` from the backfill env's ``kwargs``: with
+    ``--rank-estimator`` the env's ``rank_estimator``; for the schedule task its ``order``
+    and, with ``--rows informed``, ``rows``, ``row_predictor`` and ``row_history``."""
+    if cfg.rank_estimator is not None:
+        kwargs = {**kwargs, "rank_estimator": cfg.rank_estimator}
     if cfg.task == "backfill":
         return kwargs
     drop = ("policy", "mode", "feature_predictor", "features")
     out = {k: v for k, v in kwargs.items() if k not in drop}
     out["order"] = queue_policy(cfg)
+    if cfg.rows != "default":  # the informed rows (hpcgym.envs.informed_rows)
+        out["rows"] = cfg.rows
+        for key in ("row_predictor", "row_history"):
+            if getattr(cfg, key) is not None:
+                out[key] = getattr(cfg, key)
     return out
 
 
@@ -82,13 +91,15 @@ SCHEDULE_BASELINES: tuple[str, ...] = (
 
 def task_baselines(cfg: TrainConfig) -> tuple[str, ...]:
     """The schedulers a run evaluates beside the agent: ``--baselines``; for the schedule
-    task with the default ``--baselines``, :data:`SCHEDULE_BASELINES` and the run's order."""
+    task with the default ``--baselines``, :data:`SCHEDULE_BASELINES` and the run's order
+    (with ``--rank-estimator`` also that order ranked by it: the env's row order)."""
     from train.config import DEFAULT_BASELINES
 
     if cfg.task != "schedule" or tuple(cfg.baselines) != tuple(DEFAULT_BASELINES):
         return tuple(cfg.baselines)
     own = f"{queue_policy(cfg)}+EASY-SJBF"
-    return SCHEDULE_BASELINES + (() if own in SCHEDULE_BASELINES else (own,))
+    ranked = () if cfg.rank_estimator is None else (f"{own},rank={cfg.rank_estimator}",)
+    return SCHEDULE_BASELINES + (() if own in SCHEDULE_BASELINES else (own,)) + ranked
 
 
 def run_mode(cfg: TrainConfig) -> str:
@@ -99,15 +110,27 @@ def run_mode(cfg: TrainConfig) -> str:
 def task_problems(cfg: TrainConfig) -> list[str]:
     """Options that do not apply to ``cfg.task``, as ``--flag: ...`` messages."""
     if cfg.task != "schedule":
+        given = [f for f in ("rows", "row_predictor", "row_history") if _rows_option(cfg, f)]
+        if given:
+            flags = "/".join("--" + f.replace("_", "-") for f in given)
+            return [f"{flags}: the informed rows are Schedule-v0's: give --task schedule"]
         return []
     out = []
+    if cfg.rows == "default" and (cfg.row_predictor is not None or cfg.row_history is not None):
+        out.append("--row-predictor/--row-history apply to --rows informed only")
     if cfg.mode != "guarded":
         out.append("--mode: the backfill candidates do not apply to --task schedule")
     if cfg.features != "paper" or cfg.feature_predictor is not None:
         out.append(
             "--features/--feature-predictor: --task schedule has its own columns "
-            "(hpcgym.envs.queue_observation)"
+            "(hpcgym.envs.queue_observation; more with --rows informed)"
         )
     if cfg.stop_score != "learned":
         out.append("--stop-score: --task schedule has no STOP action")
     return out
+
+
+def _rows_option(cfg: TrainConfig, name: str) -> bool:
+    """Whether the rows option ``name`` is set to something other than its default."""
+    value = getattr(cfg, name)
+    return value != "default" if name == "rows" else value is not None

@@ -70,11 +70,18 @@ CARD_ENV_KEYS: tuple[str, ...] = (
     "features",
     "time_scale",
     "objective",
+    "rank_estimator",
+    "rows",
+    "row_predictor",
+    "row_history",
 )
 
 
 #: card keys of Backfill-v0 only (a Schedule-v0 card's ``policy`` is its env's ``order``)
 _BACKFILL_ONLY: tuple[str, ...] = ("policy", "mode", "feature_predictor", "features")
+
+#: card keys of Schedule-v0 only (its rows: :mod:`hpcgym.envs.informed_rows`)
+_SCHEDULE_ONLY: tuple[str, ...] = ("rows", "row_predictor", "row_history")
 
 
 def canonical_trace(name: str | None) -> str:
@@ -148,6 +155,8 @@ class ModelCard:
         if data.get("task", "backfill") == "schedule":  # a Schedule-v0 agent: its row order
             env = {k: v for k, v in env.items() if k not in _BACKFILL_ONLY}
             env.update(task="schedule", order=str(data["policy"]).upper())
+        else:
+            env = {k: v for k, v in env.items() if k not in _SCHEDULE_ONLY}
 
         def num(key: str) -> float | None:
             v = data.get(key)
@@ -232,7 +241,11 @@ def _task_keys(cfg: dict[str, Any]) -> dict[str, Any]:
     from hpcgym.sim.references import schedule_order
 
     order = schedule_order(cfg.get("policy"), canonical_trace(cfg.get("trace")))
-    return {"task": "schedule", "policy": order, "mode": "schedule"}
+    out = {"task": "schedule", "policy": order, "mode": "schedule"}
+    if cfg.get("rows", "default") != "default":  # the informed rows: the env's 24 columns
+        out["rows"] = cfg["rows"]
+        out.update({k: cfg[k] for k in ("row_predictor", "row_history") if cfg.get(k) is not None})
+    return out
 
 
 def card_from_run(
@@ -322,6 +335,7 @@ def card_from_run(
             k: cfg[k]
             for k in (
                 *OPTION_KEYS,
+                "rank_estimator",  # the run time the queue order ranks by
                 "load_weighting",  # training windows only
                 "mix_traces",  # more training traces (a trace mix)
             )
