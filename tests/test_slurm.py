@@ -8,6 +8,8 @@ Each live test replays a handful of jobs of a few seconds.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -181,6 +183,40 @@ def test_daemons_are_stopped_by_pid_also_on_error() -> None:
         raise RuntimeError("boom")
     assert pids and not any(_alive(p) for p in pids.values())
     assert workdir is not None and not workdir.exists()
+
+
+def test_daemons_stop_when_the_process_that_started_them_is_killed() -> None:
+    """A script or test killed outright (SIGKILL, a time-out) never runs the context
+    manager's exit; its daemons must stop all the same (they get SIGTERM when it dies)."""
+    _need()
+    code = (
+        "import sys, time\n"
+        "from hpcgym.slurm import LocalSlurm\n"
+        "s = LocalSlurm(cpus=2).__enter__()\n"
+        "print(' '.join(str(p) for p in s.pids.values()), flush=True)\n"
+        "time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 3 and all(_alive(p) for p in pids)
+    finally:
+        proc.kill()
+        proc.wait()
+    deadline = time.monotonic() + 30
+    while any(_running(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(_running(p) for p in pids)
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's exit status may wait for a reaper)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _our_processes(workdir: Path) -> list[int]:

@@ -49,6 +49,23 @@ if TYPE_CHECKING:
 from hpcgym.slurm.records import SACCT_FIELDS, JobRecord, parse_jobcomp, parse_sacct, parse_time
 from hpcgym.workload.core import Workload
 
+try:  # Linux: a daemon is told to stop when the Python process that started it dies
+    import ctypes
+
+    _LIBC: Any = ctypes.CDLL(None, use_errno=True)
+    _PR_SET_PDEATHSIG = 1
+except (ImportError, OSError):  # pragma: no cover - not Linux
+    _LIBC = None
+
+
+def _stop_with_parent() -> None:
+    """In a daemon's child process, before exec: SIGTERM when its parent dies (Linux's
+    ``PR_SET_PDEATHSIG``), so that a test or script killed without running the context
+    manager's exit (a time-out, SIGKILL) leaves no daemon behind."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+
+
 __all__ = [
     "DEFAULT_SCHEDULER_PARAMETERS",
     "JobRecord",
@@ -375,6 +392,7 @@ class LocalSlurm:
                 stdin=subprocess.DEVNULL,
                 env={**self.env, **kw.pop("env", {})},
                 start_new_session=True,  # a Ctrl-C of the caller reaches us, not the daemons
+                preexec_fn=_stop_with_parent,  # ...but the caller's death reaches them
                 **kw,
             )
         finally:
