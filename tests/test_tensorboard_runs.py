@@ -59,7 +59,9 @@ def _write(folder: Path, step: int, calls: list[str] | None = None) -> Path:
 
 
 def test_is_clairvoyant_and_run_labels() -> None:
-    assert [is_clairvoyant(n) for n in ("EASY-AR", "SJF+EASY-AR", "LOOKAHEAD-ORACLE")] == [True] * 3
+    assert [is_clairvoyant(n) for n in ("EASY-AR", "SJF+EASY-AR", "LOOKAHEAD1-CLAIRVOYANT")] == [
+        True
+    ] * 3
     assert not any(is_clairvoyant(n) for n in ("EASY", "EASY-SJBF", "EASY++", "agent", "x y"))
     assert T.run_label("EASY-AR") == "EASY-AR_clairvoyant"
     assert T.run_label("SJF+EASY") == "SJF+EASY"
