@@ -163,8 +163,8 @@ class TraceContext:
         """The accounting log's completions, in the order of their recorded end: all of
         them (ends and the cumulative sum of ``actual / request``, for the population
         prior) and per known user (``log_ptr`` into ``log_user_end`` / ``log_user_ratio``)."""
-        wait = workload.recorded_wait
-        if wait is None or not np.isfinite(wait).any():
+        log = workload.recorded_completions()
+        if log is None:
             raise ValueError(
                 f"features='extended-log' needs the trace's recorded schedule (SWF field 3, "
                 f"the wait time), and workload {workload.name!r} has none (generated "
@@ -172,13 +172,7 @@ class TraceContext:
                 f"features='extended' (history from the episode only) or an SWF trace "
                 f"with recorded waits"
             )
-        known = np.isfinite(wait)
-        self.log_unknown = int(np.count_nonzero(~known))
-        idx = np.flatnonzero(known)
-        end = np.asarray(workload.submit, dtype=np.float64)[idx] + wait[idx]
-        end = end + np.asarray(workload.runtime, dtype=np.float64)[idx]
-        order = np.lexsort((idx, end))  # by recorded end, ties by trace index
-        idx, end = idx[order], end[order]
+        idx, end, self.log_unknown = log
         ratio = np.clip(workload.runtime[idx] / workload.request[idx], 0.0, 1.0)
         self.log_end = np.ascontiguousarray(end)
         self.log_cum = np.concatenate(([0.0], np.cumsum(ratio)))

@@ -176,8 +176,8 @@ class TraceHistory:
         self.log_end = np.zeros(0)
         if self.warmup == 0:
             return
-        wait = workload.recorded_wait
-        if wait is None or not np.isfinite(wait).any():
+        log = workload.recorded_completions()
+        if log is None:
             raise ValueError(
                 f"rows='informed' reads the accounting log before the window from the "
                 f"trace's recorded schedule (SWF field 3, the wait time), and workload "
@@ -185,13 +185,9 @@ class TraceHistory:
                 f"row_history=0 (history from the window's finished jobs only, and a cold "
                 f"default row_predictor)"
             )
-        known = np.isfinite(wait)
-        self.log_unknown = int(np.count_nonzero(~known))
-        idx = np.flatnonzero(known)
-        end = np.asarray(workload.submit, dtype=np.float64)[idx] + wait[idx] + self.runtime[idx]
-        order = np.lexsort((idx, end))  # by recorded end, ties by trace index
-        self.log_idx = np.ascontiguousarray(idx[order])
-        self.log_end = np.ascontiguousarray(end[order])
+        idx, end, self.log_unknown = log
+        self.log_idx = np.ascontiguousarray(idx)
+        self.log_end = np.ascontiguousarray(end)
 
 
 class EpisodeHistory:

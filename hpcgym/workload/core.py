@@ -209,6 +209,22 @@ class Workload:
         )
 
     # ------------------------------------------------------------ statistics
+    def recorded_completions(self) -> tuple[np.ndarray, np.ndarray, int] | None:
+        """The jobs' completions in the trace's own recorded schedule (submit + recorded
+        wait + run time), in the order of their end (ties by trace index): ``(index, end,
+        unknown)``, ``unknown`` counting the jobs without a recorded wait (left out);
+        ``None`` when the workload has no recorded wait at all (a generated workload).
+        What a site's accounting log shows finished, and when."""
+        wait = self.recorded_wait
+        if wait is None or not np.isfinite(wait).any():
+            return None
+        known = np.isfinite(wait)
+        idx = np.flatnonzero(known)
+        end = np.asarray(self.submit, dtype=np.float64)[idx] + wait[idx]
+        end = end + np.asarray(self.runtime, dtype=np.float64)[idx]
+        order = np.lexsort((idx, end))  # by recorded end, ties by trace index
+        return idx[order], end[order], int(np.count_nonzero(~known))
+
     @property
     def span(self) -> float:
         """Seconds between the first and the last submission."""
