@@ -342,6 +342,21 @@ def easy_allows(JF, JI, S, C, j):
 
 
 @njit(cache=True)
+def easy_next(JF, JI, S, C, order, nb, k0):
+    """EASY backfilling, written once: the position of the first job of ``order[k0:nb]``
+    (a backfill order) that EASY allows now, or -1. The compiled EASY and SJBF passes start
+    it and continue after it; :class:`hpcgym.sim.deciders.EasyDecider` starts it and is
+    asked again (a start only lowers the free and extra processors, so a job EASY refused
+    earlier in the order stays refused: both are the same single pass)."""
+    for k in range(k0, nb):
+        if C[C_FREE] <= 0:
+            return -1
+        if easy_allows(JF, JI, S, C, order[k]):
+            return k
+    return -1
+
+
+@njit(cache=True)
 def backfill_start(JF, JI, S, C, j):
     """Start waiting job ``j`` as a backfill at the current decision point.
 
@@ -588,12 +603,10 @@ def _schedule(JF, JI, S, C, PF):
         return -1
     nb = _fill_backfill_order(JF, JI, C, bfmode == BF_SJBF)
     bf = JI[I_BFORDER]
-    for k in range(nb):
-        if C[C_FREE] <= 0:
-            break
-        j = bf[k]
-        if easy_allows(JF, JI, S, C, j):
-            backfill_start(JF, JI, S, C, j)
+    k = easy_next(JF, JI, S, C, bf, nb, 0)
+    while k >= 0:
+        backfill_start(JF, JI, S, C, bf[k])
+        k = easy_next(JF, JI, S, C, bf, nb, k + 1)
     return -1
 
 
