@@ -9,7 +9,7 @@ from typing import Any
 
 from hpcgym.argtypes import positive_int
 from hpcgym.cli.errors import UsageError, check_choice, refuse_window_conflicts, writable_dir
-from hpcgym.cli.simulate import add_trace_args, load_trace
+from hpcgym.cli.simulate import add_trace_args, load_plugins, load_trace
 from hpcgym.workload.sequences import SPLITS
 
 __all__ = ["add_parser", "compare_windows", "run_compare"]
@@ -222,6 +222,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import write_outputs
 
     writable_dir(args.out, "--out")
+    load_plugins(args)
     wl = load_trace(args)
     ws = _windows(args, len(wl))
     starts, length = list(ws.starts), ws.length

@@ -30,6 +30,9 @@ of this one. See ``docs/heuristics.md``.
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import runpy
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -45,6 +48,7 @@ __all__ = [
     "get_heuristic",
     "heuristic_names",
     "list_heuristics",
+    "load_heuristics",
     "register_agent_heuristic",
     "register_backfill",
     "register_chooser",
@@ -81,8 +85,9 @@ class Heuristic:
     :param alias_of: the name this one is another spelling of (``SPF`` of ``SJF``)
     :param builtin: shipped with hpcgym
     :param label: a heuristic agent's default label in reports
-    :param plays: a deterministic heuristic agent's choice in the guarded env (the gates'
-        fallbacks), else ``""``
+    :param plays: a deterministic heuristic agent's choice in the guarded env, else ``""``
+    :param fallback: a gate may fall back to this agent: its place in the gates' list
+        (lower first); ``None``: not a fallback
     :param tasks: the tasks a heuristic agent plays
     """
 
@@ -97,6 +102,7 @@ class Heuristic:
     builtin: bool = False
     label: str = ""
     plays: str = ""
+    fallback: int | None = None
     tasks: tuple[str, ...] = ()
 
     @property
@@ -239,6 +245,7 @@ def register_agent_heuristic(
     label: str,
     description: str = "",
     plays: str = "",
+    fallback: int | None = None,
     tasks: tuple[str, ...] = ("backfill",),
     overwrite: bool = False,
 ) -> Heuristic:
@@ -249,12 +256,20 @@ def register_agent_heuristic(
     :param name: the agent's name (lower case)
     :param label: its default label in reports
     :param description: one line for listings
-    :param plays: for a deterministic agent a gate may fall back to: its choice in the
-        guarded env (``"EASY's choice"``); ``""``: not a gate fallback
+    :param plays: a deterministic agent's choice in the guarded env (``"EASY's choice"``)
+    :param fallback: a gate may fall back to it: its place in the list of fallbacks
     :param tasks: the tasks it plays (``backfill``, ``schedule``)
     :param overwrite: replace one registered before (not a built-in)
     """
-    entry = Heuristic("agent", name, description, label=label, plays=plays, tasks=tuple(tasks))
+    entry = Heuristic(
+        "agent",
+        name,
+        description,
+        label=label,
+        plays=plays,
+        fallback=fallback,
+        tasks=tuple(tasks),
+    )
     return _add(entry, overwrite)
 
 
@@ -269,19 +284,59 @@ def unregister(kind: str, name: str) -> None:
     del _TABLES[kind][entry.name]
 
 
-# ------------------------------------------------------------------------ lookup
-def _load_plugins() -> None:
-    """Load the entry point group ``hpcgym.heuristics`` once (installed packages' own)."""
-    global _plugins_loaded
-    if _plugins_loaded:
-        return
-    _plugins_loaded = True
-    from importlib.metadata import entry_points
+# ------------------------------------------------------------------------ plugins
+#: the environment variable naming files or modules of heuristics (``os.pathsep`` between
+#: them) that every process loads on its first lookup -- worker processes too
+PLUGIN_ENV = "HPCGYM_HEURISTICS"
+_loaded_sources: set[str] = set()
 
-    for ep in entry_points(group="hpcgym.heuristics"):
-        obj = ep.load()
-        if callable(obj) and not isinstance(obj, type):
-            obj()
+
+def load_heuristics(source: str) -> None:
+    """Load a Python file or module that registers heuristics (its ``register_*`` calls),
+    once per process, and name it in :data:`PLUGIN_ENV` so that the worker processes of
+    an evaluation load it too (``hpcgym compare --plugin FILE``).
+
+    :param source: a ``.py`` file or an importable module name
+    :raises ValueError: the file or module does not exist (what it raised otherwise
+        propagates)
+    """
+    text = str(source).strip()
+    path = os.path.abspath(text) if text.endswith(".py") or os.sep in text else None
+    key = path or text
+    if key not in _loaded_sources:
+        if path is not None:
+            if not os.path.isfile(path):
+                raise ValueError(f"heuristics file {text!r} not found")
+            _loaded_sources.add(key)
+            runpy.run_path(path, run_name=f"hpcgym_heuristics_{len(_loaded_sources)}")
+        else:
+            if importlib.util.find_spec(text) is None:
+                raise ValueError(f"heuristics module {text!r} not found (a .py file, or a module)")
+            _loaded_sources.add(key)
+            importlib.import_module(text)
+    named = [s for s in os.environ.get(PLUGIN_ENV, "").split(os.pathsep) if s]
+    if key not in named:
+        os.environ[PLUGIN_ENV] = os.pathsep.join([*named, key])
+
+
+def _load_plugins() -> None:
+    """Load the entry point group ``hpcgym.heuristics`` (once) and the sources of
+    :data:`PLUGIN_ENV` not loaded yet."""
+    global _plugins_loaded
+    if not _plugins_loaded:
+        _plugins_loaded = True
+        from importlib.metadata import entry_points
+
+        for ep in entry_points(group="hpcgym.heuristics"):
+            obj = ep.load()
+            if callable(obj) and not isinstance(obj, type):
+                obj()
+    for source in os.environ.get(PLUGIN_ENV, "").split(os.pathsep):
+        if source and source not in _loaded_sources:
+            load_heuristics(source)
+
+
+# ------------------------------------------------------------------------ lookup
 
 
 def _estimators() -> dict[str, Heuristic]:
@@ -289,7 +344,8 @@ def _estimators() -> dict[str, Heuristic]:
     for name, entry in ESTIMATORS.items():
         cls = entry.cls if isinstance(entry.cls, type) else None
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls is not None and cls.__doc__ else ""
-        out[name] = Heuristic("estimator", name, doc, builtin=True, factory=entry.cls)
+        own = str(getattr(entry.cls, "__module__", "")).startswith("hpcgym.")
+        out[name] = Heuristic("estimator", name, doc, builtin=own, factory=entry.cls)
     return out
 
 
@@ -346,6 +402,7 @@ class RegistryView(Mapping[str, Any]):
     :param kind: one of :data:`KINDS`
     :param value: what the table maps a name to (e.g. the kernel id)
     :param keep: which entries the table has
+    :param order: a sort key of the entries (default: the registry's order)
     """
 
     def __init__(
@@ -353,11 +410,16 @@ class RegistryView(Mapping[str, Any]):
         kind: str,
         value: Callable[[Heuristic], Any],
         keep: Callable[[Heuristic], bool] = lambda h: True,
+        order: Callable[[Heuristic], Any] | None = None,
     ) -> None:
-        self._kind, self._value, self._keep = kind, value, keep
+        self._kind, self._value, self._keep, self._order = kind, value, keep, order
 
     def _entries(self) -> dict[str, Heuristic]:
-        return {k: h for k, h in _table(self._kind).items() if self._keep(h)}
+        items = [(k, h) for k, h in _table(self._kind).items() if self._keep(h)]
+        if self._order is not None:
+            order = self._order
+            items.sort(key=lambda kh: order(kh[1]))
+        return dict(items)
 
     def __getitem__(self, name: str) -> Any:
         entry = self._entries().get(name)
@@ -451,15 +513,16 @@ def _builtins() -> None:
     ]
     for name, attr, desc in ch:
         _builtin(Heuristic("chooser", name, desc, factory=lazy("queue_deciders", attr)))
+    bs = ("backfill", "schedule")
     ag = [
-        ("easy", "EasyAgent", "EASY's choice", ("backfill",), "EASY from the observation"),
-        ("sjbf", "SJBFAgent", "EASY-SJBF's choice", ("backfill",), "EASY-SJBF from it"),
-        ("stop", "StopAlways", "STOP: never backfill", ("backfill",), "never backfills"),
-        ("random", "RandomValid", "", ("backfill", "schedule"), "a random valid row"),
-        ("first", "FirstValid", "the first valid row", ("backfill", "schedule"), "row 0"),
+        ("easy", "EasyAgent", "EASY's choice", 1, ("backfill",), "EASY, read from the rows"),
+        ("sjbf", "SJBFAgent", "EASY-SJBF's choice", 0, ("backfill",), "EASY-SJBF, from the rows"),
+        ("stop", "StopAlways", "STOP: never backfill", 3, ("backfill",), "never backfills"),
+        ("random", "RandomValid", "a random valid row", None, bs, "a random valid row"),
+        ("first", "FirstValid", "the first valid row", 2, bs, "the first valid row"),
     ]
-    for name, label, plays, tasks, desc in ag:
-        _builtin(Heuristic("agent", name, desc, label=label, plays=plays, tasks=tasks))
+    for name, label, plays, fb, tasks, desc in ag:
+        _builtin(Heuristic("agent", name, desc, label=label, plays=plays, fallback=fb, tasks=tasks))
 
 
 _builtins()
