@@ -331,14 +331,21 @@ def _compute_shadow(JF, JI, S, C, head):
 
 
 @njit(cache=True)
-def easy_allows(JF, JI, S, C, j):
-    """EASY's test: fits now and ends by the shadow, or fits in the extra processors."""
-    p = JI[I_PROCS, j]
-    if p > C[C_FREE]:
+def easy_test(now, est, procs, free, shadow, extra):
+    """EASY's test, written once: a job of ``procs`` processors and estimate ``est`` fits
+    now and ends by the head's shadow time, or fits in the extra processors (the env's
+    ``easy`` column reads it too, :mod:`hpcgym.envs.observation`)."""
+    if procs > free:
         return False
-    if S[S_T] + JF[F_EST, j] <= S[S_SHADOW]:
+    if now + est <= shadow:
         return True
-    return p <= C[C_EXTRA]
+    return procs <= extra
+
+
+@njit(cache=True)
+def easy_allows(JF, JI, S, C, j):
+    """EASY's test (:func:`easy_test`) of waiting job ``j`` at the current decision."""
+    return easy_test(S[S_T], JF[F_EST, j], JI[I_PROCS, j], C[C_FREE], S[S_SHADOW], C[C_EXTRA])
 
 
 @njit(cache=True)
