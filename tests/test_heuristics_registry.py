@@ -136,6 +136,9 @@ def test_old_tables_are_views():
 
     assert list(AGENT_HEURISTICS) == ["easy", "sjbf", "stop", "random", "first"]
     assert AGENT_HEURISTICS["easy"] == "EasyAgent"
+    from hpcgym_agents.loading import HEURISTICS
+
+    assert {n: c.__name__ for n, c in HEURISTICS.items()} == dict(AGENT_HEURISTICS)
     assert list(GATE_FALLBACKS) == ["sjbf", "easy", "first", "stop"]
     assert len(SCHEDULE_POLICIES) == 13 and "SPF" not in SCHEDULE_POLICIES
     kinds = {h.kind for h in list_heuristics()}

@@ -3,7 +3,7 @@ runtime estimators and the heuristic agents of the envs.
 
 Every consumer reads it: :func:`hpcgym.sim.schedulers.get_scheduler` (and so ``hpcgym
 simulate``, ``hpcgym compare``, the envs' reward reference, the evaluation), the listings of
-the command line, the heuristic agents and the gates of ``hpcgym_agents``. A new heuristic
+the command line, the heuristic agents of the envs and their gates. A new heuristic
 is one call:
 
 * :func:`register_policy` -- a queue policy: a Python priority function
@@ -250,7 +250,7 @@ def register_agent_heuristic(
     overwrite: bool = False,
 ) -> Heuristic:
     """Register the name of a heuristic agent of the envs (``--agents NAME``). The agent
-    object is built by the agent loader (``hpcgym_agents``), which the library never
+    object is built by the installed agent loader, which the library never
     imports; this entry is what the library knows of it.
 
     :param name: the agent's name (lower case)
