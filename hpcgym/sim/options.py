@@ -36,8 +36,12 @@ CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}
 
 
 def _choice(kind: str, value: str, table: Mapping[str, Any]) -> Any:
+    text = str(value)
+    for key in (text, text.lower(), text.upper()):
+        if key in table:
+            return table[key]
     for k in table:
-        if k.lower() == str(value).lower():
+        if k.lower() == text.lower():
             return table[k]
     hint = did_you_mean(value, table)
     raise ValueError(f"unknown {kind} {value!r}{hint}; valid choices: {', '.join(table)}")
@@ -46,16 +50,19 @@ def _choice(kind: str, value: str, table: Mapping[str, Any]) -> Any:
 def policy_id(name: str) -> int:
     """The compiled core's id of queue policy ``name`` (any case; ``external`` too).
 
-    :raises ValueError: for an unknown name, with the valid choices
+    :raises ValueError: for an unknown name, with the valid choices (the nearest first), or
+        a queue policy registered as a Python priority function (the message says how the
+        engine plays it)
     """
-    if str(name).lower() == "external":
+    key = str(name).strip().upper()
+    if key == "EXTERNAL":
         return K.POL_EXTERNAL
-    if str(name).upper() not in POLICIES:
-        entry = get_heuristic("policy", name)  # raises for an unknown name
-        raise ValueError(
-            f"queue policy {entry.name!r} is a Python priority function: the engine plays it "
-            f"through a scheduler (get_scheduler('{entry.name}+EASY')), or as policy='external' "
-            f"with chooser=PriorityChooser('{entry.name}') and rest_order='SJF' "
-            "(hpcgym.sim.priority)"
-        )
-    return int(_choice("policy", name, {**POLICIES, "external": None})[0])
+    if key in POLICIES:
+        return int(POLICIES[key][0])
+    entry = get_heuristic("policy", name)  # raises for an unknown name
+    raise ValueError(
+        f"queue policy {entry.name!r} is a Python priority function: the engine plays it "
+        f"through a scheduler (get_scheduler('{entry.name}+EASY')), or as policy='external' "
+        f"with chooser=PriorityChooser('{entry.name}') and rest_order='SJF' "
+        "(hpcgym.sim.priority)"
+    )

@@ -133,6 +133,8 @@ class _Lazy:
 
 _TABLES: dict[str, dict[str, Heuristic]] = {k: {} for k in KINDS if k != "estimator"}
 _plugins_loaded = False
+#: changes with every registration (the views' caches)
+_version = 0
 
 
 def _key(kind: str, name: str) -> str:
@@ -163,6 +165,7 @@ def _add(entry: Heuristic, overwrite: bool) -> Heuristic:
         raise ValueError(f"{_WHAT[entry.kind]} {key!r} is a built-in and cannot be replaced")
     entry = replace(entry, name=key)
     table[key] = entry
+    _bump()
     return entry
 
 
@@ -282,6 +285,12 @@ def unregister(kind: str, name: str) -> None:
     if entry.builtin or kind == "estimator":
         raise ValueError(f"{_WHAT[kind]} {entry.name!r} is a built-in and cannot be removed")
     del _TABLES[kind][entry.name]
+    _bump()
+
+
+def _bump() -> None:
+    global _version
+    _version += 1
 
 
 # ------------------------------------------------------------------------ plugins
@@ -320,17 +329,19 @@ def load_heuristics(source: str) -> None:
 
 
 def _load_plugins() -> None:
-    """Load the entry point group ``hpcgym.heuristics`` (once) and the sources of
-    :data:`PLUGIN_ENV` not loaded yet."""
+    """On the first lookup of the process: load the entry point group ``hpcgym.heuristics``
+    and the sources named by :data:`PLUGIN_ENV` (later ones come through
+    :func:`load_heuristics`)."""
     global _plugins_loaded
-    if not _plugins_loaded:
-        _plugins_loaded = True
-        from importlib.metadata import entry_points
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
 
-        for ep in entry_points(group="hpcgym.heuristics"):
-            obj = ep.load()
-            if callable(obj) and not isinstance(obj, type):
-                obj()
+    for ep in entry_points(group="hpcgym.heuristics"):
+        obj = ep.load()
+        if callable(obj) and not isinstance(obj, type):
+            obj()
     for source in os.environ.get(PLUGIN_ENV, "").split(os.pathsep):
         if source and source not in _loaded_sources:
             load_heuristics(source)
@@ -413,19 +424,38 @@ class RegistryView(Mapping[str, Any]):
         order: Callable[[Heuristic], Any] | None = None,
     ) -> None:
         self._kind, self._value, self._keep, self._order = kind, value, keep, order
+        self._cache: tuple[int, dict[str, Heuristic]] | None = None
+        self._values: dict[str, Any] = {}
 
     def _entries(self) -> dict[str, Heuristic]:
-        items = [(k, h) for k, h in _table(self._kind).items() if self._keep(h)]
+        cache = self._cache
+        if cache is not None and cache[0] == _version and self._kind != "estimator":
+            return cache[1]
+        table = _table(self._kind)
+        items = [(k, h) for k, h in table.items() if self._keep(h)]
         if self._order is not None:
             order = self._order
             items.sort(key=lambda kh: order(kh[1]))
-        return dict(items)
+        self._cache = (_version, dict(items))
+        self._values = {}
+        return self._cache[1]
+
+    def copy(self) -> dict[str, Any]:
+        """A plain dict of the table now (as the old tables' ``copy()``)."""
+        return dict(self.items())
 
     def __getitem__(self, name: str) -> Any:
-        entry = self._entries().get(name)
-        if entry is None:
-            raise KeyError(name)
-        return self._value(entry)
+        entries = self._entries()
+        values = self._values
+        if name not in values:
+            entry = entries.get(name)
+            if entry is None:
+                raise KeyError(name)
+            values[name] = self._value(entry)
+        return values[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._entries())
