@@ -71,7 +71,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         help=f"queue policy (FCFS): {', '.join(heuristic_names('policy'))}, or one registered "
         "by --plugin",
     )
-    p.add_argument("--backfill", default=None, help=f"{'|'.join(BACKFILL_CHOICES)} (easy)")
+    p.add_argument(
+        "--backfill",
+        default=None,
+        help=f"{'|'.join(BACKFILL_CHOICES)} (easy), or a backfiller registered in Python "
+        "(hpcgym heuristics --kind backfill)",
+    )
     p.add_argument(
         "--estimator",
         default=None,

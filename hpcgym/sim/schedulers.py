@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, SimResult, Simulation
+from hpcgym.sim.engine import CORRECTIONS, SimResult, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, canonical_name, make_estimator
 from hpcgym.sim.registry import get_heuristic, heuristic_names
 from hpcgym.sim.renamed import RENAMED_DECIDERS, RENAMED_SCHEDULERS, renamed
@@ -447,9 +447,9 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
     if "policy" in kw:
         kw["policy"] = get_heuristic("policy", kw["policy"]).name
     if "backfill" in kw:
+        valid = [b for b in heuristic_names("backfill") if b != "external"]
+        _check("backfill", kw["backfill"], valid)  # external: only the env's own
         bf = get_heuristic("backfill", kw["backfill"])
-        if bf.name == "external":
-            _check("backfill", bf.name, {k: v for k, v in BACKFILLS.items() if k != "external"})
         if bf.compiled:
             kw["backfill"] = bf.name
         else:  # a backfiller given as a decider: backfill=NAME means decider=NAME
