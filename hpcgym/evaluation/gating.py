@@ -21,7 +21,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from hpcgym.sim.registry import RegistryView
+from hpcgym.sim.registry import RegistryView, list_heuristics
 
 __all__ = ["GATE_FALLBACKS", "GATE_KEY", "default_fallback", "gate_markdown", "read_gate"]
 
@@ -79,10 +79,9 @@ def default_fallback(reference: str) -> str:
     from hpcgym.sim import get_scheduler
 
     backfill = str(get_scheduler(reference).backfill).lower()
-    if backfill == "sjbf":
-        return "sjbf"
-    if backfill == "easy":
-        return "easy"
+    for agent in list_heuristics("agent"):  # the fallback that mirrors that backfiller
+        if agent.mirrors == backfill and agent.fallback is not None:
+            return agent.name
     raise ValueError(
         f"no gate fallback plays like {reference} (backfill {backfill!r}): give one of "
         + ", ".join(GATE_FALLBACKS)

@@ -89,6 +89,8 @@ class Heuristic:
     :param fallback: a gate may fall back to this agent: its place in the gates' list
         (lower first); ``None``: not a fallback
     :param tasks: the tasks a heuristic agent plays
+    :param mirrors: the registered backfiller whose choices a heuristic agent makes in the
+        env (``easy``, ``sjbf``): the gate fallback of a reference with that backfilling
     """
 
     kind: str
@@ -104,6 +106,7 @@ class Heuristic:
     plays: str = ""
     fallback: int | None = None
     tasks: tuple[str, ...] = ()
+    mirrors: str | None = None
 
     @property
     def compiled(self) -> bool:
@@ -250,6 +253,7 @@ def register_agent_heuristic(
     plays: str = "",
     fallback: int | None = None,
     tasks: tuple[str, ...] = ("backfill",),
+    mirrors: str | None = None,
     overwrite: bool = False,
 ) -> Heuristic:
     """Register the name of a heuristic agent of the envs (``--agents NAME``). The agent
@@ -262,6 +266,7 @@ def register_agent_heuristic(
     :param plays: a deterministic agent's choice in the guarded env (``"EASY's choice"``)
     :param fallback: a gate may fall back to it: its place in the list of fallbacks
     :param tasks: the tasks it plays (``backfill``, ``schedule``)
+    :param mirrors: the registered backfiller whose choices it makes in the env, if any
     :param overwrite: replace one registered before (not a built-in)
     """
     entry = Heuristic(
@@ -272,6 +277,7 @@ def register_agent_heuristic(
         plays=plays,
         fallback=fallback,
         tasks=tuple(tasks),
+        mirrors=None if mirrors is None else get_heuristic("backfill", mirrors).name,
     )
     return _add(entry, overwrite)
 
@@ -552,7 +558,9 @@ def _builtins() -> None:
         ("first", "FirstValid", "the first valid row", 2, bs, "the first valid row"),
     ]
     for name, label, plays, fb, tasks, desc in ag:
-        _builtin(Heuristic("agent", name, desc, label=label, plays=plays, fallback=fb, tasks=tasks))
+        mirrors = name if name in ("easy", "sjbf") else None  # the backfillers they play
+        entry = Heuristic("agent", name, desc, label=label, plays=plays, fallback=fb, tasks=tasks)
+        _builtin(replace(entry, mirrors=mirrors))
 
 
 _builtins()
