@@ -82,6 +82,15 @@ def test_python_policy_reproduces_compiled(window, registered, compiled, key, ba
     assert res.counters["queue_decisions"] > 0  # it really decided through Python
 
 
+@pytest.mark.parametrize("named", ["EASY++", "ELOSS", "EASY-AR"])
+def test_python_policy_with_predictors(window, registered, named):
+    """The view's estimate is the scheduler's (online predictions, corrections)."""
+    name = _policy(registered, "py-sjf-est", lambda v: v.estimate)
+    ref = get_scheduler(f"SJF+{named}").simulate(window)
+    res = get_scheduler(f"{name}+{named}").simulate(window)
+    np.testing.assert_array_equal(res.start, ref.start)
+
+
 def test_python_policy_differs_when_keys_differ(window, registered):
     """Not a copy of FCFS: reversed submission order changes the schedule."""
     name = _policy(registered, "latest-first", lambda v: -v.submit)
