@@ -120,6 +120,8 @@ def test_names_errors_and_builtins(registered):
         get_heuristic("backfill", "lookahead")
     with pytest.raises(ValueError, match="is already registered"):
         register_policy("sjf", lambda v: v.estimate)
+    with pytest.raises(ValueError, match="is taken"):
+        register_policy("easy-sjbf", lambda v: v.estimate)
     with pytest.raises(ValueError, match="bad policy name"):
         register_policy("a+b", lambda v: v.estimate)
     name = _policy(registered, "twice", lambda v: v.estimate)

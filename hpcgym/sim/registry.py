@@ -158,6 +158,14 @@ def _add(entry: Heuristic, overwrite: bool) -> Heuristic:
             f"bad {_WHAT[entry.kind]} name {entry.name!r}: non-empty, without '+', ',', '=', "
             "':' or spaces (they separate the parts of a scheduler name)"
         )
+    if entry.kind == "policy" and not entry.builtin:
+        from hpcgym.sim.schedulers import NAMED
+
+        if key == "EXTERNAL" or key in {n.upper() for n in NAMED}:
+            raise ValueError(
+                f"queue policy name {key!r} is taken (a named scheduler, or 'external'): "
+                "choose another"
+            )
     old = table.get(key)
     if old is not None and not overwrite:
         raise ValueError(
