@@ -28,14 +28,16 @@ from hpcgym.evaluation.report import OBJECTIVES_CAPTION, ratio_cell, size_class_
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import verdict_caption
 from hpcgym.evaluation.windows import select_windows
+from hpcgym.sim.registry import list_heuristics
 from hpcgym.sim.schedulers import policy_name
 
 __all__ = ["SCHEDULE_POLICIES", "schedule_boards", "schedule_markdown"]
 
-#: the queue policies of every board (with EASY-SJBF backfilling)
-SCHEDULE_POLICIES: tuple[str, ...] = (
-    "FCFS", "SJF", "SQF", "SAF", "LJF", "LQF", "LAF", "WFP3", "UNICEF", "F1", "F2", "F3", "F4",
-)  # fmt: skip
+#: the queue policies of every board (with EASY-SJBF backfilling): the compiled built-ins of
+#: the registry (:mod:`hpcgym.sim.registry`), without other spellings (SPF, LPF)
+SCHEDULE_POLICIES: tuple[str, ...] = tuple(
+    h.name for h in list_heuristics("policy") if h.builtin and h.alias_of is None
+)
 
 
 def _name(policy: str) -> str:
