@@ -1,4 +1,4 @@
-"""train/cleanrl_ppo.py: the single-file masked PPO runs, logs the shared tags, never
+"""examples/cleanrl_ppo.py: the single-file masked PPO runs, logs the shared tags, never
 picks an invalid action and evaluates on validation windows."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from train import cleanrl_ppo as C
+from examples import cleanrl_ppo as C
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -306,8 +306,8 @@ class TrainConfig:
     init_from: str | None = _opt(
         None,
         "hyper",
-        "start from the policy weights of this MaskablePPO .zip (e.g. train/imitate.py's "
-        "behaviour-cloned model; same observation shape and policy options)",
+        "start from the policy weights of this MaskablePPO .zip (e.g. a behaviour-cloned "
+        "model of python -m research.imitation; same observation shape and policy options)",
         parse=none_or_name,
         show_default=False,
     )

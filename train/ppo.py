@@ -21,8 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m train.ppo`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "train.ppo", *sys.argv[1:]])
 
 from train.cli import build_parser, parse_args  # noqa: E402
 from train.config import PAPER_HYPERPARAMETERS, PRESETS, ConfigError, TrainConfig  # noqa: E402

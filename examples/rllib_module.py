@@ -1,8 +1,9 @@
-"""RLlib pieces of ``train/rllib_ppo.py``: the masked-observation wrapper and a PPO
-RLModule that masks the logits of invalid actions (RLlib's action-masking pattern).
+"""RLlib pieces of ``examples/rllib_ppo.py``: the masked-observation wrapper and a PPO
+RLModule that masks the logits of invalid actions (RLlib's action-masking pattern). A
+module of its own: it imports Ray at the top, and Ray's workers import it by name.
 
 This module imports Ray (``pip install -e ".[ray]"`` plus RLlib's own dependencies, see
-docs/scaling.md); ``train/rllib_ppo.py`` imports it only when it trains, so its ``--help``
+docs/scaling.md); ``examples/rllib_ppo.py`` imports it only when it trains, so its ``--help``
 works without Ray.
 
 * :class:`MaskedObservation`: the env's observation ``(K, F)`` and its action mask as one
