@@ -14,7 +14,6 @@ with a hidden layer.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +21,6 @@ import pytest
 import torch as th
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from research.search.kernel_score import (  # noqa: E402
     KernelScore,

@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,8 +23,6 @@ import torch as th
 from gymnasium import spaces
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from hpcgym_agents.kernel_policy import KernelPolicy  # noqa: E402
 from research.search.linear_search import (  # noqa: E402

@@ -236,8 +236,6 @@ def test_sweep_bad_input_is_one_line_error(
 
 
 def _import(name: str) -> Any:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     import importlib
 
     return importlib.import_module(name)

@@ -37,7 +37,7 @@ config.json records every option.
 Shown here: the options most runs need. Every other option (hyperparameters, observation
 and reward settings, the kernel network, ...) is set by its name: --set KEY=VALUE
 (repeatable) or in a config file, --config FILE (TOML, JSON or YAML; KEY = VALUE lines).
-The valid keys, their defaults and what they do: docs/training.md, "Every option".
+The valid keys, their defaults and what they do: docs/training.md, "Arguments".
 """
 
 #: The options ``--help`` shows (field names); the others: ``--config`` / ``--set``.
@@ -59,7 +59,7 @@ GROUPS: dict[str, str] = {
     "length": "training length and parallelism",
     "hyper": "hyperparameters",
     "eval": "evaluation, logging, checkpoints",
-    "more": "every other option (docs/training.md, 'Every option')",
+    "more": "every other option (docs/training.md, 'Arguments')",
 }
 
 
@@ -173,7 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="KEY=VALUE",
         help="set any option by its name, e.g. --set anchor_kl=0.1 --set "
-        "kernel_arch=32,16,8 (repeatable; valid keys: docs/training.md, 'Every option')",
+        "kernel_arch=32,16,8 (repeatable; valid keys: docs/training.md, 'Arguments')",
     )
     groups["eval"].add_argument(
         "--resume",

@@ -54,7 +54,7 @@ def search_config(out: Path) -> Any:
 
     :raises ConfigError: ``out`` holds no finished or stopped search
     """
-    from research.search.search import _ppo_config, build_parser
+    from research.search.search import ppo_config, build_parser
     from train.config import ConfigError
 
     path = out / "search.json"
@@ -62,7 +62,7 @@ def search_config(out: Path) -> Any:
         raise ConfigError(f"{path} is missing: not the folder of a finished or stopped search")
     argv = shlex.split(json.loads(path.read_text())["search_command"])[2:]
     _, rest = build_parser().parse_known_args(argv)
-    return _ppo_config(rest)
+    return ppo_config(rest)
 
 
 def curve(

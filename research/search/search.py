@@ -29,6 +29,7 @@ import argparse
 import json
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from train.cli import OneLineParser, parse_args  # noqa: E402
 from train.cli import build_parser as ppo_parser  # noqa: E402
 from train.config import ConfigError, TrainConfig  # noqa: E402
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "ppo_config"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -162,8 +163,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _ppo_config(rest: list[str]) -> TrainConfig:
-    args = parse_args(rest, ppo_parser())
+def ppo_config(rest: list[str]) -> TrainConfig:
+    """The ``train/ppo.py`` config of the search's other options (any flag of
+    ``train/ppo.py``, those ``--help`` no longer lists too: they are the search's own
+    interface, so they do not warn here).
+
+    :param rest: the arguments that are not the search's own
+    :raises ConfigError: ``--seeds`` or ``--resume`` of ``train/ppo.py``
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        args = parse_args(rest, ppo_parser())
     if args.seeds is not None or args.resume is not None:
         raise ConfigError("--seeds and train/ppo.py's --resume do not apply to a search")
     return TrainConfig.create(**args.options)
@@ -181,7 +191,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     argv = list(sys.argv[1:] if argv is None else argv)
     ns, rest = parser.parse_known_args(argv)
     try:
-        cfg = _ppo_config(rest)
+        cfg = ppo_config(rest)
         names_all = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
         names = (
             [n.strip() for n in ns.columns.split(",") if n.strip()]
