@@ -54,7 +54,7 @@ def search_config(out: Path) -> Any:
 
     :raises ConfigError: ``out`` holds no finished or stopped search
     """
-    from research.search.search import ppo_config, build_parser
+    from research.search.search import build_parser, ppo_config
     from train.config import ConfigError
 
     path = out / "search.json"
