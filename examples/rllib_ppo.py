@@ -5,9 +5,10 @@ Usage (after ``pip install -e ".[train,ray]"``, see docs/scaling.md)::
     python examples/rllib_ppo.py --trace SDSC-SP2 --iterations 50
     python examples/rllib_ppo.py --address auto --env-runners 16   # on a running Ray cluster
 
-RLlib's action-masking pattern: :class:`examples.rllib_module.MaskedObservation` puts the
-env's action mask into a Dict observation, :class:`examples.rllib_module.MaskedPPOModule`
-(RLlib's default PPO networks) gives invalid actions a logit of ``-inf``. After training,
+RLlib's action-masking pattern: :class:`MaskedObservation` puts the env's action mask
+into a Dict observation ``{"observations": (K*F,), "action_mask": (K+1,)}``, and
+:class:`MaskedPPOModule` (RLlib's default PPO networks on the observations) gives invalid
+actions the logit ``FLOAT_MIN`` in inference, exploration and training alike. After training,
 the greedy agent plays evaluation windows through :func:`hpcgym.evaluation.play_windows`
 (the project's one agent loop) next to the reference scheduler: AVEbsld and the paired
 geometric-mean ratio with its 95% bootstrap interval.
@@ -29,9 +30,34 @@ if __name__ == "__main__" and not __package__:  # run by path: `python -m exampl
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
     os.execv(sys.executable, [sys.executable, "-m", "examples.rllib_ppo", *sys.argv[1:]])
 
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
+
 from hpcgym.cli.errors import Parser  # noqa: E402
 
-__all__ = ["RLlibAgent", "build_parser", "main"]
+try:  # Ray at the top: its workers import this module's classes by name
+    import torch
+    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import (
+        DefaultPPOTorchRLModule,
+    )
+    from ray.rllib.core.columns import Columns
+    from ray.rllib.utils.torch_utils import FLOAT_MIN
+except ImportError as _missing:  # no RLlib: --help works, training says what to install
+    DefaultPPOTorchRLModule = object
+    RAY_MISSING: ImportError | None = _missing
+else:
+    RAY_MISSING = None
+
+__all__ = [
+    "MASK",
+    "OBS",
+    "MaskedObservation",
+    "MaskedPPOModule",
+    "RLlibAgent",
+    "build_parser",
+    "main",
+    "make_masked_env",
+]
 
 ENV_NAME = "hpcgym-masked"
 RLLIB_HINT = 'pip install -e ".[ray]" (docs/scaling.md)'
@@ -94,11 +120,150 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# --------------------------------------------------------------------------- RLlib pieces
+OBS = "observations"
+MASK = "action_mask"
+
+
+class MaskedObservation(gym.Wrapper):
+    """Observation = ``{"observations": flat observation, "action_mask": mask as 0/1}``.
+
+    :param env: an hpcgym backfilling env (``gym.make("hpcgym/Backfill-v0", ...)``)
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        box = env.observation_space
+        assert isinstance(box, gym.spaces.Box) and isinstance(env.action_space, gym.spaces.Discrete)
+        n = int(env.action_space.n)
+        size = int(np.prod(box.shape))
+        self.observation_space = gym.spaces.Dict(
+            {
+                OBS: gym.spaces.Box(0.0, 1.0, (size,), np.float32),
+                MASK: gym.spaces.Box(0.0, 1.0, (n,), np.float32),
+            }
+        )
+
+    def _wrap(self, obs: np.ndarray, info: dict[str, Any]) -> dict[str, np.ndarray]:
+        return {
+            OBS: np.asarray(obs, dtype=np.float32).reshape(-1),
+            MASK: np.asarray(info["action_mask"], dtype=np.float32),
+        }
+
+    def reset(self, **kwargs: Any) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """Reset the env; the observation carries the mask.
+
+        :param kwargs: ``seed``, ``options`` of the env's ``reset``
+        """
+        obs, info = self.env.reset(**kwargs)
+        return self._wrap(obs, info), info
+
+    def step(self, action: Any) -> tuple[dict[str, np.ndarray], float, bool, bool, dict[str, Any]]:
+        """One decision; the observation carries the next mask.
+
+        :param action: the action (a job row or STOP)
+        """
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return self._wrap(obs, info), float(reward), terminated, truncated, info
+
+
+def make_masked_env(env_config: dict[str, Any]) -> gym.Env:
+    """RLlib's env creator: ``gym.make("hpcgym/Backfill-v0", **env_config)`` with the
+    mask in the observation.
+
+    :param env_config: the env's keyword arguments (RLlib's ``env_config``)
+    """
+    import hpcgym  # noqa: F401  (registers hpcgym/Backfill-v0)
+
+    kw = {k: v for k, v in dict(env_config).items() if not k.startswith("_")}
+    return MaskedObservation(gym.make("hpcgym/Backfill-v0", **kw))
+
+
+class MaskedPPOModule(DefaultPPOTorchRLModule):
+    """RLlib's default torch PPO module on the ``"observations"`` part of a
+    :class:`MaskedObservation`; invalid actions get the logit ``FLOAT_MIN``.
+
+    The networks are built for the observations only; the module's
+    ``observation_space`` is the ``Dict`` again after :meth:`setup` (RLlib's connectors
+    check it against the env's).
+    """
+
+    def __init__(self, *, observation_space: gym.Space | None = None, **kwargs: Any) -> None:
+        if not isinstance(observation_space, gym.spaces.Dict) or set(observation_space) != {
+            OBS,
+            MASK,
+        }:
+            raise ValueError(
+                f"MaskedPPOModule needs a Dict observation {{{OBS!r}, {MASK!r}}} "
+                f"(MaskedObservation), got {observation_space}"
+            )
+        self._dict_space = observation_space
+        super().__init__(observation_space=observation_space[OBS], **kwargs)
+
+    def setup(self) -> None:
+        """Build the default PPO networks for the observations, then expose the Dict."""
+        super().setup()
+        self.observation_space = self._dict_space
+
+    @staticmethod
+    def _split(batch: dict[str, Any]) -> Any:
+        """Replace the Dict observation of ``batch`` (in place) by its observations; keep
+        the mask in ``batch["action_mask"]`` and return it."""
+        obs = batch[Columns.OBS]
+        if isinstance(obs, dict):
+            batch[Columns.OBS] = obs[OBS]
+            batch[MASK] = obs[MASK]
+        return batch[MASK]
+
+    @staticmethod
+    def _mask(out: dict[str, Any], mask: Any) -> dict[str, Any]:
+        logits = out[Columns.ACTION_DIST_INPUTS]
+        out[Columns.ACTION_DIST_INPUTS] = logits.masked_fill(mask <= 0, FLOAT_MIN)
+        return out
+
+    def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        mask = self._split(batch)
+        return self._mask(super()._forward_inference(batch, **kwargs), mask)
+
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        mask = self._split(batch)
+        return self._mask(super()._forward_exploration(batch, **kwargs), mask)
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        mask = self._split(batch)  # the learner's value pass may have split it already
+        return self._mask(super()._forward_train(batch, **kwargs), mask)
+
+    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
+        """Values of the observations (the learner calls this before the train pass).
+
+        :param batch: a batch with the Dict or the split observation
+        :param embeddings: precomputed encoder outputs (RLlib's)
+        """
+        self._split(batch)
+        return super().compute_values(batch, embeddings)
+
+    def greedy_actions(self, obs: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The most likely valid action of each observation (no gradient).
+
+        :param obs: observations ``(n, K*F)``
+        :param mask: action masks ``(n, K+1)``
+        """
+        batch = {
+            Columns.OBS: {
+                OBS: torch.as_tensor(obs, dtype=torch.float32),
+                MASK: torch.as_tensor(mask, dtype=torch.float32),
+            }
+        }
+        with torch.no_grad():
+            out = self.forward_inference(batch)
+        return out[Columns.ACTION_DIST_INPUTS].argmax(dim=-1).cpu().numpy()
+
+
 # --------------------------------------------------------------------------- evaluation
 class RLlibAgent:
     """An RLlib module as a :class:`hpcgym.evaluation.play.Policy` (SB3's ``predict``).
 
-    :param module: a :class:`~examples.rllib_module.MaskedPPOModule`
+    :param module: a :class:`MaskedPPOModule`
     """
 
     def __init__(self, module: Any) -> None:
@@ -117,8 +282,6 @@ class RLlibAgent:
         :param observation: ``(K, F)`` or ``(n, K, F)``
         :param action_masks: ``(K+1,)`` or ``(n, K+1)``
         """
-        import numpy as np
-
         obs = np.asarray(observation, dtype=np.float32)
         single = obs.ndim == 2
         obs = obs.reshape(1 if single else obs.shape[0], -1)
@@ -164,12 +327,22 @@ def evaluate(module: Any, args: argparse.Namespace) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- training
+def _importable() -> Any:
+    """This file as the module Ray's workers import by name: ``examples.rllib_ppo`` (run
+    as a script it is ``__main__``, which a worker cannot import); a copy of this file
+    outside the checkout is its own module (Ray then pickles the classes by value)."""
+    import importlib
+
+    name = __spec__.name if __spec__ is not None else __name__
+    return importlib.import_module(name) if name != "__main__" else sys.modules[__name__]
+
+
 def _config(args: argparse.Namespace) -> Any:
     """RLlib's PPOConfig of the command line."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
-    from examples.rllib_module import MaskedPPOModule
+    module_class = _importable().MaskedPPOModule
 
     hidden = [int(w) for w in args.hidden.split(",") if w.strip()]
     env_config = {
@@ -195,7 +368,7 @@ def _config(args: argparse.Namespace) -> Any:
         )
         .rl_module(
             rl_module_spec=RLModuleSpec(
-                module_class=MaskedPPOModule,
+                module_class=module_class,
                 model_config={"fcnet_hiddens": hidden, "head_fcnet_hiddens": hidden},
             )
         )
@@ -234,12 +407,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     """
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        from ray.tune.registry import register_env
+    if RAY_MISSING is not None:
+        parser.error(f"RLlib is not installed ({RAY_MISSING}): {RLLIB_HINT}")
+    from ray.tune.registry import register_env
 
-        from examples.rllib_module import make_masked_env
-    except ImportError as exc:
-        parser.error(f"RLlib is not installed ({exc}): {RLLIB_HINT}")
+    make_masked_env = _importable().make_masked_env
     try:
         _start_ray(args)
     except (ConnectionError, RuntimeError, ValueError) as exc:
