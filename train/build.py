@@ -198,7 +198,7 @@ def make_training_envs(
     :param cfg: the run's options
     :param seed: seed of the first env (SB3 adds the env index)
     :param extra_env: more :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments,
-        over :func:`env_kwargs` (Python callers such as ``train/imitate.py``)
+        over :func:`env_kwargs` (Python callers such as ``research/imitation/imitate.py``)
     """
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
@@ -387,7 +387,7 @@ def init_policy_from(model: Any, path: str) -> None:
     ``.zip`` at ``path`` into ``model`` (``--init-from``, e.g. a behaviour-cloned start).
 
     :param model: the new model
-    :param path: a ``.zip`` saved by MaskablePPO (or train/imitate.py)
+    :param path: a ``.zip`` saved by MaskablePPO (or research/imitation/imitate.py)
     :raises ConfigError: the file does not load, or its observation space or network
         differs from the run's
     """
