@@ -42,6 +42,8 @@ from __future__ import annotations
 from hpcgym.tasks.backfill import BackfillTask
 from hpcgym.tasks.base import COMMON_OPTIONS, DecisionTask, QueueSetup, Rows
 from hpcgym.tasks.registry import (
+    DEFAULT_TASK,
+    card_task,
     get_task,
     list_tasks,
     register_envs,
@@ -52,11 +54,13 @@ from hpcgym.tasks.schedule import ScheduleTask
 
 __all__ = [
     "COMMON_OPTIONS",
+    "DEFAULT_TASK",
     "BackfillTask",
     "DecisionTask",
     "QueueSetup",
     "Rows",
     "ScheduleTask",
+    "card_task",
     "get_task",
     "list_tasks",
     "register_envs",
