@@ -121,6 +121,7 @@ class BackfillTask(DecisionTask):
     def spawn(self) -> BackfillTask:
         twin = super().spawn()
         assert isinstance(twin, BackfillTask)
+        twin.context = self.context  # shared, read-only (copying drops it: __getstate__)
         twin._new_episode()
         return twin
 
