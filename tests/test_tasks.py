@@ -56,7 +56,9 @@ def test_task_envs_share_the_generic_env_not_each_other():
     assert issubclass(BackfillEnv, TaskEnv) and issubclass(ScheduleEnv, TaskEnv)
     assert not issubclass(ScheduleEnv, BackfillEnv) and not issubclass(BackfillEnv, ScheduleEnv)
     env = ScheduleEnv(window_length=32, max_queue=8)
-    assert isinstance(env.task, ScheduleTask) and not hasattr(env, "mode")
+    assert isinstance(env.task, ScheduleTask)
+    with pytest.warns(FutureWarning, match="env.task.variant"):
+        assert env.mode == "guarded"  # the old value, for one minor version
     assert (
         env.task.variant == "schedule" and BackfillEnv(window_length=32).task.variant == "guarded"
     )

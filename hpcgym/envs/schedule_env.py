@@ -260,6 +260,20 @@ class ScheduleEnv(TaskEnv):
         return self.task.rows
 
     @property
+    def mode(self) -> str:
+        """Deprecated: Schedule-v0 has no backfill candidates; what a card's ``mode`` says
+        of this task is ``env.task.variant`` (``"schedule"``)."""
+        import warnings
+
+        warnings.warn(
+            "ScheduleEnv.mode is deprecated (Schedule-v0 has no backfill candidate mode; it "
+            "read 'guarded'): use env.task.variant",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return "guarded"
+
+    @property
     def _eh(self) -> Any:
         return self.task.eh
 
