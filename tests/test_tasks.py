@@ -36,6 +36,18 @@ def test_registry_lists_and_finds_the_builtin_tasks():
         task_env("inspectt")
 
 
+def test_the_old_task_table_warns_and_names_the_registry():
+    import hpcgym.envs
+
+    with pytest.warns(FutureWarning, match="hpcgym.tasks.list_tasks"):
+        table = hpcgym.envs.TASKS
+    assert table["schedule"] == (
+        "hpcgym/Schedule-v0",
+        "hpcgym.envs.schedule_env:ScheduleEnv",
+        "hpcgym.envs.vector:ScheduleVectorEnv",
+    )
+
+
 def test_registering_a_taken_name_or_id_is_an_error():
     class Other(ScheduleTask):
         name = "schedule"

@@ -37,7 +37,6 @@ __all__ = [
     "BackfillVectorEnv",
     "ScheduleEnv",
     "ScheduleVectorEnv",
-    "TASKS",
     "TaskEnv",
     "TaskVectorEnv",
     "register_envs",
@@ -113,6 +112,14 @@ def __getattr__(name: str) -> Any:
 
         return ScheduleVectorEnv
     if name == "TASKS":  # the tasks: name -> (Gymnasium id, env entry, vector env entry)
+        import warnings
+
+        warnings.warn(
+            "hpcgym.envs.TASKS is deprecated: use hpcgym.tasks.list_tasks() and "
+            "hpcgym.tasks.get_task(name) (env_id, env_entry_point, vector_entry_point)",
+            FutureWarning,
+            stacklevel=2,
+        )
         return _task_table()
     if name in ("TaskEnv", "TaskVectorEnv"):
         import importlib
