@@ -154,6 +154,11 @@ def test_snapshot_and_disable(window: Workload) -> None:
     assert sim.inspected == job
     sim.reject()
     np.testing.assert_array_equal(sim.run(reject=lambda s: False).start, a)
+    # disabling after a verdict: the verdict stands, then every pick is accepted
+    sim.restore(snap)
+    sim.reject()
+    sim.disable_inspection()
+    np.testing.assert_array_equal(sim.run().start, a)
     # disabling at a pending decision accepts it: the policy's schedule
     sim.restore(snap)
     sim.disable_inspection()

@@ -545,6 +545,9 @@ def _inspect(JI, C, h):
         return verdict
     C[C_IJOB] = -1
     C[C_IANSWER] = -1
+    if C[C_INSPECT] != 1:  # switched off with a verdict pending: that one was the last
+        C[C_INSPECT] = 0
+        return 0
     if C[C_HLEN] == 0 and C[C_NEXT] >= C[C_N]:
         return 0
     if JI[I_NREJECT, h] >= C[C_IMAXREJ]:
@@ -598,7 +601,7 @@ def _schedule(JF, JI, S, C, PF):
         if bfmode == BF_CONSERVATIVE:
             _conservative_pass(JF, JI, S, C, PF)
             return -1
-        inspect = C[C_INSPECT] == 1
+        inspect = C[C_INSPECT] != 0
         if inspect:  # a re-entered pass: a job started ahead of the head before
             renew = C[C_QRENEW] == 1
             C[C_QRENEW] = 0

@@ -90,7 +90,8 @@ C_QRENEW = 29  # external queue policy: a job started ahead of the head in this 
 C_QDECISIONS = 30  # queue decisions asked of the caller
 C_QREST = 31  # external queue policy: the policy ordering the jobs behind the head
 C_RANKSEP = 32  # 1: queue keys rank by F_RANK; 0 (default): by F_EST, the reservation estimate
-C_INSPECT = 33  # 1: every start of the queue policy's head is inspected (EV_INSPECT)
+C_INSPECT = 33  # 1: every start of the queue policy's pick is inspected (EV_INSPECT); 2: off
+# after the pending verdict (Simulation.disable_inspection at a decision)
 C_IJOB = 34  # inspection: the job whose start awaits the verdict (-1: none)
 C_IANSWER = 35  # inspection: the verdict on C_IJOB (-1: none yet, 0 accept, 1 reject)
 C_IMAXREJ = 36  # inspection: rejections allowed per job

@@ -89,7 +89,7 @@ class Inspection:
         if int(max_rejections) != max_rejections or int(max_rejections) < 1:
             raise ValueError(f"max_rejections must be an integer >= 1, got {max_rejections!r}")
         C = self.C
-        if int(C[K.C_PHASE]) != K.P_INSPECT:
+        if int(C[K.C_PHASE]) != K.P_INSPECT or int(C[K.C_INSPECT]) == 0:
             C[K.C_IJOB] = -1
             C[K.C_IANSWER] = -1
         C[K.C_INSPECT] = 1
@@ -99,12 +99,16 @@ class Inspection:
             self.inspector = inspector
 
     def disable_inspection(self) -> None:
-        """Stop inspecting: from now on every pick starts as the policy's pass starts it
-        (a pending decision is accepted). Rollouts of an inspector use it on a clone."""
+        """Stop inspecting: from now on every pick starts as the policy's pass starts it.
+        At an inspection decision, the verdict given stands (none given: accept) and
+        inspection stops after it. Rollouts of an inspector use it on a clone."""
         C = self.C
-        if int(C[K.C_PHASE]) == K.P_INSPECT and int(C[K.C_IANSWER]) < 0:
-            C[K.C_IANSWER] = 0
-        C[K.C_INSPECT] = 0
+        if int(C[K.C_PHASE]) == K.P_INSPECT and int(C[K.C_IJOB]) >= 0:
+            if int(C[K.C_IANSWER]) < 0:
+                C[K.C_IANSWER] = 0
+            C[K.C_INSPECT] = 2  # the kernel applies the verdict, then switches off
+        else:
+            C[K.C_INSPECT] = 0
 
     @property
     def inspecting(self) -> bool:
