@@ -58,7 +58,7 @@ AGENT_HEURISTICS: dict[str, str] = {
     "first": "FirstValid",
 }
 
-#: The tasks an agent plays (``--task``): the env of each is ``hpcgym.envs.task_env(task)``.
+#: The tasks an agent plays (``--task``): the env of each is ``hpcgym.envs.generic_env(task)``.
 TASK_NAMES: tuple[str, ...] = ("schedule", "backfill")
 #: Heuristic agents that play Schedule-v0 too (row 0 is the env's queue order; random).
 _SCHEDULE_HEURISTICS: tuple[str, ...] = ("first", "random")
