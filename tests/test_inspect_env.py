@@ -166,3 +166,145 @@ def test_snapshot_and_disable(window: Workload) -> None:
     np.testing.assert_array_equal(
         sim.run().start, simulate(window, policy="WFP3", backfill="easy").start
     )
+
+
+# -------------------------------------------------------------------- the task
+INSPECT = "hpcgym/Inspect-v0"
+SMALL: dict = {"window_length": 48, "max_queue": 16}
+
+
+def _episode(env, actions) -> tuple[float, dict, list[np.ndarray], int]:
+    """Play ``actions(step, obs) -> action`` to the end: return, last info, observations."""
+    obs, info = env.reset(seed=3)
+    seen, total, k, done = [obs.copy()], 0.0, 0, False
+    while not done:
+        obs, r, term, trunc, info = env.step(actions(k, obs))
+        seen.append(obs.copy())
+        total += float(r)
+        k += 1
+        done = term or trunc
+    return total, info, seen, k
+
+
+def test_checkers_on_defaults() -> None:
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+    from stable_baselines3.common.env_checker import check_env as sb3_check_env
+
+    check_env(gym.make(INSPECT).unwrapped)
+    sb3_check_env(gym.make(INSPECT).unwrapped)
+
+
+def test_spaces_mask_and_rows() -> None:
+    import gymnasium as gym
+
+    from hpcgym.tasks import get_task
+    from hpcgym.tasks.inspect import INSPECT_COLUMNS
+
+    assert get_task("inspect").env_id == INSPECT
+    env = gym.make(INSPECT, **SMALL).unwrapped
+    assert env.action_space.n == 2
+    assert env.observation_space.shape == (16, len(INSPECT_COLUMNS)) == (16, 18)
+    assert env.feature_names == INSPECT_COLUMNS
+    obs, info = env.reset(seed=1)
+    sim = env.simulation
+    assert info["decision"] and info["action_mask"].tolist() == [True, True]
+    assert env.candidate_jobs()[0] == sim.inspected >= 0  # row 0 is the pick
+    assert obs[0, 0] == 1.0 and obs[0, 5] == 1.0  # a real row that fits
+    assert env.observation_space.contains(obs)
+    obs, _, _, _, info = env.step(1)  # reject: the row's rejections column counts it
+    rows = env.candidate_jobs()
+    j = int(np.flatnonzero(sim.rejections)[0])
+    assert j in rows  # still waiting: the next event came before it could start
+    assert obs[list(rows).index(j), 16] == pytest.approx(1 / env.task.max_rejections)
+    assert (obs[rows >= 0, 16] > 0).sum() == 1
+    # an invalid action accepts; at the end only accept is valid
+    _, _, _, _, info = env.step(7)
+    assert info["invalid_action"]
+    done = False
+    while not done:
+        _, _, done, _, info = env.step(0)
+    assert info["action_mask"].tolist() == [True, False]
+
+
+@pytest.mark.parametrize("base", list(POLICIES))
+def test_always_accept_is_the_base_and_every_policy_is_a_reference(base: str) -> None:
+    import gymnasium as gym
+
+    from hpcgym.envs.reward import terminal_reward
+    from hpcgym.sim.schedulers import get_scheduler
+
+    env = gym.make(INSPECT, base=base, backfill="easy", **SMALL).unwrapped
+    total, info, _, steps = _episode(env, lambda k, o: 0)
+    assert total == 0.0 and info["agent"] == info["reference"]
+    window = env.simulation.workload
+    np.testing.assert_array_equal(
+        env.simulation.result().start, simulate(window, policy=base, backfill="easy").start
+    )
+    assert info["decisions"] == steps  # one step per decision
+    # another heuristic as the reference: the reward compares with it
+    other = "SAF" if base != "SAF" else "FCFS"
+    env = gym.make(INSPECT, base=base, reference=f"{other}+EASY", **SMALL).unwrapped
+    total, info, _, _ = _episode(env, lambda k, o: 0)
+    ref = get_scheduler(f"{other}+EASY").simulate(window).metrics
+    assert info["reference"]["avg_bsld"] == pytest.approx(ref["avg_bsld"])
+    assert total == pytest.approx(terminal_reward("bsld", info["agent"], info["reference"]))
+
+
+def test_rejecting_holds_and_ends() -> None:
+    import gymnasium as gym
+
+    env = gym.make(INSPECT, base="SJF", max_rejections=2, **SMALL).unwrapped
+    total, info, _, steps = _episode(env, lambda k, o: 1)
+    sim = env.simulation
+    assert not np.isnan(sim.start_times).any()
+    assert int(sim.rejections.max()) <= 2
+    assert sim.counters["rejections"] == sim.counters["inspections"] == steps
+    assert info["agent"]["avg_bsld"] >= info["reference"]["avg_bsld"] and total <= 0.0
+    with pytest.raises(ValueError, match="max_rejections"):
+        gym.make(INSPECT, max_rejections=0)
+    with pytest.raises(ValueError, match="backfill"):
+        gym.make(INSPECT, backfill="conservative")
+    with pytest.raises(ValueError, match="policy"):
+        gym.make(INSPECT, base="SJFF")
+
+
+def test_determinism_with_seeds() -> None:
+    import gymnasium as gym
+
+    def run(seed: int):
+        rng = np.random.default_rng(seed)
+        env = gym.make(INSPECT, **SMALL).unwrapped
+        return _episode(env, lambda k, o: int(rng.random() < 0.3))
+
+    a, b, c = run(0), run(0), run(1)
+    assert a[0] == b[0] and a[3] == b[3]
+    assert all(np.array_equal(x, y) for x, y in zip(a[2], b[2], strict=True))
+    assert (a[0], a[3]) != (c[0], c[3])
+
+
+def test_vector_env_matches_single_envs() -> None:
+    import gymnasium as gym
+
+    n = 2
+    venv = gym.make_vec(INSPECT, num_envs=n, **SMALL)
+    singles = [gym.make(INSPECT, **SMALL).unwrapped for _ in range(n)]
+    obs, info = venv.reset(seed=10)
+    for i, e in enumerate(singles):
+        o, _ = e.reset(seed=10 + i)
+        np.testing.assert_array_equal(obs[i], o)
+    rng = np.random.default_rng(0)
+    steps = 0
+    while True:  # to the first episode's end
+        acts = (rng.random(n) < 0.3).astype(np.int64)
+        obs, rew, term, trunc, info = venv.step(acts)
+        np.testing.assert_array_equal(info["action_mask"][~term], True)
+        for i, e in enumerate(singles):
+            o, r, t, _, _ = e.step(int(acts[i]))
+            np.testing.assert_array_equal(obs[i], o)
+            assert rew[i] == pytest.approx(r) and term[i] == t
+        steps += 1
+        if term.any():
+            break
+    assert steps > 10
+    venv.close()

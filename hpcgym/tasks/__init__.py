@@ -41,6 +41,7 @@ from __future__ import annotations
 # the built-in tasks register themselves (hpcgym.tasks.registry) on import
 from hpcgym.tasks.backfill import BackfillTask
 from hpcgym.tasks.base import COMMON_OPTIONS, DecisionTask, QueueSetup, Rows
+from hpcgym.tasks.inspect import InspectTask
 from hpcgym.tasks.registry import (
     get_task,
     list_tasks,
@@ -54,6 +55,7 @@ __all__ = [
     "COMMON_OPTIONS",
     "BackfillTask",
     "DecisionTask",
+    "InspectTask",
     "QueueSetup",
     "Rows",
     "ScheduleTask",
