@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--long", type=float, default=4.0, help="hold-long-wide: hours")
     p.add_argument("--wide", type=float, default=0.5, help="hold-long-wide: share of free")
     p.add_argument("--max-rejections", type=int, default=DEFAULT_MAX_REJECTIONS)
-    p.add_argument("--lookahead-windows", type=int, default=30)
+    p.add_argument("--lookahead-windows", type=int, default=30, help="0: skip the lookahead")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     a = p.parse_args(argv)
 
@@ -137,6 +137,8 @@ def main(argv: list[str] | None = None) -> None:
           " p99 bsld | rejections/window |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for name, (rule, n) in rungs.items():
+        if n < 1:
+            continue
         rows = [play(spec, w, rule, a.max_rejections) for w in windows[:n]]
         x = [r["avg_bsld"] for r in rows]
         pc = paired_comparison(x, [r["avg_bsld"] for r in ref[:n]])

@@ -221,6 +221,11 @@ def test_spaces_mask_and_rows() -> None:
     # an invalid action accepts; at the end only accept is valid
     _, _, _, _, info = env.step(7)
     assert info["invalid_action"]
+    strict = gym.make(INSPECT, invalid_action="raise", render_mode="ansi", **SMALL).unwrapped
+    strict.reset(seed=1)
+    assert f"pick: job {strict.simulation.inspected} " in strict.render()
+    with pytest.raises(ValueError, match="0 accept, 1 reject"):
+        strict.step(2)
     done = False
     while not done:
         _, _, done, _, info = env.step(0)
