@@ -55,6 +55,7 @@ def test_always_accept_is_the_policy(window: Workload, policy: str, backfill: st
     res = sim.run(reject=lambda s: False)
     np.testing.assert_array_equal(res.start, base.start)
     np.testing.assert_array_equal(res.backfilled, base.backfilled)
+    np.testing.assert_array_equal(res.head_since, base.head_since)  # reservations too
     assert res.metrics["avg_bsld"] == base.metrics["avg_bsld"]
     # one decision per start of the pick (the backfilled jobs are not inspected), less
     # the forced ones (nothing running, no job left to arrive)
