@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.envs.features import has_extended
 from hpcgym.workload import trace_spec
 from train.config import ConfigError, TrainConfig
 from train.tasks import env_class, task_env_kwargs
@@ -259,16 +258,13 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
     """
     if cfg.row_prior is None:
         return None
-    from hpcgym.envs.observation import column_names
-    from hpcgym.envs.queue_observation import QUEUE_COLUMNS
+    from hpcgym.tasks import get_task
 
-    names = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
-    which = f"--features {cfg.features}, --feature-predictor {cfg.feature_predictor}"
-    if cfg.task == "schedule":  # Schedule-v0's rows: the default 16, or the informed 24
-        from hpcgym.envs.informed_rows import INFORMED_COLUMNS
-
-        informed = tuple(INFORMED_COLUMNS) if cfg.rows == "informed" else ()
-        names, which = QUEUE_COLUMNS + informed, f"--task schedule --rows {cfg.rows}"
+    task = get_task(cfg.task)
+    config = vars(cfg)
+    names = task.column_names(config)  # they depend on the task's options of the run
+    given = [k for k in task.options if config.get(k) is not None]
+    which = ", ".join(f"--{k.replace('_', '-')} {config[k]}" for k in ["task", *given])
     pairs = []
     for part in cfg.row_prior.split(","):
         name, _, weight = part.partition("=")

@@ -451,6 +451,8 @@ def fast_path_problem(env: Any) -> str | None:
     sim = env.state.sim
     if sim is None:
         return "no episode"
+    if env.task.kernel is None:
+        return f"the task {env.task.name!r} (it has no compiled step)"
     problem = env.task.batch_problem(env)
     if problem is not None:
         return problem

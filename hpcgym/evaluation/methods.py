@@ -170,12 +170,9 @@ def scheduler_method(spec: str, label: str | None = None) -> Method:
 def _task_env(task: str, k: int | None, policy: str | None, mode: str) -> dict[str, Any]:
     """The env arguments of an agent without a card: Backfill-v0's queue policy and mode,
     or Schedule-v0's queue order (``policy``; ``None``: the env's default for the trace)."""
-    if task == "schedule":
-        env: dict[str, Any] = {"task": "schedule", "max_queue": k}
-        if policy is not None:
-            env["order"] = policy.upper()
-        return env
-    return {"policy": (policy or "FCFS").upper(), "mode": mode, "max_queue": k}
+    from hpcgym.tasks import get_task
+
+    return get_task(task).agent_env(policy, mode, k)
 
 
 def _check_task(task: str | None) -> str | None:

@@ -29,6 +29,7 @@ from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import verdict_caption
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.sim.schedulers import policy_name
+from hpcgym.tasks import card_task
 
 __all__ = ["SCHEDULE_POLICIES", "schedule_boards", "schedule_markdown"]
 
@@ -71,7 +72,7 @@ def schedule_boards(
         agents = [
             card_method(c)
             for c in cards
-            if c.data.get("task") == "schedule"
+            if card_task(c.data).board == "schedule"
             and list(((c.data.get("test") or {}).get(trace) or {}).get("starts") or [])
             == list(b["starts"])
         ]

@@ -43,6 +43,8 @@ from hpcgym.tasks.backfill import BackfillTask
 from hpcgym.tasks.base import COMMON_OPTIONS, DecisionTask, QueueSetup, Rows
 from hpcgym.tasks.inspect import InspectTask
 from hpcgym.tasks.registry import (
+    DEFAULT_TASK,
+    card_task,
     get_task,
     list_tasks,
     register_envs,
@@ -53,12 +55,14 @@ from hpcgym.tasks.schedule import ScheduleTask
 
 __all__ = [
     "COMMON_OPTIONS",
+    "DEFAULT_TASK",
     "BackfillTask",
     "DecisionTask",
     "InspectTask",
     "QueueSetup",
     "Rows",
     "ScheduleTask",
+    "card_task",
     "get_task",
     "list_tasks",
     "register_envs",

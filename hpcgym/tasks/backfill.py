@@ -198,5 +198,18 @@ class BackfillTask(DecisionTask):
         return {k: v for k, v in kwargs.items() if k not in drop}
 
     @classmethod
+    def card_env(cls, env: dict[str, Any], card: Mapping[str, Any]) -> dict[str, Any]:
+        """The card's env entries this env takes (no ``task``: the default task's cards
+        predate tasks)."""
+        out = super().card_env(env, card)
+        del out["task"]
+        return out
+
+    @classmethod
+    def mode_label(cls, mode: str) -> str:
+        """The candidate mode."""
+        return mode
+
+    @classmethod
     def agent_env(cls, policy: str | None, mode: str, max_queue: int | None) -> dict[str, Any]:
         return {"policy": (policy or "FCFS").upper(), "mode": mode, "max_queue": max_queue}

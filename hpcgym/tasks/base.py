@@ -217,10 +217,8 @@ class DecisionTask(abc.ABC):
     # ------------------------------------------------------ compiled batch
     def batch_problem(self, env: TaskEnv) -> str | None:
         """Why the compiled batch step cannot play ``env``'s configuration of this task
-        (``None``: it can; the generic parts are checked by the batch). Default: a task
-        without :attr:`kernel` cannot."""
-        if self.kernel is None:
-            return f"the task {self.name!r} (it has no compiled step)"
+        (``None``: it can). Asked only of a task with a :attr:`kernel`; the batch checks
+        the generic parts itself (online predictors, the dense reward). Default: ``None``."""
         return None
 
     def batch_bind(self, batch: BatchState, i: int) -> None:
@@ -258,8 +256,16 @@ class DecisionTask(abc.ABC):
     @classmethod
     def card_env(cls, env: dict[str, Any], card: Mapping[str, Any]) -> dict[str, Any]:
         """The env arguments of a model card's agent from the card's env entries: those
-        this task's env takes."""
-        return {k: v for k, v in env.items() if k in COMMON_OPTIONS or k in cls.options}
+        this task's env takes, and ``task``."""
+        out = {k: v for k, v in env.items() if k in COMMON_OPTIONS or k in cls.options}
+        out["task"] = cls.name
+        return out
+
+    @classmethod
+    def mode_label(cls, mode: str) -> str:
+        """The ``mode`` part of a run's name and card, for a run with ``--mode mode``
+        (default: the task's name)."""
+        return cls.name
 
     @classmethod
     def env_kwargs(cls, kwargs: dict[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:

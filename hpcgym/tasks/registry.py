@@ -7,14 +7,25 @@ task's env class as entry point, or the generic :class:`~hpcgym.envs.generic_env
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hpcgym.suggest import did_you_mean
 
 if TYPE_CHECKING:
     from hpcgym.tasks.base import DecisionTask
 
-__all__ = ["get_task", "list_tasks", "register_envs", "register_task", "task_for_env_id"]
+__all__ = [
+    "DEFAULT_TASK",
+    "card_task",
+    "get_task",
+    "list_tasks",
+    "register_envs",
+    "register_task",
+    "task_for_env_id",
+]
+
+#: the task of a model card, run or method that names none (they predate tasks)
+DEFAULT_TASK = "backfill"
 
 _TASKS: dict[str, type[DecisionTask]] = {}
 
@@ -55,6 +66,15 @@ def get_task(name: str) -> type[DecisionTask]:
         hint = did_you_mean(key, _TASKS)
         raise ValueError(f"unknown task {name!r}{hint}; valid choices: {', '.join(_TASKS)}")
     return _TASKS[key]
+
+
+def card_task(data: Any) -> type[DecisionTask]:
+    """The task of a model card's data, a run's configuration or an agent's env arguments
+    (their ``task``; :data:`DEFAULT_TASK` without one).
+
+    :param data: a mapping with an optional ``task``
+    """
+    return get_task((data or {}).get("task") or DEFAULT_TASK)
 
 
 def list_tasks() -> tuple[str, ...]:

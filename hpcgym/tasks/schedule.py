@@ -294,7 +294,7 @@ class ScheduleTask(DecisionTask):
     def card_env(cls, env: dict[str, Any], card: Mapping[str, Any]) -> dict[str, Any]:
         """The card's row order (its ``policy``) as ``order``."""
         out = super().card_env(env, card)
-        out.update(task=cls.name, order=str(card["policy"]).upper())
+        out["order"] = str(card["policy"]).upper()
         return out
 
     @classmethod
