@@ -41,7 +41,6 @@ from __future__ import annotations
 # the built-in tasks register themselves (hpcgym.tasks.registry) on import
 from hpcgym.tasks.backfill import BackfillTask
 from hpcgym.tasks.base import COMMON_OPTIONS, DecisionTask, QueueSetup, Rows
-from hpcgym.tasks.inspect import InspectTask
 from hpcgym.tasks.registry import (
     DEFAULT_TASK,
     card_task,
@@ -52,6 +51,9 @@ from hpcgym.tasks.registry import (
     task_for_env_id,
 )
 from hpcgym.tasks.schedule import ScheduleTask
+
+# isort: split
+from hpcgym.tasks.inspect import InspectTask  # registered after the first two
 
 __all__ = [
     "COMMON_OPTIONS",

@@ -7,6 +7,7 @@ rejects it so that the scheduler waits for the next event. The engine's side is
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -17,7 +18,7 @@ from hpcgym.envs.queue_observation import QUEUE_COLUMNS, QueueFeatures, build_qu
 from hpcgym.sim.engine import Event, Simulation, policy_id
 from hpcgym.sim.inspection import DEFAULT_MAX_REJECTIONS
 from hpcgym.sim.references import deployable_policy, starvation_threshold
-from hpcgym.tasks.base import Buffers, DecisionTask, QueueSetup, Rows
+from hpcgym.tasks.base import COMMON_OPTIONS, Buffers, DecisionTask, QueueSetup, Rows
 from hpcgym.tasks.registry import register_task
 
 if TYPE_CHECKING:
@@ -321,6 +322,41 @@ class InspectTask(DecisionTask):
         return (
             f"base={self.base!r}, backfill={self.backfill!r}, max_rejections={self.max_rejections}"
         )
+
+    # ---------------------------------------------- evaluation and training
+    @classmethod
+    def queue_policy(cls, policy: str, trace: str | None) -> str:
+        """The base policy of a run with ``--policy policy``: ``policy`` unless FCFS (the
+        training command line's default), else the trace's deployable reference's, the
+        env's default ``base`` (as Schedule-v0's row order)."""
+        from hpcgym.sim.references import schedule_order
+
+        return schedule_order(policy, trace)
+
+    @classmethod
+    def card_keys(cls, config: Mapping[str, Any], trace: str | None) -> dict[str, Any]:
+        """``task``, the base policy as ``policy``, mode ``inspect``."""
+        base = cls.queue_policy(config.get("policy"), trace)  # type: ignore[arg-type]
+        return {"task": cls.name, "policy": base, "mode": cls.name}
+
+    @classmethod
+    def card_env(cls, env: dict[str, Any], card: Mapping[str, Any]) -> dict[str, Any]:
+        """The card's base policy (its ``policy``) as ``base``."""
+        out = super().card_env(env, card)
+        out["base"] = str(card["policy"]).upper()
+        return out
+
+    @classmethod
+    def env_kwargs(cls, kwargs: dict[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+        """The other tasks' arguments dropped; ``base`` from ``config["policy"]``."""
+        from hpcgym.workload import trace_spec
+
+        keep = set(COMMON_OPTIONS) | set(cls.options)
+        out = {k: v for k, v in kwargs.items() if k in keep}
+        spec = trace_spec(config.get("trace"))
+        trace = None if spec is None else str(spec)
+        out["base"] = cls.queue_policy(config.get("policy", "FCFS"), trace)
+        return out
 
     @classmethod
     def agent_env(cls, policy: str | None, mode: str, max_queue: int | None) -> dict[str, Any]:
