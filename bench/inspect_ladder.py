@@ -17,7 +17,11 @@ answers each start of the base policy's pick:
 * ``reject``: reject whenever allowed (the cost of holding, ``--max-rejections`` times);
 * ``lookahead1-clairvoyant``: a reference point, not a bound: at each decision, roll
   both verdicts out with the uninspected base to the window's end on the window's real
-  future, and reject when that lowers the window's AVEbsld.
+  future, and reject when that lowers the window's AVEbsld;
+* ``agent`` (``--agent model.zip``): a trained inspector (``train/ppo.py --task
+  inspect``), deterministic, on the observation of ``hpcgym/Inspect-v0``.
+
+``--rungs`` picks the rungs (``accept,hold,reject,lookahead,agent``).
 
 Per rung: the paired geometric-mean ratio of AVEbsld to the reference with its 95%
 bootstrap interval and verdict (:mod:`hpcgym.evaluation.statistics`), the ratio of means,
@@ -47,6 +51,7 @@ from hpcgym.workload.core import Workload
 
 HOUR = 3600.0
 Rule = Callable[[Simulation], bool]
+RuleOf = Callable[[Workload], Rule]  # a window's rule
 
 
 def hold_long_wide(long_h: float, wide: float) -> Rule:
@@ -71,6 +76,39 @@ def lookahead_clairvoyant(sim: Simulation) -> bool:
         twin.disable_inspection()
         values.append(twin.run().metrics["avg_bsld"])
     return values[1] < values[0]
+
+
+def agent_rule(path: str, trace: str, spec: SchedulerSpec, window: Workload, max_rej: int) -> Rule:
+    """The trained inspector at ``path`` (a MaskablePPO zip of ``train/ppo.py --task
+    inspect``) as a rule: it sees the observation of ``hpcgym/Inspect-v0`` on ``trace`` (the
+    trace's scales; built by the task's own row builder) and answers deterministically."""
+    from sb3_contrib import MaskablePPO
+
+    from hpcgym.envs.generic_env import TaskEnv
+
+    if path not in _MODELS:
+        model = MaskablePPO.load(path, device="cpu")
+        env = TaskEnv(
+            "inspect", trace=trace, window_length=len(window), split="all",
+            max_queue=int(model.observation_space.shape[0]), base=spec.policy,
+            backfill=spec.backfill, max_rejections=max_rej, starvation=spec.starvation,
+            reference=None,
+        )  # fmt: skip
+        _MODELS[path] = (model, env)
+    model, env = _MODELS[path]
+    task = env.task
+    task.make_simulation(env, window, 0)  # the episode's row scratch (its engine unused)
+    mask = np.ones(2, dtype=bool)
+
+    def rule(sim: Simulation) -> bool:
+        obs = task.observe(env, sim, None)[0]
+        action, _ = model.predict(obs, action_masks=mask, deterministic=True)
+        return int(action) == 1
+
+    return rule
+
+
+_MODELS: dict[str, Any] = {}
 
 
 def play(spec: SchedulerSpec, window: Workload, rule: Rule | None, max_rej: int) -> dict[str, Any]:
@@ -103,6 +141,10 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--wide", type=float, default=0.5, help="hold-long-wide: share of free")
     p.add_argument("--max-rejections", type=int, default=DEFAULT_MAX_REJECTIONS)
     p.add_argument("--lookahead-windows", type=int, default=30, help="0: skip the lookahead")
+    p.add_argument("--agent", default=None, help="a trained inspector (MaskablePPO zip)")
+    p.add_argument(
+        "--rungs", default="accept,hold,reject,lookahead,agent", help="the rungs to play"
+    )
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     a = p.parse_args(argv)
 
@@ -111,15 +153,26 @@ def main(argv: list[str] | None = None) -> None:
     spec = get_scheduler(base)
     starts = list(select_windows(len(wl), a.length, a.windows, a.split, a.seed).starts)
     windows = [wl.window(s, a.length) for s in starts]
-    rungs: dict[str, tuple[Rule | None, int]] = {
-        "accept": (lambda s: False, a.windows),
-        f"hold-long-wide (>= {a.long:g} h, > {a.wide:g} of free)": (
-            hold_long_wide(a.long, a.wide),
+    wanted = {r.strip() for r in a.rungs.split(",")}
+    rungs: dict[str, tuple[RuleOf, int]] = {}
+    if "accept" in wanted:
+        rungs["accept"] = (lambda w: lambda s: False, a.windows)
+    if "hold" in wanted:
+        hold = hold_long_wide(a.long, a.wide)
+        rungs[f"hold-long-wide (>= {a.long:g} h, > {a.wide:g} of free)"] = (
+            lambda w: hold,
             a.windows,
-        ),
-        "reject": (lambda s: True, a.windows),
-        "lookahead1-clairvoyant": (lookahead_clairvoyant, a.lookahead_windows),
-    }
+        )
+    if "reject" in wanted:
+        rungs["reject"] = (lambda w: lambda s: True, a.windows)
+    if "lookahead" in wanted:
+        rungs["lookahead1-clairvoyant"] = (lambda w: lookahead_clairvoyant, a.lookahead_windows)
+    if "agent" in wanted and a.agent is not None:
+        path = str(a.agent)
+        rungs[f"agent {Path(path).parent.name}/{Path(path).name}"] = (
+            lambda w: agent_rule(path, a.trace, spec, w, a.max_rejections),
+            a.windows,
+        )
     ref = [play(spec, w, None, a.max_rejections) for w in windows]
     out: dict[str, Any] = {
         "trace": a.trace,
@@ -139,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, (rule, n) in rungs.items():
         if n < 1:
             continue
-        rows = [play(spec, w, rule, a.max_rejections) for w in windows[:n]]
+        rows = [play(spec, w, rule(w), a.max_rejections) for w in windows[:n]]
         x = [r["avg_bsld"] for r in rows]
         pc = paired_comparison(x, [r["avg_bsld"] for r in ref[:n]])
         out["rungs"][name] = {"comparison": pc.to_dict(), "verdict": pc.verdict, "windows": rows}

@@ -314,3 +314,21 @@ def test_vector_env_matches_single_envs() -> None:
             break
     assert steps > 10
     venv.close()
+
+
+def test_ladder_lookahead_never_worse_than_the_base(window: Workload) -> None:
+    # the one-step lookahead's accept rollout continues its previous choice, so the
+    # window's AVEbsld never rises above the base scheduler's (bench/inspect_ladder.py)
+    from inspect_ladder import hold_long_wide, lookahead_clairvoyant
+
+    w = window.window(0, 96)
+    base = simulate(w, policy="SJF", backfill="sjbf").metrics["avg_bsld"]
+    sim = Simulation(w, policy="SJF", backfill="sjbf")
+    sim.enable_inspection(max_rejections=2)
+    res = sim.run(reject=lookahead_clairvoyant)
+    assert res.metrics["avg_bsld"] <= base
+    assert res.counters["inspections"] > 0
+    sim = Simulation(w, policy="SJF", backfill="sjbf")
+    sim.enable_inspection(max_rejections=1)
+    res = sim.run(reject=hold_long_wide(0.0, 0.0))  # every pick is long and wide: all held
+    assert res.counters["rejections"] == res.counters["inspections"] > 0
