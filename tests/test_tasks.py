@@ -57,7 +57,9 @@ def test_task_envs_share_the_generic_env_not_each_other():
     assert not issubclass(ScheduleEnv, BackfillEnv) and not issubclass(BackfillEnv, ScheduleEnv)
     env = ScheduleEnv(window_length=32, max_queue=8)
     assert isinstance(env.task, ScheduleTask) and not hasattr(env, "mode")
-    assert env.task.variant == "schedule" and BackfillEnv(window_length=32).task.variant == "guarded"
+    assert (
+        env.task.variant == "schedule" and BackfillEnv(window_length=32).task.variant == "guarded"
+    )
     # the generic env with a task name is the task's env, argument for argument
     generic = TaskEnv("schedule", window_length=32, max_queue=8)
     assert generic.observation_space == env.observation_space
@@ -135,7 +137,9 @@ def test_protocol_methods_of_the_builtin_tasks():
     assert BackfillTask(mode="guarded").step_reward(True) == 0.0
     assert ScheduleTask.orders_queue and not BackfillTask.orders_queue
     assert ScheduleTask.queue_policy("SJF", None) == "SJF"
-    assert BackfillTask.mode_label("free") == "free" and ScheduleTask.mode_label("free") == "schedule"
+    assert (
+        BackfillTask.mode_label("free") == "free" and ScheduleTask.mode_label("free") == "schedule"
+    )
     card = {"policy": "sjf", "mode": "schedule", "task": "schedule"}
     env = ScheduleTask.card_env({"policy": "SJF", "mode": "schedule", "max_queue": 8}, card)
     assert env == {"max_queue": 8, "task": "schedule", "order": "SJF"}

@@ -349,6 +349,7 @@ class TaskEnv(gym.Env[np.ndarray, np.int64]):
     _obs = property(lambda self: self.state.obs)
     _ncand = property(lambda self: self.state.count)
     _pred = property(lambda self: self.state.pred)
+    _steps = property(lambda self: self.state.steps)
 
     # -------------------------------------------------------------- gym API
     def reset(

@@ -43,6 +43,7 @@ from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison, replicated_verdict, verdict_caption
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.sim.metrics import SIZE_CLASS_METRICS
+from hpcgym.tasks import card_task
 
 __all__ = [
     "AGREEMENT_RTOL",
@@ -89,7 +90,7 @@ def _test_sections(cards: Sequence[ModelCard]) -> dict[str, list[tuple[ModelCard
     """(card, test section) of every card's test on its own trace, by trace."""
     out: dict[str, list[tuple[ModelCard, dict]]] = {}
     for card in cards:
-        if card.data.get("task", "backfill") != "backfill":  # Schedule-v0: schedule_board
+        if card_task(card.data).board != "backfill":  # Schedule-v0: schedule_board
             continue
         sec = (card.data.get("test") or {}).get(card.trace)
         if sec and not sec.get("transfer"):

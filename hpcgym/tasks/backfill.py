@@ -57,6 +57,7 @@ class BackfillTask(DecisionTask):
     default_reference = "ENV+EASY-SJBF"
     board = "backfill"
     kernel = KERNEL_BACKFILL
+    heuristic_agents = None  # every one: the heuristics are backfilling decisions
     options: ClassVar[tuple[str, ...]] = (
         "policy",
         "mode",
@@ -121,6 +122,7 @@ class BackfillTask(DecisionTask):
     def spawn(self) -> BackfillTask:
         twin = super().spawn()
         assert isinstance(twin, BackfillTask)
+        twin.context = self.context  # shared, read-only (copying drops it: __getstate__)
         twin._new_episode()
         return twin
 
