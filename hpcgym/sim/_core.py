@@ -30,6 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
+from hpcgym.sim._inspect import _inspect  # the inspection decision (SchedInspector)
 from hpcgym.sim._layout import *  # the state layout; re-exported for callers
 
 
@@ -523,39 +524,6 @@ def _order_external(JF, JI, S, C, h):
         order[k] = order[k - 1]
         k -= 1
     order[0] = h
-
-
-# ------------------------------------------------------------------ inspection
-@njit(cache=True)
-def _inspect(JI, C, h):
-    """The inspector's verdict on starting head ``h`` now: 0 accept, 1 reject, or
-    ``EV_INSPECT`` when the caller must give it (the pass is re-entered then).
-
-    The guard: no verdict is asked -- the start is accepted -- when a reject would leave
-    no event to wait for (nothing running, no job left to arrive) or when ``h`` was
-    rejected ``C_IMAXREJ`` times already.
-    """
-    if C[C_IJOB] == h and C[C_IANSWER] >= 0:
-        verdict = C[C_IANSWER]
-        C[C_IJOB] = -1
-        C[C_IANSWER] = -1
-        if verdict == 1:
-            JI[I_NREJECT, h] += 1
-            C[C_IREJECTS] += 1
-        return verdict
-    C[C_IJOB] = -1
-    C[C_IANSWER] = -1
-    if C[C_INSPECT] != 1:  # switched off with a verdict pending: that one was the last
-        C[C_INSPECT] = 0
-        return 0
-    if C[C_HLEN] == 0 and C[C_NEXT] >= C[C_N]:
-        return 0
-    if JI[I_NREJECT, h] >= C[C_IMAXREJ]:
-        return 0
-    C[C_IJOB] = h
-    C[C_PHASE] = P_INSPECT
-    C[C_IDECISIONS] += 1
-    return EV_INSPECT
 
 
 # ------------------------------------------------------------ scheduling pass
