@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     from hpcgym.envs.backfill_env import MODES
     from hpcgym.evaluation import AGENT_HEURISTICS, DEFAULT_SCHEDULERS
     from hpcgym.sim.engine import POLICIES
+    from hpcgym.tasks import list_tasks
 
     p = C.make_parser(
         "python eval/compare.py",
@@ -69,10 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--task",
         default=None,
-        choices=("schedule", "backfill"),
-        help="the env the agents play: schedule (hpcgym/Schedule-v0) or backfill "
-        "(hpcgym/Backfill-v0); default: each agent's own (its card, its model's spaces); "
-        "checked against them",
+        choices=list_tasks(),
+        help="the env the agents play (a task of hpcgym.tasks): schedule (hpcgym/Schedule-v0), "
+        "backfill (hpcgym/Backfill-v0)...; default: each agent's own (its card, its model's "
+        "spaces); checked against them",
     )
     g.add_argument(
         "--policy",

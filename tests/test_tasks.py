@@ -56,7 +56,9 @@ def test_task_envs_share_the_generic_env_not_each_other():
     assert issubclass(BackfillEnv, TaskEnv) and issubclass(ScheduleEnv, TaskEnv)
     assert not issubclass(ScheduleEnv, BackfillEnv) and not issubclass(BackfillEnv, ScheduleEnv)
     env = ScheduleEnv(window_length=32, max_queue=8)
-    assert isinstance(env.task, ScheduleTask) and not hasattr(env, "mode")
+    assert isinstance(env.task, ScheduleTask)
+    with pytest.warns(FutureWarning, match="env.task.variant"):
+        assert env.mode == "guarded"  # the old value, for one minor version
     assert (
         env.task.variant == "schedule" and BackfillEnv(window_length=32).task.variant == "guarded"
     )
@@ -149,3 +151,29 @@ def test_protocol_methods_of_the_builtin_tasks():
         BackfillTask(mode="guardd")
     with pytest.raises(ValueError, match="row_predictor and row_history"):
         ScheduleTask(row_history=3)
+
+
+def test_no_task_name_branches_or_private_env_members_outside_the_task_modules():
+    """The env machinery, the evaluation and the trainer ask the task object, never its
+    name; the vector env and the batch step reach a sub-env through its public state."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    branch = re.compile(r"""(task|get\("task"[^)]*\))\s*[!=]=\s*["'](backfill|schedule)["']""")
+    files = [
+        *(root / "hpcgym" / "envs").glob("*.py"),
+        *(root / "hpcgym" / "evaluation").rglob("*.py"),
+        *(root / "train").rglob("*.py"),
+    ]
+    found = [
+        f"{p.relative_to(root)}:{i}"
+        for p in files
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if branch.search(line)
+    ]
+    assert not found, found
+    private = re.compile(r"\b(env|envs\[[a-z]+\]|first|twin)\._[a-z]")
+    for name in ("vector.py", "batch.py"):
+        text = (root / "hpcgym" / "envs" / name).read_text(encoding="utf-8")
+        assert not private.findall(text), (name, private.findall(text))

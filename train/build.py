@@ -264,7 +264,7 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
     config = vars(cfg)
     names = task.column_names(config)  # they depend on the task's options of the run
     given = [k for k in task.options if config.get(k) is not None]
-    which = ", ".join(f"--{k.replace('_', '-')} {config[k]}" for k in ["task", *given])
+    which = " ".join(f"--{k.replace('_', '-')} {config[k]}" for k in ["task", *given])
     pairs = []
     for part in cfg.row_prior.split(","):
         name, _, weight = part.partition("=")

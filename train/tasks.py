@@ -110,14 +110,14 @@ def task_problems(cfg: TrainConfig) -> list[str]:
     if cfg.rows == "default" and (cfg.row_predictor is not None or cfg.row_history is not None):
         out.append("--row-predictor/--row-history apply to --rows informed only")
     if cfg.mode != "guarded" and "mode" not in takes:
-        out.append("--mode: the backfill candidates do not apply to --task schedule")
+        out.append(f"--mode: the backfill candidates do not apply to --task {cfg.task}")
     if (cfg.features != "paper" or cfg.feature_predictor is not None) and "features" not in takes:
         out.append(
-            "--features/--feature-predictor: --task schedule has its own columns "
-            "(hpcgym.envs.queue_observation; more with --rows informed)"
+            f"--features/--feature-predictor: --task {cfg.task} has its own columns "
+            f"({get_task(cfg.task).env_id}'s observation)"
         )
     if cfg.stop_score != "learned" and "mode" not in takes:  # no STOP action
-        out.append("--stop-score: --task schedule has no STOP action")
+        out.append(f"--stop-score: --task {cfg.task} has no STOP action")
     return out
 
 

@@ -18,6 +18,7 @@ from hpcgym.envs.reward import OBJECTIVES, clear_normalizer_cache
 from hpcgym.sim.estimators import Estimator
 from hpcgym.sim.schedulers import SchedulerSpec
 from hpcgym.tasks.backfill import MODES, BackfillTask
+from hpcgym.tasks.base import COMMON_OPTIONS
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
@@ -288,34 +289,8 @@ class BackfillEnv(TaskEnv):
         window_length = _alias("window_length", window_length, "sequence_length", sequence_length)
         reference = _alias("reference", reference, "normalizer", normalizer, unset=_UNSET)
         task = BackfillTask(policy, mode, violation_penalty, feature_predictor, features)
-        super().__init__(
-            task,
-            trace=trace,
-            machine_size=machine_size,
-            estimator=estimator,
-            correction=correction,
-            starvation=starvation,
-            window_length=window_length,
-            split=split,
-            train_fraction=train_fraction,
-            validation_fraction=validation_fraction,
-            reference=reference,
-            objective=objective,
-            max_queue=max_queue,
-            invalid_action=invalid_action,
-            invalid_penalty=invalid_penalty,
-            wait_scale=wait_scale,
-            trace_kwargs=trace_kwargs,
-            estimator_kwargs=estimator_kwargs,
-            render_mode=render_mode,
-            est_scale=est_scale,
-            reward_mode=reward_mode,
-            load_weighting=load_weighting,
-            reward_scale=reward_scale,
-            time_scale=time_scale,
-            rank_estimator=rank_estimator,
-            rank_estimator_kwargs=rank_estimator_kwargs,
-        )
+        common = {k: v for k, v in locals().items() if k in COMMON_OPTIONS}
+        super().__init__(task, **common)  # every argument but the task's own
         self.task: BackfillTask
 
     @property

@@ -12,6 +12,7 @@ from typing import Any
 
 from hpcgym.envs.generic_env import TaskEnv
 from hpcgym.sim.schedulers import SchedulerSpec
+from hpcgym.tasks.base import COMMON_OPTIONS
 from hpcgym.tasks.schedule import BACKFILLERS, ScheduleTask
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import VALIDATION_FRACTION
@@ -234,34 +235,8 @@ class ScheduleEnv(TaskEnv):
         row_history: int | str | None = None,
     ) -> None:
         task = ScheduleTask(order, backfill, commit_head, rows, row_predictor, row_history)
-        super().__init__(
-            task,
-            trace=trace,
-            machine_size=machine_size,
-            estimator=estimator,
-            correction=correction,
-            starvation=starvation,
-            window_length=window_length,
-            split=split,
-            train_fraction=train_fraction,
-            validation_fraction=validation_fraction,
-            reference=reference,
-            objective=objective,
-            max_queue=max_queue,
-            invalid_action=invalid_action,
-            invalid_penalty=invalid_penalty,
-            wait_scale=wait_scale,
-            trace_kwargs=trace_kwargs,
-            estimator_kwargs=estimator_kwargs,
-            render_mode=render_mode,
-            est_scale=est_scale,
-            reward_mode=reward_mode,
-            load_weighting=load_weighting,
-            reward_scale=reward_scale,
-            time_scale=time_scale,
-            rank_estimator=rank_estimator,
-            rank_estimator_kwargs=rank_estimator_kwargs,
-        )
+        common = {k: v for k, v in locals().items() if k in COMMON_OPTIONS}
+        super().__init__(task, **common)  # every argument but the task's own
         self.task: ScheduleTask
 
     @property
@@ -283,6 +258,20 @@ class ScheduleEnv(TaskEnv):
     def rows(self) -> str:
         """The row set (``default`` or ``informed``)."""
         return self.task.rows
+
+    @property
+    def mode(self) -> str:
+        """Deprecated: Schedule-v0 has no backfill candidates; what a card's ``mode`` says
+        of this task is ``env.task.variant`` (``"schedule"``)."""
+        import warnings
+
+        warnings.warn(
+            "ScheduleEnv.mode is deprecated (Schedule-v0 has no backfill candidate mode; it "
+            "read 'guarded'): use env.task.variant",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return "guarded"
 
     @property
     def _eh(self) -> Any:
