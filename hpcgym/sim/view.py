@@ -156,6 +156,11 @@ class EngineView:
 
     # ------------------------------------------------------------ counters
     @property
+    def inspections(self) -> int:
+        """Inspection decisions asked so far (:mod:`hpcgym.sim.inspection`)."""
+        return int(self._C[K.C_IDECISIONS])
+
+    @property
     def decisions(self) -> int:
         return int(self._C[K.C_DECISIONS])
 

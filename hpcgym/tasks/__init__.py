@@ -52,11 +52,15 @@ from hpcgym.tasks.registry import (
 )
 from hpcgym.tasks.schedule import ScheduleTask
 
+# isort: split
+from hpcgym.tasks.inspect import InspectTask  # registered after the first two
+
 __all__ = [
     "COMMON_OPTIONS",
     "DEFAULT_TASK",
     "BackfillTask",
     "DecisionTask",
+    "InspectTask",
     "QueueSetup",
     "Rows",
     "ScheduleTask",
