@@ -319,7 +319,7 @@ def test_vector_env_matches_single_envs() -> None:
 def test_ladder_lookahead_never_worse_than_the_base(window: Workload) -> None:
     # the one-step lookahead's accept rollout continues its previous choice, so the
     # window's AVEbsld never rises above the base scheduler's (bench/inspect_ladder.py)
-    from inspect_ladder import hold_long_wide, lookahead_clairvoyant
+    from bench.inspect_ladder import hold_long_wide, lookahead_clairvoyant
 
     w = window.window(0, 96)
     base = simulate(w, policy="SJF", backfill="sjbf").metrics["avg_bsld"]
