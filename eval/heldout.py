@@ -122,7 +122,7 @@ def _write_card(path: Path, data: dict[str, Any]) -> Path:
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import load_model_card
     from hpcgym.evaluation.cards import canonical_trace
-    from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
+    from hpcgym.zoo.heldout import heldout_markdown, heldout_test
 
     path = Path(args.card)
     if path.suffix != ".json" or not path.is_file():
@@ -168,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> int:
     """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
     from hpcgym.evaluation.cards import canonical_trace
-    from hpcgym.evaluation.heldout import (
+    from hpcgym.zoo.heldout import (
         recorded_under_name,
         replay_heldout,
         section_differences,

@@ -2,7 +2,7 @@
 
     python eval/results.py --out docs/results.md [--jobs 2]
 
-With no other input it writes the leaderboard (:mod:`hpcgym.evaluation.leaderboard`):
+With no other input it writes the leaderboard (:mod:`hpcgym.zoo.leaderboard`):
 per trace, every heuristic and every zoo agent (``agents/pretrained``, or ``--cards DIR``)
 on the zoo's held-out test windows, with the paired ratio against EASY-SJBF, its 95%
 interval, wins, late heads and the command that reproduces each row. It needs the traces
@@ -133,8 +133,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import find_model_cards
-    from hpcgym.evaluation.leaderboard import leaderboard, leaderboard_markdown
-    from hpcgym.evaluation.schedule_board import schedule_boards, schedule_markdown
+    from hpcgym.zoo.leaderboard import leaderboard, leaderboard_markdown
+    from hpcgym.zoo.schedule_board import schedule_boards, schedule_markdown
     from hpcgym_agents import load_agent
 
     cards = find_model_cards(C.agents_dir(args.cards))

@@ -18,7 +18,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.evaluation import selection as S  # noqa: E402
+from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym.evaluation.gating import GATE_FALLBACKS, default_fallback, read_gate  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import HEURISTICS, GatedAgent, SJBFAgent, load_agent  # noqa: E402
@@ -208,7 +208,7 @@ def test_gate_command_line(card: Path, tmp_path: Path, capsys) -> None:
 
 
 def test_heldout_test_counts_a_gated_agents_departures(card: Path) -> None:
-    from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
+    from hpcgym.zoo.heldout import heldout_markdown, heldout_test
 
     gated = E.load_model_card(_gated_card(card, {"tau": 0.0, "fallback": "sjbf"}, "g0"))
     sec = heldout_test(gated, agent_loader=load_agent, windows=2, length=64, seed=5, jobs=1)

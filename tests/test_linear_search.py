@@ -391,7 +391,7 @@ def test_search_curve_replays_the_generations_on_fixed_validation_windows(
 
 def test_search_processes_from_the_recorded_command() -> None:
     """The card states the cores a search ran on from its command's ``--jobs``."""
-    from hpcgym.evaluation.card_text import card_markdown, search_processes
+    from hpcgym.zoo.card_text import card_markdown, search_processes
 
     assert search_processes("python train/search.py --windows 8 --jobs 2 --out d") == 2
     assert search_processes("python train/search.py --jobs=3") == 3

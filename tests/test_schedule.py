@@ -385,7 +385,7 @@ def test_heldout_test_of_a_schedule_card(tmp_path):
     """A Schedule-v0 card is tested against the queue heuristics with the fairness columns:
     the rank prior is the reference heuristic, so its ratio and tails are exactly 1."""
     from hpcgym.evaluation import card_from_run
-    from hpcgym.evaluation.heldout import (
+    from hpcgym.zoo.heldout import (
         heldout_markdown,
         heldout_test,
         schedule_heldout_references,

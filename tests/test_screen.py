@@ -1,4 +1,4 @@
-"""A screen of training settings (``hpcgym.evaluation.screen``, ``eval/screen.py``): the
+"""A screen of training settings (``hpcgym.zoo.screen``, ``eval/screen.py``): the
 checkpoint choices of several runs, read from their ``selection.json``, side by side."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hpcgym.evaluation.screen import compare_selections, screen_markdown
-from hpcgym.evaluation.selection import SELECTION_FILE
+from hpcgym.zoo.screen import compare_selections, screen_markdown
+from hpcgym.zoo.selection import SELECTION_FILE
 from hpcgym.evaluation.statistics import choice_holdout, paired_comparison
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
-"""Checkpoint selection on validation windows (``hpcgym.evaluation.selection``,
-``eval/select_checkpoint.py``, ``eval/card.py --model selected``), on the embedded
+"""Checkpoint selection on validation windows (``hpcgym.zoo.selection``,
+``eval/select_checkpoint.py``, ``python -m train.card --model selected``), on the embedded
 synthetic workload with two tiny models."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.evaluation import selection as S  # noqa: E402
+from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     choice_holdout,
     holdout_text,

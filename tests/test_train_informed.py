@@ -75,7 +75,7 @@ def test_the_card_rebuilds_the_informed_env_in_the_evaluation(
 def test_heldout_test_replays_the_informed_card(informed_run: Path) -> None:
     """The held-out test of the card (``eval/heldout.py``) plays the agent in the env the
     card describes: 24 columns, else the model would be refused."""
-    from hpcgym.evaluation.heldout import heldout_test
+    from hpcgym.zoo.heldout import heldout_test
     from hpcgym_agents import load_agent
 
     card = E.card_from_run(informed_run, model="final")

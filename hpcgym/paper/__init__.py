@@ -4,9 +4,9 @@
 (:mod:`.markdown`).
 
 Every name is imported on first use (``from
-hpcgym.evaluation.paper import noise_sweep``), so that :mod:`hpcgym.evaluation.results` can
+hpcgym.paper import noise_sweep``), so that :mod:`hpcgym.evaluation.results` can
 use the constants without importing the runner. The table functions live in their
-modules: ``from hpcgym.evaluation.paper.table4 import table4`` (or
+modules: ``from hpcgym.paper.table4 import table4`` (or
 ``hpcgym.evaluation.table4``).
 """
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from hpcgym.evaluation.paper import constants
+from hpcgym.evaluation import published as constants
 
 #: public name -> the module of this package that defines it
 _LAZY: dict[str, str] = {

@@ -15,7 +15,7 @@ recorded test departs from it (``eval/heldout.py --check``: any row of ``docs/re
 checked against its card).
 
 A **Schedule-v0** agent (a card with ``task: schedule``) is tested against the thirteen
-queue policies of :data:`hpcgym.evaluation.schedule_board.SCHEDULE_POLICIES` with EASY-SJBF
+queue policies of :data:`SCHEDULE_POLICIES` with EASY-SJBF
 backfilling (and the card's starvation rule), on the same windows. Its paired statistics
 are against the evaluated trace's reference heuristic, its own row order and FCFS, and
 the section adds the fairness columns of :mod:`hpcgym.evaluation.fairness` against the
@@ -45,6 +45,7 @@ from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
 
 __all__ = [
+    "SCHEDULE_POLICIES",
     "HELDOUT_REFERENCES",
     "HELDOUT_SCHEDULERS",
     "WARM_HELDOUT",
@@ -71,6 +72,12 @@ HELDOUT_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
 #: The named schedulers of :data:`HELDOUT_SCHEDULERS` whose estimator learns online: a
 #: test of an agent with warm-started predictors adds their warm versions.
 WARM_HELDOUT: tuple[str, ...] = ("EASY++", "ELOSS")
+
+
+#: the queue policies of every Schedule-v0 board and test (with EASY-SJBF backfilling)
+SCHEDULE_POLICIES: tuple[str, ...] = (
+    "FCFS", "SJF", "SQF", "SAF", "LJF", "LQF", "LAF", "WFP3", "UNICEF", "F1", "F2", "F3", "F4",
+)  # fmt: skip
 
 
 def card_warm(card: ModelCard | dict[str, Any]) -> str | None:
@@ -119,13 +126,11 @@ def _starvation_suffix(card: ModelCard) -> str:
 
 def schedule_heldout_schedulers(card: ModelCard) -> list[str]:
     """The heuristics of a Schedule-v0 agent's test: every queue policy of
-    :data:`~hpcgym.evaluation.schedule_board.SCHEDULE_POLICIES` with EASY-SJBF backfilling
+    :data:`SCHEDULE_POLICIES` with EASY-SJBF backfilling
     and the card's starvation rule (``SAF+EASY-SJBF``...; FCFS is ``EASY-SJBF``).
 
     :param card: the agent's model card (``task: schedule``)
     """
-    from hpcgym.evaluation.schedule_board import SCHEDULE_POLICIES
-
     suffix = _starvation_suffix(card)
     return [policy_name("EASY-SJBF", p) + suffix for p in SCHEDULE_POLICIES]
 

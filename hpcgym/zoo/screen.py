@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.selection import load_selection, runs_and_config
 from hpcgym.evaluation.statistics import HOLDOUT_MIN_WINDOWS, choice_holdout
+from hpcgym.zoo.selection import load_selection, runs_and_config
 
 __all__ = ["BOOKKEEPING", "compare_selections", "screen_markdown"]
 

@@ -8,7 +8,7 @@ Training's own evaluation picks ``best_model.zip`` on a few short validation win
 (never the test split), against the run's own reference scheduler, and picks the one with
 the lowest paired geometric-mean ratio of AVEbsld. The result (every candidate's ratio,
 interval and wins, the windows, the chosen model and the command that reproduces it) is
-written to ``<run>/selection.json``; ``eval/card.py RUN --model selected`` ships the chosen
+written to ``<run>/selection.json``; ``python -m train.card RUN --model selected`` ships the chosen
 model and copies the selection into the model card.
 
 The lowest of many noisy ratios is biased low (the winner's curse: part of what made it
@@ -22,7 +22,7 @@ than 4 windows, too few to split).
 
 For a ``train/ppo.py --seeds`` run (the folder holding ``seeds.json`` and its ``seed-<s>``
 run folders), the checkpoints of **every seed** are compared on the same windows and the
-choice is made across seeds (``<root>/selection.json``; ``eval/card.py ROOT --model
+choice is made across seeds (``<root>/selection.json``; ``python -m train.card ROOT --model
 selected`` ships it). This is the recipe against a lucky or unlucky seed: train several,
 choose on validation only, test the one choice once.
 """
@@ -40,8 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.evaluation.cards import (
-    SEEDS_FILE,
-    SELECTION_FILE,
     ModelCard,
     canonical_trace,
     load_model_card,
@@ -69,6 +67,13 @@ __all__ = [
     "select_gate",
     "thin_candidates",
 ]
+
+#: The checkpoint choice on validation windows in a run (or seeds run) folder.
+SELECTION_FILE = "selection.json"
+
+#: The file of a ``train/ppo.py --seeds`` run, next to its ``seed-<s>`` run folders (only
+#: its presence is read here: it tells a seeds run's folder).
+SEEDS_FILE = "seeds.json"
 
 #: Config keys the seeds of one selection must share (same windows, same reference).
 _SHARED_KEYS = ("trace", "train_fraction", "validation_fraction", "policy", "reference")

@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as a script: make the checkout importable
 
 from hpcgym.evaluation.cards import ModelCard, load_model_card  # noqa: E402
 from hpcgym.evaluation.methods import card_method, scheduler_method  # noqa: E402
-from hpcgym.evaluation.selection import (  # noqa: E402
+from hpcgym.zoo.selection import (  # noqa: E402
     _against_first,
     _choice_windows,
     run_reference,

@@ -32,7 +32,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hpcgym.evaluation.card_text import command_flags  # noqa: E402
+from hpcgym.zoo.card_text import command_flags  # noqa: E402
 from research.probes._cards import cards_markdown_main  # noqa: E402
 from research.probes.targets import OWN_TRACES, paired, with_policy  # noqa: E402
 

@@ -52,7 +52,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hpcgym.evaluation.heldout import WARM_HELDOUT, card_warm  # noqa: E402
+from hpcgym.zoo.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     bootstrap_p_below_one,
     holm,
@@ -167,7 +167,7 @@ def with_policy(card: Card, reference: str) -> str:
     """``reference`` with the agent's queue policy: ``SJF+EASY-SJBF`` for an SJF agent,
     ``EASY-SJBF`` for an FCFS one; for an agent whose predictors are warm-started from the
     accounting log, a heuristic that learns online is its warm version (``ELOSS,warm=log``:
-    like for like, the test's own, :func:`hpcgym.evaluation.heldout.heldout_schedulers`)."""
+    like for like, the test's own, :func:`hpcgym.zoo.heldout.heldout_schedulers`)."""
     name = policy_name(reference, str(card.get("policy", "FCFS")))
     warm = card_warm(card)
     if warm is not None and reference in WARM_HELDOUT:
