@@ -81,8 +81,8 @@ def check(path: Path, trace: str, *, jobs: int | None, progress: bool) -> Check:
     """
     from eval import _common as C
     from hpcgym.evaluation import load_model_card
-    from hpcgym.zoo.heldout import replay_heldout, section_differences
     from hpcgym.evaluation.numerics import pinning_hint
+    from hpcgym.zoo.heldout import replay_heldout, section_differences
 
     card = load_model_card(path)
     rec = json.loads(path.read_text(encoding="utf-8"))["test"][trace]

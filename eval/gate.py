@@ -89,8 +89,8 @@ def _card_path(agent: str) -> Path:
 
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation.cards import card_markdown, load_model_card
-    from hpcgym.zoo.selection import gated_card, select_gate
     from hpcgym.evaluation.windows import load_quartiles_text
+    from hpcgym.zoo.selection import gated_card, select_gate
 
     path = _card_path(args.agent)
     if args.reference is not None:

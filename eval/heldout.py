@@ -168,12 +168,12 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> int:
     """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
     from hpcgym.evaluation.cards import canonical_trace
+    from hpcgym.evaluation.numerics import pinning_hint
     from hpcgym.zoo.heldout import (
         recorded_under_name,
         replay_heldout,
         section_differences,
     )
-    from hpcgym.evaluation.numerics import pinning_hint
 
     if args.retest or args.seed is not None:
         raise UsageError("--check replays the card's own seed; it takes no --seed or --retest")

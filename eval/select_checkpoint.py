@@ -81,9 +81,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hpcgym.zoo.selection import SELECTION_FILE, select_checkpoint
     from hpcgym.evaluation.statistics import holdout_text
     from hpcgym.evaluation.windows import load_quartiles_text
+    from hpcgym.zoo.selection import SELECTION_FILE, select_checkpoint
 
     run = Path(args.run)
     if not (run / "config.json").is_file() and not (run / "seeds.json").is_file():

@@ -19,6 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+import train.card as T  # noqa: E402
 from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.evaluation import runner as R  # noqa: E402
 from hpcgym.sim import get_scheduler  # noqa: E402
@@ -460,16 +461,21 @@ def test_card_from_run_and_ship(tiny_model, tmp_path):
            "max_queue": 16, "estimator": "request", "train_fraction": 0.7, "seq_len": 64,
            "seed": 3, "load_weighting": 2.0, "mix_traces": ["HPC2N"]}  # fmt: skip
     (run / "config.json").write_text(json.dumps(cfg))
-    card = E.card_from_run(run)
+    card = T.card_from_run(run)
     # how training windows were drawn is recorded; evaluations play their own windows
     assert card.data["load_weighting"] == 2.0 and "load_weighting" not in card.env
     assert card.data["mix_traces"] == ["HPC2N"] and "mix_traces" not in card.env
     assert (card.trace, card.policy, card.mode, card.steps) == ("synthetic", "SJF", "guarded", 128)
     assert card.env["max_queue"] == 16 and card.est_scale == float(load(None).request.max())
-    # a run folder is an agent; its best_model.json is not mistaken for a card
+    # a run folder is an agent through the card its trainer writes (not its own files);
+    # its best_model.json is not mistaken for a card
+    with pytest.raises(E.MethodUnavailable, match="card.json"):
+        E.agent_method(str(run))
+    assert T.write_run_card(run) == run / E.cards.RUN_CARD_FILE
+    assert E.load_run_card(run).to_dict() == {**card.to_dict(), "model": "best_model.zip"}
     assert E.agent_method(str(run)).env["policy"] == "SJF"
     assert E.agent_method(str(run / "best_model.zip")).env["policy"] == "SJF"
-    paths = E.ship_model(run, "tiny-sjf", tmp_path / "pretrained")
+    paths = T.ship_run(run, "tiny-sjf", tmp_path / "pretrained")
     assert sorted(p.name for p in paths.values()) == [
         "tiny-sjf.json",
         "tiny-sjf.md",
@@ -493,9 +499,35 @@ def test_card_from_a_new_run_and_a_checkpoint(tiny_model, tmp_path):
     cfg = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "reference": "EASY",
            "max_queue": 16, "length": 64, "seed": 1}  # fmt: skip
     (run / "config.json").write_text(json.dumps(cfg))
-    data = E.card_from_run(ckpt).to_dict()
+    data = T.card_from_run(ckpt).to_dict()
     assert data["sequence_length"] == 64 and data["normalizer"] == "EASY"
     assert data["steps"] == 128  # num_timesteps of the tiny model
+    # the library reads the checkpoint through the run's card: same env, the model's steps
+    assert T.write_run_card(run) is None  # no best / final model yet: no card
+    (run / "final_model.zip").write_bytes(tiny_model.read_bytes())
+    T.write_run_card(run)
+    lib = E.load_run_card(ckpt)
+    assert lib.model == ckpt.resolve() and lib.steps == 128 and lib.env == T.card_from_run(ckpt).env
+    assert "eval" not in lib.data and lib.data["checkpoint"] == "renamed.zip"
+
+
+def test_old_card_names_warn(tiny_model, tmp_path):
+    """The card's old names: card_from_run / ship_model read the run's card with a
+    FutureWarning; the readers of a run's own files left the library."""
+    run = tmp_path / "r3"
+    run.mkdir()
+    (run / "final_model.zip").write_bytes(tiny_model.read_bytes())
+    cfg = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "max_queue": 16}
+    (run / "config.json").write_text(json.dumps(cfg))
+    T.write_run_card(run)
+    with pytest.warns(FutureWarning, match="load_run_card"):
+        old = E.card_from_run(run, name="renamed")
+    assert old.name == "renamed" and old.env == E.load_run_card(run).env
+    with pytest.warns(FutureWarning, match="hpcgym.zoo"):
+        paths = E.ship_model(run, "old", tmp_path / "out")
+    assert json.loads(paths["json"].read_text())["model"] == "old.zip"
+    with pytest.raises(AttributeError, match="train.card.seeds_section"):
+        _ = E.cards.seeds_section
 
 
 # --------------------------------------------------------------------------- paper tables

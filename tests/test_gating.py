@@ -18,9 +18,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym.evaluation.gating import GATE_FALLBACKS, default_fallback, read_gate  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
+from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym_agents import HEURISTICS, GatedAgent, SJBFAgent, load_agent  # noqa: E402
 
 CARD = {"schema": "hpcgym-model-card/1", "name": "tiny", "model": "tiny.zip",

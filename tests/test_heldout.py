@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import hpcgym.evaluation as E
-from hpcgym.zoo.heldout import heldout_markdown, heldout_schedulers, heldout_test
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.sim import get_scheduler
 from hpcgym.workload import load, split_range
+from hpcgym.zoo.heldout import heldout_markdown, heldout_schedulers, heldout_test
 
 pytest.importorskip("sb3_contrib")
 
@@ -295,7 +295,8 @@ def test_eval_heldout_keeps_sections_written_while_it_ran(tiny_card, tmp_path, m
 
 
 def test_card_has_the_validation_curve_and_command(tmp_path):
-    from hpcgym.evaluation.cards import card_markdown, validation_curve
+    from hpcgym.zoo.card_text import card_markdown
+    from train.card import validation_curve
 
     run = tmp_path / "run"
     run.mkdir()

@@ -21,14 +21,14 @@ if str(REPO) not in sys.path:
 pytest.importorskip("sb3_contrib")
 
 from hpcgym import evaluation as E  # noqa: E402
+from hpcgym.sim import get_scheduler  # noqa: E402
+from hpcgym.workload import load  # noqa: E402
 from hpcgym.zoo.heldout import heldout_test  # noqa: E402
 from hpcgym.zoo.leaderboard import (  # noqa: E402
     LEADERBOARD_REFERENCE,
     leaderboard,
     leaderboard_markdown,
 )
-from hpcgym.sim import get_scheduler  # noqa: E402
-from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
 
 SCHEDULERS = ("EASY", "EASY-SJBF", "SAF", "SJF+EASY")

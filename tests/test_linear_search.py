@@ -297,7 +297,8 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
         a = [r["avg_bsld"] for r in play_windows(problem.envs, mine, starts, seed=0)]
         b = [r["avg_bsld"] for r in play_windows(problem.envs, model, starts, seed=0)]
         assert a == b
-    from hpcgym.evaluation.cards import card_from_run, card_markdown
+    from hpcgym.zoo.card_text import card_markdown
+    from train.card import card_from_run
 
     card = card_from_run(out / "run", model="final").to_dict()
     minutes = sum(r["seconds"] for r in result["history"]) / 60.0

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from hpcgym.evaluation.statistics import choice_holdout, paired_comparison
 from hpcgym.zoo.screen import compare_selections, screen_markdown
 from hpcgym.zoo.selection import SELECTION_FILE
-from hpcgym.evaluation.statistics import choice_holdout, paired_comparison
 
 REPO = Path(__file__).resolve().parents[1]
 STARTS = list(range(0, 3000, 100))  # 30 windows

@@ -16,14 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+import train.card as T  # noqa: E402
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     choice_holdout,
     holdout_text,
     paired_comparison,
 )
 from hpcgym.workload import load  # noqa: E402
+from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
 
 CFG = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "reference": "EASY-SJBF",
@@ -122,7 +123,7 @@ def test_select_checkpoint_chooses_the_lowest_ratio(run: Path) -> None:
 def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
     S.select_checkpoint(run, agent_loader=load_agent, windows=4, length=64, seed=5, jobs=1)
     sel = S.load_selection(run)
-    card = E.card_from_run(run, model="selected")
+    card = T.card_from_run(run, model="selected")
     assert card.model == Path(sel["chosen_path"])
     data = card.to_dict()
     assert data["selection"]["chosen"] == sel["chosen"]
@@ -132,7 +133,7 @@ def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
     assert f"**{sel['chosen']}**" in md
     assert "scored on the other half" in holdout_text(sel["holdout"], "EASY-SJBF")
     assert holdout_text(sel["holdout"], "EASY-SJBF") in md
-    paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
+    paths = T.ship_run(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
     shipped = json.loads(paths["json"].read_text())
     assert shipped["selection"]["seed"] == 5
     # the notes live in the card: a re-rendered .md (eval/heldout.py does) keeps them
@@ -143,7 +144,7 @@ def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
 def test_selected_without_a_selection(tmp_path: Path) -> None:
     (tmp_path / "config.json").write_text(json.dumps(CFG))
     with pytest.raises(FileNotFoundError, match="eval/select_checkpoint.py"):
-        E.card_from_run(tmp_path, model="selected")
+        T.card_from_run(tmp_path, model="selected")
 
 
 def _seeds_root(run: Path, root: Path, keep: dict[int, str]) -> Path:
@@ -187,7 +188,7 @@ def test_selection_across_seeds(run: Path, tmp_path: Path) -> None:
     assert json.loads((root / S.SELECTION_FILE).read_text()) == sel
     assert not list(root.glob("seed-*/.selecting-*"))
     # ship the choice from the root: the chosen seed's run, the root's name
-    data = E.card_from_run(root, model="selected").to_dict()
+    data = T.card_from_run(root, model="selected").to_dict()
     assert data["name"] == "seeds-run" and data["selection"]["chosen"] == sel["chosen"]
     assert data["seed"] == int(best["model"].split("/")[0].removeprefix("seed-"))
     assert [r["selected"]["geo_ratio"] for r in data["seeds"]["runs"]] == [
@@ -196,7 +197,7 @@ def test_selection_across_seeds(run: Path, tmp_path: Path) -> None:
     md = E.cards.card_markdown(data)
     assert "checkpoints of all 2 seeds" in md and f"seed-2 {sel['seeds'][1]['geo_ratio']:.3f}" in md
     with pytest.raises(FileNotFoundError, match="seeds run: give one of its seed"):
-        E.card_from_run(root, model="best")
+        T.card_from_run(root, model="best")
 
 
 def test_selection_across_seeds_refuses_what_cannot_be_compared(run: Path, tmp_path: Path) -> None:
@@ -243,7 +244,7 @@ def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None
         )
         for s in (1, 2)
     }
-    data = E.card_from_run(root / "seed-1", model="selected").to_dict()
+    data = T.card_from_run(root / "seed-1", model="selected").to_dict()
     seeds = data["seeds"]
     assert [r["seed"] for r in seeds["runs"]] == [1, 2]
     chosen = [
@@ -256,7 +257,7 @@ def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None
     assert "## Seeds" in md and "| 2 | finished | 192 | 0.970 [0.900, 1.100] |" in md
     assert f"mean {spread([1.05, 0.97])['mean']:.3f}" in md
     # a run that is not a seed of a seeds run has no seeds section
-    assert "seeds" not in E.card_from_run(run).to_dict()
+    assert "seeds" not in T.card_from_run(run).to_dict()
 
 
 def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path: Path) -> None:
@@ -278,8 +279,8 @@ def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path
     narrow_lo, _ = split_range(n, "validation", 0.7)
     assert all(lo <= s <= hi - 64 for s in sel["starts"])
     assert min(sel["starts"]) < narrow_lo  # outside the default 10 % validation split
-    assert E.card_from_run(wide, model="selected").to_dict()["validation_fraction"] == 0.3
-    assert E.card_from_run(run, model="selected").to_dict()["validation_fraction"] == 0.1
+    assert T.card_from_run(wide, model="selected").to_dict()["validation_fraction"] == 0.3
+    assert T.card_from_run(run, model="selected").to_dict()["validation_fraction"] == 0.1
 
 
 def test_selection_survives_pruning_of_a_running_run(

@@ -256,7 +256,7 @@ class RunDir:
         """
         if not self.evaluations.is_file():
             return []
-        from hpcgym.evaluation.cards import read_evaluations
+        from train.card import read_evaluations
 
         kept = [r for r in read_evaluations(self.evaluations) if r["timesteps"] <= steps]
         self.evaluations.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")

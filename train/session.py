@@ -356,6 +356,9 @@ def _write_summary(
         warnings=warnings,
     )
     write_json(run.summary, summary)
+    from train.card import write_run_card
+
+    write_run_card(run.path)  # the card through which the library reads this run
     return summary
 
 

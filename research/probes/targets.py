@@ -52,7 +52,6 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from hpcgym.zoo.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     bootstrap_p_below_one,
     holm,
@@ -61,6 +60,7 @@ from hpcgym.evaluation.statistics import (  # noqa: E402
 from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 from hpcgym.sim.schedulers import NAMED, policy_name  # noqa: E402
 from hpcgym.sim.warmstart import split_warm  # noqa: E402
+from hpcgym.zoo.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from research.probes._cards import cards_markdown_main, tested_as  # noqa: E402
 
 __all__ = [
