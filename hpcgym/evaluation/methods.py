@@ -390,8 +390,8 @@ def agent_method(
             raise MethodUnavailable(
                 f"unknown agent {os.fspath(spec)!r}{hint}: not a heuristic "
                 f"({', '.join(AGENT_HEURISTICS)}), "
-                f"not an existing .zip model / model card .json / run folder with a {RUN_CARD_FILE}, "
-                "and "
+                "not an existing .zip model / model card .json / run folder with a "
+                f"{RUN_CARD_FILE}, and "
                 f"no card {what}.json in {d} (available: {', '.join(avail) or 'none'})"
             )
     assert card is not None
