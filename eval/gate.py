@@ -88,8 +88,9 @@ def _card_path(agent: str) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hpcgym.evaluation.cards import card_markdown, load_model_card
+    from hpcgym.evaluation.cards import load_model_card
     from hpcgym.evaluation.windows import load_quartiles_text
+    from hpcgym.zoo.card_text import card_markdown
     from hpcgym.zoo.selection import gated_card, select_gate
 
     path = _card_path(args.agent)

@@ -109,7 +109,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _write_card(path: Path, data: dict[str, Any]) -> Path:
     """Replace the card ``path`` by ``data`` (whole, through a temporary file) and
     re-render its ``.md``; call under :func:`_locked`. Returns the ``.md`` path."""
-    from hpcgym.evaluation.cards import card_markdown
+    from hpcgym.zoo.card_text import card_markdown
 
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -503,9 +503,8 @@ def test_card_from_a_new_run_and_a_checkpoint(tiny_model, tmp_path):
     assert data["sequence_length"] == 64 and data["normalizer"] == "EASY"
     assert data["steps"] == 128  # num_timesteps of the tiny model
     # the library reads the checkpoint through the run's card: same env, the model's steps
-    assert T.write_run_card(run) is None  # no best / final model yet: no card
-    (run / "final_model.zip").write_bytes(tiny_model.read_bytes())
-    T.write_run_card(run)
+    T.write_run_card(run)  # a run that has only started: the card of its future best model
+    assert json.loads((run / "card.json").read_text())["config"] == cfg
     lib = E.load_run_card(ckpt)
     assert lib.model == ckpt.resolve() and lib.steps == 128 and lib.env == T.card_from_run(ckpt).env
     assert "eval" not in lib.data and lib.data["checkpoint"] == "renamed.zip"

@@ -100,6 +100,7 @@ def card_from_run(
     model: str = "best",
     name: str | None = None,
     meta: dict[str, Any] | None = None,
+    missing_ok: bool = False,
 ) -> ModelCard:
     """A model card for a ``train/ppo.py`` run folder (``config.json``, ``summary.json``,
     ``best_model.json``), or for a ``.zip`` inside one.
@@ -113,6 +114,8 @@ def card_from_run(
     :param name: card name (default: the run folder's name)
     :param meta: keys the caller knows and hpcgym does not, written after ``algorithm``
         (e.g. the import path of the agent's policy class as ``policy_class``)
+    :param missing_ok: build the card of a model that is not written yet (a run that has
+        only started: its run card)
     """
     p = Path(run)
     selection: dict[str, Any] | None = None
@@ -157,7 +160,7 @@ def card_from_run(
             zpath = Path(selection["chosen_path"])
         else:
             zpath = Path(model)
-    if not zpath.is_file():
+    if not zpath.is_file() and not missing_ok:
         raise FileNotFoundError(f"model {zpath} not found in the run {rdir}")
     cfg = json.loads((rdir / "config.json").read_text(encoding="utf-8"))
     summ_p = rdir / "summary.json"
@@ -427,19 +430,24 @@ def validation_curve(run: str | os.PathLike[str], points: int = 16) -> list[dict
     return [rows[i] for i in sorted(keep)]
 
 
-def write_run_card(run: str | os.PathLike[str]) -> Path | None:
-    """Write the run's card (:data:`~hpcgym.evaluation.cards.RUN_CARD_FILE`: the card of its
-    best model, ``model`` relative to the folder), the card through which the library reads
-    the run. ``None`` (nothing written) when the run has no model yet.
+def write_run_card(run: str | os.PathLike[str]) -> Path:
+    """Write the run's card (:data:`~hpcgym.evaluation.cards.RUN_CARD_FILE`), the card
+    through which the library reads the run: the card of its best model (``model`` relative
+    to the folder; ``best_model.zip`` before the run has one) with the run's whole training
+    configuration as ``config`` (``config.json``: what checkpoint selection and screens of
+    runs compare). Training writes it when a run starts and at the end of every session.
 
-    :param run: the run folder
+    :param run: the run folder (with its ``config.json``)
+    :return: the card's path
     """
     rdir = Path(run)
-    if not any((rdir / f).is_file() for f in ("best_model.zip", "final_model.zip")):
-        return None
-    card = card_from_run(rdir)
+    if any((rdir / f).is_file() for f in ("best_model.zip", "final_model.zip")):
+        card = card_from_run(rdir)
+    else:
+        card = card_from_run(rdir, model=str(rdir / "best_model.zip"), missing_ok=True)
     data = card.to_dict()
-    data["model"] = os.path.relpath(card.model.resolve(), rdir.resolve())
+    data["model"] = os.path.relpath(card.model.absolute(), rdir.absolute())
+    data["config"] = json.loads((rdir / "config.json").read_text(encoding="utf-8"))
     path = rdir / RUN_CARD_FILE
     path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     return path
@@ -521,10 +529,9 @@ def _run(args: argparse.Namespace) -> int:
     :param args: the parsed arguments
     """
     if args.run_card:
-        path = write_run_card(args.run)
-        if path is None:
-            raise FileNotFoundError(f"{args.run}: no best_model.zip or final_model.zip in it")
-        print(f"wrote {path}")
+        if not (Path(args.run) / "config.json").is_file():
+            raise FileNotFoundError(f"{args.run}: not a train/ppo.py run folder (no config.json)")
+        print(f"wrote {write_run_card(args.run)}")
         return 0
     meta = {"policy_class": POLICY_CLASS}
     if args.print:

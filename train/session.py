@@ -231,6 +231,9 @@ def run_session(
     # written once the set-up succeeded; on resume it keeps the new target and the other
     # overridable options for the next resume
     cfg.to_json(run.config, extra=plan.to_config())
+    from train.card import write_run_card
+
+    write_run_card(run.path)  # the card through which the library reads this run
     t_learn = time.perf_counter()
     interrupted = False
     # Ctrl-C and SIGTERM set a flag that the callbacks and the update honour within seconds

@@ -32,6 +32,7 @@ __all__ = [
     "load_cards",
     "load_model_card",
     "load_run_card",
+    "run_config",
     "run_dir_of",
     "zip_timesteps",
 ]
@@ -40,8 +41,9 @@ __all__ = [
 MODEL_CARD_SCHEMA = "hpcgym-model-card/1"
 
 #: The model card a trainer writes into its run folder (schema :data:`MODEL_CARD_SCHEMA`,
-#: ``model`` relative to the folder): the card of the run's best model, rewritten at the
-#: end of every training session. Evaluation reads a run folder through it alone.
+#: ``model`` relative to the folder): the card of the run's best model with the run's
+#: training configuration as ``config``, written when the run starts and at the end of every
+#: training session. The library reads a run folder through it alone.
 RUN_CARD_FILE = "card.json"
 
 #: Names that left this module: old name -> (new module, new name); the old name works for
@@ -234,6 +236,25 @@ def load_model_card(path: str | os.PathLike[str]) -> ModelCard:
     return card
 
 
+def run_config(run: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The training configuration a trainer recorded in its run card (the card's
+    ``config``), or ``None`` when ``run`` has no run card.
+
+    :param run: the run folder
+    :raises ValueError: a run card without its configuration (written by an older trainer)
+    """
+    path = Path(run) / RUN_CARD_FILE
+    if not path.is_file():
+        return None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("config"), dict):
+        raise ValueError(
+            f"{path}: no training configuration ('config') in the run's card; rewrite it: "
+            f"python -m train.card {Path(run)} --run-card"
+        )
+    return dict(data["config"])
+
+
 def run_dir_of(model: Path) -> Path | None:
     """The run folder holding ``model``: the folder with a trainer's card
     (:data:`RUN_CARD_FILE`) next to it or one level up (for ``checkpoints/*.zip``), if any."""
@@ -283,18 +304,25 @@ def load_run_card(run: str | os.PathLike[str], model: str = "best") -> ModelCard
     path = rdir / RUN_CARD_FILE
     if not path.is_file():
         raise FileNotFoundError(
-            f"{rdir}: no {RUN_CARD_FILE} in it, the card its trainer writes at the end of "
-            f"training (for an older run: python -m train.card {rdir} --run-card)"
+            f"{rdir}: no {RUN_CARD_FILE} in it, the card its trainer writes (for a run of an "
+            f"older trainer: python -m train.card {rdir} --run-card)"
         )
-    card = load_model_card(path)
-    if zpath is None or zpath.resolve() == card.model.resolve():
-        return card
+    if zpath is None or zpath.absolute() == (rdir / _card_model(path)).absolute():
+        return load_model_card(path)
     if not zpath.is_file():
         raise FileNotFoundError(f"model {zpath} not found in the run {rdir}")
-    data = dict(card.data)
-    data.pop("eval", None)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data.pop("eval", None)  # the training-time evaluation scored the card's own model
     data.update(model=str(zpath.resolve()), checkpoint=zpath.name, steps=zip_timesteps(zpath))
-    return ModelCard.from_dict(data, rdir, source=card.source)
+    return ModelCard.from_dict(data, rdir, source=path)
+
+
+def _card_model(path: Path) -> str:
+    """The ``model`` a card file names (as written)."""
+    try:
+        return str(json.loads(path.read_text(encoding="utf-8")).get("model") or "")
+    except (json.JSONDecodeError, AttributeError):
+        return ""
 
 
 def card_from_run(
