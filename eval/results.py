@@ -88,8 +88,8 @@ def _run(args: argparse.Namespace) -> int:
 
     :param args: the parsed arguments
     """
-    from hpcgym.evaluation import results_markdown
     from hpcgym.evaluation.plots import plot_training
+    from hpcgym.paper import results_markdown
 
     writable_file(args.out, "--out")
     tables = (args.table4, args.table5, args.compare, args.noise, args.training, args.agents)

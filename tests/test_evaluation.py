@@ -21,7 +21,10 @@ if str(REPO) not in sys.path:
 
 import train.card as T  # noqa: E402
 from hpcgym import evaluation as E  # noqa: E402
+from hpcgym import paper as PP  # noqa: E402
 from hpcgym.evaluation import runner as R  # noqa: E402
+from hpcgym.paper.table4 import table4  # noqa: E402
+from hpcgym.paper.table5 import table5  # noqa: E402
 from hpcgym.sim import get_scheduler  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
@@ -472,7 +475,8 @@ def test_card_from_run_and_ship(tiny_model, tmp_path):
     with pytest.raises(E.MethodUnavailable, match="card.json"):
         E.agent_method(str(run))
     assert T.write_run_card(run) == run / E.cards.RUN_CARD_FILE
-    assert E.load_run_card(run).to_dict() == {**card.to_dict(), "model": "best_model.zip"}
+    assert E.load_run_card(run).to_dict() == {**card.to_dict(), "model": "best_model.zip",
+                                              "config": cfg}  # fmt: skip
     assert E.agent_method(str(run)).env["policy"] == "SJF"
     assert E.agent_method(str(run / "best_model.zip")).env["policy"] == "SJF"
     paths = T.ship_run(run, "tiny-sjf", tmp_path / "pretrained")
@@ -527,6 +531,10 @@ def test_old_card_names_warn(tiny_model, tmp_path):
     assert json.loads(paths["json"].read_text())["model"] == "old.zip"
     with pytest.raises(AttributeError, match="train.card.seeds_section"):
         _ = E.cards.seeds_section
+    sys.modules.pop("hpcgym.evaluation.heldout", None)  # imported once: the shim runs again
+    with pytest.warns(FutureWarning, match="hpcgym.zoo.heldout"):
+        import hpcgym.evaluation.heldout as old  # noqa: F401
+    assert old is sys.modules["hpcgym.zoo.heldout"] and E.heldout is old
 
 
 # --------------------------------------------------------------------------- paper tables
@@ -538,7 +546,7 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     zpath = tmp_path / "agent.zip"
     zpath.write_bytes(tiny_model.read_bytes())
     card = E.load_model_card(_card(zpath, trace=str(swf), name="agent", model="agent.zip"))
-    t4 = E.table4(
+    t4 = table4(
         [card], traces=[str(swf)], extra=["SAF", "NO-SUCH"], windows=2, length=128,
         jobs=1, progress=False, agent_loader=load_agent,
     )  # fmt: skip
@@ -550,13 +558,13 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     assert any(n.startswith("RLBF cells without a shipped agent") and "SJF+RLBF" in n
                for n in t4.notes)  # fmt: skip
     assert any("NO-SUCH: unavailable scheduler" in n for n in t4.notes)
-    paths = E.write_table(t4, tmp_path / "t4")
+    paths = PP.write_table(t4, tmp_path / "t4")
     md = paths["table4.md"].read_text()
     assert "| trace | | FCFS+EASY | FCFS+EASY-AR | FCFS+RLBF |" in md and "| hpcgym |" in md
-    assert json.loads(paths["table4.json"].read_text())["schema"] == E.TABLE_SCHEMA
+    assert json.loads(paths["table4.json"].read_text())["schema"] == PP.TABLE_SCHEMA
     assert (tmp_path / "t4" / "small" / "results.json").is_file()
     _png(paths["table4.png"])
-    t5 = E.table5(
+    t5 = table5(
         [card], traces=[str(swf)], windows=2, length=128, jobs=1, progress=False,
         agent_loader=load_agent,
     )  # fmt: skip
@@ -566,7 +574,7 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     assert sjf.ours[row]["EASY"] == sec.ours[row]["SJF+EASY"]
     md5 = t5.markdown()
     assert "## FCFS as the base scheduling policy" in md5 and "## SJF" in md5
-    out = E.results_markdown(table4_json=paths["table4.json"], base=tmp_path)
+    out = PP.results_markdown(table4_json=paths["table4.json"], base=tmp_path)
     assert "## Table 4" in out and "![Table 4](t4/table4.png)" in out
 
 
@@ -581,7 +589,7 @@ def test_paper_numbers():
 def test_noise_sweep_matches_engine(wl):
     from hpcgym.sim import Simulation
 
-    res = E.noise_sweep(wl, ["FCFS"], [0.0, 0.2], [0, 1], first_jobs=400, jobs=1, progress=False)
+    res = PP.noise_sweep(wl, ["FCFS"], [0.0, 0.2], [0, 1], first_jobs=400, jobs=1, progress=False)
     w = wl.window(0, 400)
     assert res["FCFS"]["0"] == get_scheduler("EASY-AR").simulate(w).metrics["avg_bsld"]
     assert res["FCFS"]["request"] == get_scheduler("EASY").simulate(w).metrics["avg_bsld"]

@@ -24,6 +24,7 @@ from hpcgym.evaluation.statistics import (  # noqa: E402
     paired_comparison,
 )
 from hpcgym.workload import load  # noqa: E402
+from hpcgym.zoo import card_text  # noqa: E402
 from hpcgym.zoo import selection as S  # noqa: E402
 from hpcgym.zoo.card_text import card_markdown  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
@@ -389,12 +390,12 @@ def test_selection_on_a_generated_workload(run: Path, tmp_path: Path) -> None:
     assert best["geo_ratio"] == pytest.approx(
         paired_comparison(per["m"], per["EASY-SJBF"]).geo_ratio
     )
-    md = "\n".join(E.card_text._selection_lines(sel))
+    md = "\n".join(card_text._selection_lines(sel))
     assert f"of the generated workload `{spec}`" in md and "validation split" not in md
     plain = S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=2,
                                 jobs=1, write=False)  # fmt: skip
     assert plain["generated"] is False and "--workload" not in plain["command"]
-    assert "of the validation split" in "\n".join(E.card_text._selection_lines(plain))
+    assert "of the validation split" in "\n".join(card_text._selection_lines(plain))
     for bad in ("SDSC-SP2", str(tmp_path / "x.swf")):
         with pytest.raises(ValueError, match="generated workload"):
             S.select_checkpoint(run, agent_loader=load_agent, workload=bad)
@@ -452,7 +453,7 @@ def test_selection_for_transfer(run: Path) -> None:
         assert row["transfer"][other]["geo_ratio"] == pytest.approx(there)
         assert row["score"] == pytest.approx(float(np.sqrt(row["geo_ratio"] * there)))
     assert sel["chosen"] == min(sel["candidates"], key=lambda r: r["score"])["model"]
-    md = "\n".join(E.card_text._selection_lines(sel))
+    md = "\n".join(card_text._selection_lines(sel))
     assert f"validation windows of {other} (never trained on)" in md
     assert "the lowest transfer score (below; ratios of AVEbsld vs EASY-SJBF)" in md
     chosen_row = next(x for x in md.splitlines() if x.startswith(f"| **{sel['chosen']}**"))

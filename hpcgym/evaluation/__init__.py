@@ -212,11 +212,27 @@ _MOVED: dict[str, str] = {
 }
 
 
+#: Modules that moved (to :mod:`hpcgym.zoo`, :mod:`hpcgym.paper`): their old paths are
+#: modules that warn and hand over the new one.
+_MOVED_MODULES: tuple[str, ...] = (
+    "card_text",
+    "heldout",
+    "leaderboard",
+    "paper",
+    "schedule_board",
+    "screen",
+    "selection",
+)
+
+
 def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    if name in _MOVED_MODULES:
+        return import_module(f"{__name__}.{name}")
     module = _MOVED.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
 
     warnings.warn(
         f"hpcgym.evaluation.{name} moved to {module}.{name}; the old name goes in the next "
