@@ -11,6 +11,8 @@ that knows the file names::
     final_model.zip
     evaluations.jsonl                one evaluation record per line
     summary.json                     summary of every session (train/summary.py)
+    card.json                        the run's model card (train/card.py): how evaluation reads
+                                     the run (written at the start and end of a session)
 """
 
 from __future__ import annotations
