@@ -42,6 +42,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from hpcgym._moved import install as install_moved
 from hpcgym.evaluation.cards import (
     CARD_ENV_KEYS,
     MODEL_CARD_SCHEMA,
@@ -212,23 +213,27 @@ _MOVED: dict[str, str] = {
 }
 
 
-#: Modules that moved (to :mod:`hpcgym.zoo`, :mod:`hpcgym.paper`): their old paths are
-#: modules that warn and hand over the new one.
-_MOVED_MODULES: tuple[str, ...] = (
-    "card_text",
-    "heldout",
-    "leaderboard",
-    "paper",
-    "schedule_board",
-    "screen",
-    "selection",
-)
+#: Modules that moved: their old paths answer with the new module and a FutureWarning for
+#: one minor version (:mod:`hpcgym._moved`).
+_MOVED_MODULES: dict[str, str] = {
+    **{
+        f"hpcgym.evaluation.{m}": f"hpcgym.zoo.{m}"
+        for m in ("card_text", "heldout", "leaderboard", "schedule_board", "screen", "selection")
+    },
+    "hpcgym.evaluation.paper": "hpcgym.paper",
+    "hpcgym.evaluation.paper.constants": "hpcgym.evaluation.published",
+    **{
+        f"hpcgym.evaluation.paper.{m}": f"hpcgym.paper.{m}"
+        for m in ("markdown", "noise", "table4", "table5", "tables")
+    },
+}
+install_moved(_MOVED_MODULES)
 
 
 def __getattr__(name: str) -> Any:
     from importlib import import_module
 
-    if name in _MOVED_MODULES:
+    if f"{__name__}.{name}" in _MOVED_MODULES:
         return import_module(f"{__name__}.{name}")
     module = _MOVED.get(name)
     if module is None:

@@ -1,7 +1,0 @@
-"""Moved to :mod:`hpcgym.zoo.card_text` (the zoo of shipped agents); this old path works for one
-minor version, with a FutureWarning."""
-
-from hpcgym._moved import alias
-from hpcgym.zoo import card_text as _new
-
-alias(__name__, _new)
