@@ -11,7 +11,8 @@ its seed folders, a search's ``search.json`` next to the run it ships, and the c
 choice of ``eval/select_checkpoint.py`` (``selection.json``, :mod:`hpcgym.zoo.selection`).
 Only this module reads them (:func:`card_from_run`); the library reads the card it writes:
 ``<run>/card.json`` (:data:`hpcgym.evaluation.cards.RUN_CARD_FILE`, the card of the run's
-best model, rewritten at the end of every training session by :func:`write_run_card`) and
+best model with its training configuration, written by :func:`write_run_card` when the run
+starts and at the end of every training session) and
 the shipped ``<out>/<name>.json`` (with ``<name>.zip`` and ``<name>.md``; the card read by
 ``eval/compare.py``, ``eval/table4.py`` and ``eval/table5.py``: trace, split, policy, mode,
 normalizer, max_queue, observation scales, seed, steps, training evaluation...).
@@ -39,6 +40,7 @@ from hpcgym.evaluation.cards import (
 )
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 from hpcgym.zoo.card_text import OPTION_KEYS
+from hpcgym.zoo.selection import SELECTION_FILE
 
 __all__ = [
     "SEARCH_FILE",
@@ -55,10 +57,6 @@ __all__ = [
 
 #: The file of a ``train/ppo.py --seeds`` run, next to its ``seed-<s>`` run folders.
 SEEDS_FILE = "seeds.json"
-
-#: The checkpoint choice on validation windows in a run (or seeds run) folder
-#: (:data:`hpcgym.zoo.selection.SELECTION_FILE`).
-SELECTION_FILE = "selection.json"
 
 #: The result of a ``train/search.py`` search, next to the ``run`` folder it ships.
 SEARCH_FILE = "search.json"
@@ -487,7 +485,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = Parser(
         prog="python -m train.card",
-        description=(__doc__ or "").split("\n\n")[0],
+        description="Ship a trained agent: build the model card of a train/ppo.py run from its "
+        "files and copy the model, its card (.json) and its .md into agents/pretrained/; "
+        "--run-card (re)writes the run folder's card.json instead.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run", help="train/ppo.py run folder (or a .zip inside one)")
