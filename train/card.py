@@ -485,10 +485,9 @@ def main(argv: list[str] | None = None) -> int:
 
     p = Parser(
         prog="python -m train.card",
-        description="Ship a trained agent: build the model card of a train/ppo.py run from its "
-        "files and copy the model, its card (.json) and its .md into agents/pretrained/; "
+        description="Ship a trained agent: build the model card of a train/ppo.py run from\n"
+        "its files and copy the model, its card (.json) and its .md into agents/pretrained/;\n"
         "--run-card (re)writes the run folder's card.json instead.",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("run", help="train/ppo.py run folder (or a .zip inside one)")
     p.add_argument("--name", default=None, help="agent name (default: the run folder's name)")
