@@ -56,6 +56,7 @@ from hpcgym.sim import _core_ext as KX
 from hpcgym.sim import _layout
 from hpcgym.sim import metrics as _metrics
 from hpcgym.sim.metrics import KERNEL_METRICS, metrics_kernel
+from hpcgym.sim.options import POLICIES
 
 __all__ = [
     "TASK_BACKFILL",
@@ -470,7 +471,7 @@ def compiled_reference(spec: Any) -> int | None:
     itself."""
     if spec is None or spec.decider is not None or spec.warm is not None:
         return None
-    if spec.ranks_apart:  # the compiled reset fills one estimate row
+    if spec.ranks_apart or spec.policy.upper() not in POLICIES:  # one estimate row; compiled
         return None
     est = spec._estimator()
     if not isinstance(est, str):

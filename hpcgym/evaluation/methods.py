@@ -12,7 +12,7 @@ the one stated with ``task=``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from hpcgym.evaluation.loaders import (
     resolve_agent_name,
     task_of_spaces,
 )
+from hpcgym.sim.registry import RegistryView
 from hpcgym.suggest import did_you_mean
 
 __all__ = [
@@ -49,20 +50,17 @@ __all__ = [
 ]
 
 #: Heuristic agents selectable by name (``--agents easy sjbf stop random first``) -> the
-#: default label of the method. The agent object itself comes from the caller's
+#: default label of the method: a read-only view of the registered heuristic agents
+#: (:mod:`hpcgym.sim.registry`). The agent object itself comes from the caller's
 #: ``agent_loader`` (:mod:`hpcgym.evaluation.loaders`), called with the name.
-AGENT_HEURISTICS: dict[str, str] = {
-    "easy": "EasyAgent",
-    "sjbf": "SJBFAgent",
-    "stop": "StopAlways",
-    "random": "RandomValid",
-    "first": "FirstValid",
-}
+AGENT_HEURISTICS: Mapping[str, str] = RegistryView("agent", lambda h: h.label)
 
 #: The tasks an agent plays (``--task``): the env of each is ``hpcgym.envs.task_env(task)``.
 TASK_NAMES: tuple[str, ...] = ("schedule", "backfill")
 #: Heuristic agents that play Schedule-v0 too (row 0 is the env's queue order; random).
-_SCHEDULE_HEURISTICS: tuple[str, ...] = ("first", "random")
+_SCHEDULE_HEURISTICS: Mapping[str, str] = RegistryView(
+    "agent", lambda h: h.label, lambda h: "schedule" in h.tasks
+)
 
 #: Schedulers of ``eval/compare.py`` when neither ``--schedulers`` nor ``--agents`` is given.
 DEFAULT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-AR", "EASY-SJBF", "SAF", "EASY++")

@@ -331,14 +331,36 @@ def _compute_shadow(JF, JI, S, C, head):
 
 
 @njit(cache=True)
-def easy_allows(JF, JI, S, C, j):
-    """EASY's test: fits now and ends by the shadow, or fits in the extra processors."""
-    p = JI[I_PROCS, j]
-    if p > C[C_FREE]:
+def easy_test(now, est, procs, free, shadow, extra):
+    """EASY's test, written once: a job of ``procs`` processors and estimate ``est`` fits
+    now and ends by the head's shadow time, or fits in the extra processors (the env's
+    ``easy`` column reads it too, :mod:`hpcgym.envs.observation`)."""
+    if procs > free:
         return False
-    if S[S_T] + JF[F_EST, j] <= S[S_SHADOW]:
+    if now + est <= shadow:
         return True
-    return p <= C[C_EXTRA]
+    return procs <= extra
+
+
+@njit(cache=True)
+def easy_allows(JF, JI, S, C, j):
+    """EASY's test (:func:`easy_test`) of waiting job ``j`` at the current decision."""
+    return easy_test(S[S_T], JF[F_EST, j], JI[I_PROCS, j], C[C_FREE], S[S_SHADOW], C[C_EXTRA])
+
+
+@njit(cache=True)
+def easy_next(JF, JI, S, C, order, nb, k0):
+    """EASY backfilling, written once: the position of the first job of ``order[k0:nb]``
+    (a backfill order) that EASY allows now, or -1. The compiled EASY and SJBF passes start
+    it and continue after it; :class:`hpcgym.sim.deciders.EasyDecider` starts it and is
+    asked again (a start only lowers the free and extra processors, so a job EASY refused
+    earlier in the order stays refused: both are the same single pass)."""
+    for k in range(k0, nb):
+        if C[C_FREE] <= 0:
+            return -1
+        if easy_allows(JF, JI, S, C, order[k]):
+            return k
+    return -1
 
 
 @njit(cache=True)
@@ -588,12 +610,10 @@ def _schedule(JF, JI, S, C, PF):
         return -1
     nb = _fill_backfill_order(JF, JI, C, bfmode == BF_SJBF)
     bf = JI[I_BFORDER]
-    for k in range(nb):
-        if C[C_FREE] <= 0:
-            break
-        j = bf[k]
-        if easy_allows(JF, JI, S, C, j):
-            backfill_start(JF, JI, S, C, j)
+    k = easy_next(JF, JI, S, C, bf, nb, 0)
+    while k >= 0:
+        backfill_start(JF, JI, S, C, bf[k])
+        k = easy_next(JF, JI, S, C, bf, nb, k + 1)
     return -1
 
 

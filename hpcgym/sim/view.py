@@ -25,7 +25,11 @@ from hpcgym.sim import _core as K
 if TYPE_CHECKING:
     from hpcgym.sim.engine import Simulation
 
-__all__ = ["EngineView"]
+__all__ = ["EngineView", "easy_test"]
+
+#: EASY's test (``easy_test(now, est, procs, free, shadow, extra) -> bool``), the compiled
+#: core's own: for row builders that read the view
+easy_test = K.easy_test
 
 
 def _ro(a: np.ndarray) -> np.ndarray:

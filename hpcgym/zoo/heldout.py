@@ -41,6 +41,7 @@ from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison, verdict
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
+from hpcgym.sim.registry import list_heuristics
 from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
 
@@ -74,10 +75,12 @@ HELDOUT_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
 WARM_HELDOUT: tuple[str, ...] = ("EASY++", "ELOSS")
 
 
-#: the queue policies of every Schedule-v0 board and test (with EASY-SJBF backfilling)
-SCHEDULE_POLICIES: tuple[str, ...] = (
-    "FCFS", "SJF", "SQF", "SAF", "LJF", "LQF", "LAF", "WFP3", "UNICEF", "F1", "F2", "F3", "F4",
-)  # fmt: skip
+#: the queue policies of every Schedule-v0 board and test (with EASY-SJBF backfilling): the
+#: compiled built-ins of the registry (:mod:`hpcgym.sim.registry`), without other spellings
+#: (SPF, LPF)
+SCHEDULE_POLICIES: tuple[str, ...] = tuple(
+    h.name for h in list_heuristics("policy") if h.builtin and h.alias_of is None
+)
 
 
 def card_warm(card: ModelCard | dict[str, Any]) -> str | None:

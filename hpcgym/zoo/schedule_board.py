@@ -104,7 +104,8 @@ def schedule_markdown(boards: Sequence[dict[str, Any]]) -> list[str]:
         "[schedule_env.md](schedule_env.md#fairness-in-every-comparison)); "
         "with a worse tail it reads *inconclusive (longer tail)*. " + verdict_caption() + " "
         "`second trace` as above. " + OBJECTIVES_CAPTION + " The one-step lookaheads of "
-        "this task are reference points, in [research/schedule.md](research/schedule.md).",
+        "this task are reference points; the room above the reference is measured by the "
+        "headroom ladder of [research/report.md](research/report.md).",
         "",
     ]
     for b in boards:
