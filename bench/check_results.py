@@ -3,7 +3,7 @@
 Every row of docs/results.md is a card's recorded held-out test (``eval/heldout.py``). This
 replays the tests of a random sample of the shipped cards (or all of them) with their own
 trace, windows, length, window seed and scales, in the code of the checkout, and compares
-every recorded value with the replay (``hpcgym.evaluation.heldout.section_differences``:
+every recorded value with the replay (``hpcgym.zoo.heldout.section_differences``:
 floats to a relative 1e-9): a row reproduces when nothing differs. The sample is drawn
 with a seeded ``numpy.random.Generator`` over the (card, trace) tests, so a run names what
 it checked::
@@ -85,8 +85,8 @@ def check(path: Path, trace: str, *, jobs: int | None, progress: bool) -> Check:
     """
     from eval import _common as C
     from hpcgym.evaluation import load_model_card
-    from hpcgym.evaluation.heldout import replay_heldout, section_differences
     from hpcgym.evaluation.numerics import pinning_hint
+    from hpcgym.zoo.heldout import replay_heldout, section_differences
 
     card = load_model_card(path)
     rec = json.loads(path.read_text(encoding="utf-8"))["test"][trace]

@@ -122,7 +122,7 @@ def train_both(args: argparse.Namespace, out: Path) -> dict[str, Path]:
 
 def _first_evaluation(run: Path) -> dict[str, Any]:
     """The run's first evaluation record (of the untrained policy, at the start)."""
-    from hpcgym.evaluation.cards import read_evaluations
+    from train.card import read_evaluations
     from train.rundir import RunDir
 
     records = read_evaluations(RunDir(run).evaluations)

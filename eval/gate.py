@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     :param argv: the arguments (default: the process's)
     """
     from hpcgym.evaluation.gating import GATE_FALLBACKS
-    from hpcgym.evaluation.selection import DEFAULT_TAUS
+    from hpcgym.zoo.selection import DEFAULT_TAUS
 
     p = C.make_parser("python eval/gate.py", (__doc__ or "").split("\n\n")[0])
     p.add_argument("agent", help="a shipped agent's name or a model card .json")
@@ -92,9 +92,10 @@ def _card_path(agent: str) -> Path:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hpcgym.evaluation.cards import card_markdown, load_model_card
-    from hpcgym.evaluation.selection import gated_card, select_gate
+    from hpcgym.evaluation.cards import load_model_card
     from hpcgym.evaluation.windows import load_quartiles_text
+    from hpcgym.zoo.card_text import card_markdown
+    from hpcgym.zoo.selection import gated_card, select_gate
 
     path = _card_path(args.agent)
     if args.reference is not None:

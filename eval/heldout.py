@@ -113,7 +113,7 @@ def _locked(path: Path) -> Iterator[None]:
 def _write_card(path: Path, data: dict[str, Any]) -> Path:
     """Replace the card ``path`` by ``data`` (whole, through a temporary file) and
     re-render its ``.md``; call under :func:`_locked`. Returns the ``.md`` path."""
-    from hpcgym.evaluation.cards import card_markdown
+    from hpcgym.zoo.card_text import card_markdown
 
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
@@ -126,7 +126,7 @@ def _write_card(path: Path, data: dict[str, Any]) -> Path:
 def _run(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import load_model_card
     from hpcgym.evaluation.cards import canonical_trace
-    from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
+    from hpcgym.zoo.heldout import heldout_markdown, heldout_test
 
     path = Path(args.card)
     if path.suffix != ".json" or not path.is_file():
@@ -172,12 +172,12 @@ def _run(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace, card: ModelCard, tests: dict[str, Any]) -> int:
     """Replay the recorded tests of ``card`` and compare them with the card (``--check``)."""
     from hpcgym.evaluation.cards import canonical_trace
-    from hpcgym.evaluation.heldout import (
+    from hpcgym.evaluation.numerics import pinning_hint
+    from hpcgym.zoo.heldout import (
         recorded_under_name,
         replay_heldout,
         section_differences,
     )
-    from hpcgym.evaluation.numerics import pinning_hint
 
     if args.retest or args.seed is not None:
         raise UsageError("--check replays the card's own seed; it takes no --seed or --retest")

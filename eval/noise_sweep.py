@@ -30,10 +30,10 @@ if __name__ == "__main__" and not __package__:  # run by path: `python -m eval.n
 from eval import _common as C  # noqa: E402
 from hpcgym.argtypes import nonneg_float, positive_int  # noqa: E402
 from hpcgym.cli.errors import UsageError, check_choice, check_trace_name  # noqa: E402
-from hpcgym.evaluation import (  # noqa: E402
+from hpcgym.evaluation import default_jobs  # noqa: E402
+from hpcgym.paper.noise import (  # noqa: E402
     NOISE_LEVELS,
     NOISE_POLICIES,
-    default_jobs,
     noise_markdown,
     noise_sweep,
     write_noise_sweep,

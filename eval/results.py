@@ -2,7 +2,7 @@
 
     python eval/results.py --out docs/results.md [--jobs 2]
 
-With no other input it writes the leaderboard (:mod:`hpcgym.evaluation.leaderboard`):
+With no other input it writes the leaderboard (:mod:`hpcgym.zoo.leaderboard`):
 per trace, every heuristic and every zoo agent (``agents/pretrained``, or ``--cards DIR``)
 on the zoo's held-out test windows, with the paired ratio against EASY-SJBF, its 95%
 interval, wins, late heads and the command that reproduces each row. It needs the traces
@@ -92,8 +92,8 @@ def _run(args: argparse.Namespace) -> int:
 
     :param args: the parsed arguments
     """
-    from hpcgym.evaluation import results_markdown
     from hpcgym.evaluation.plots import plot_training
+    from hpcgym.paper import results_markdown
 
     writable_file(args.out, "--out")
     tables = (args.table4, args.table5, args.compare, args.noise, args.training, args.agents)
@@ -137,8 +137,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _leaderboard(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import find_model_cards
-    from hpcgym.evaluation.leaderboard import leaderboard, leaderboard_markdown
-    from hpcgym.evaluation.schedule_board import schedule_boards, schedule_markdown
+    from hpcgym.zoo.leaderboard import leaderboard, leaderboard_markdown
+    from hpcgym.zoo.schedule_board import schedule_boards, schedule_markdown
     from hpcgym_agents import load_agent
 
     cards = find_model_cards(C.agents_dir(args.cards))

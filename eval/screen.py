@@ -8,8 +8,8 @@ run, checked) and prints, per run, the setting that tells it from the others (th
 ``config.json`` options that differ), its chosen checkpoint's paired ratio, its median
 candidate and the split-half holdout of its choice; then the choice across all the runs'
 candidates with the holdout of that larger choice, which is biased lower the more
-candidates it is made from (:mod:`hpcgym.evaluation.screen`). Nothing is evaluated: the
-numbers come from the selections. ``eval/card.py RUN --model selected`` ships the chosen
+candidates it is made from (:mod:`hpcgym.zoo.screen`). Nothing is evaluated: the
+numbers come from the selections. ``python -m train.card RUN --model selected`` ships the chosen
 run's choice."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     def body() -> int:
-        from hpcgym.evaluation.screen import compare_selections, screen_markdown
+        from hpcgym.zoo.screen import compare_selections, screen_markdown
 
         try:
             screen = compare_selections(args.runs)

@@ -3,7 +3,7 @@
     python eval/select_checkpoint.py RUN [--windows 30] [--length 1024] [--seed 7] \\
         [--reference EASY-SJBF] [--max-candidates N] [--workload synthetic:...] \\
         [--transfer TRACE ...]
-    python eval/card.py RUN --model selected --name NAME     # ship the choice
+    python -m train.card RUN --model selected --name NAME     # ship the choice
 
 Evaluates ``best_model.zip``, ``final_model.zip`` and every ``checkpoints/*.zip`` and
 ``kept/*.zip`` of a ``train/ppo.py`` run on ``--windows`` windows of ``--length`` jobs of
@@ -85,9 +85,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from hpcgym.evaluation.selection import SELECTION_FILE, select_checkpoint
     from hpcgym.evaluation.statistics import holdout_text
     from hpcgym.evaluation.windows import load_quartiles_text
+    from hpcgym.zoo.selection import SELECTION_FILE, select_checkpoint
 
     run = Path(args.run)
     if not (run / "config.json").is_file() and not (run / "seeds.json").is_file():
@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     if text := holdout_text(sel.get("holdout"), sel["reference"]):
         print(f"\n{text}")
-    print(f"\nwrote {run / SELECTION_FILE}; ship it: python eval/card.py {run} --model selected")
+    print(f"\nwrote {run / SELECTION_FILE}; ship it: python -m train.card {run} --model selected")
     return 0
 
 

@@ -125,7 +125,10 @@ def _run_table(name: str, args: argparse.Namespace) -> int:
     :param name: ``table4`` or ``table5``
     :param args: the parsed arguments
     """
-    from hpcgym.evaluation import load_cards, table4, table5, write_table, write_tensorboard
+    from hpcgym.evaluation import load_cards, write_tensorboard
+    from hpcgym.paper import write_table
+    from hpcgym.paper.table4 import table4
+    from hpcgym.paper.table5 import table5
 
     _check_table_args(name, args)
     cards = load_cards(args.cards, C.agents_dir(args.agents_dir))

@@ -54,7 +54,7 @@ def _reference(card: dict[str, Any]) -> str:
 
 
 def _test(card: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    from hpcgym.evaluation.heldout import completed_paired
+    from hpcgym.zoo.heldout import completed_paired
 
     sec = (card.get("test") or {}).get(card.get("trace")) or {}
     paired = completed_paired(sec, str(card.get("name") or "")) if sec.get("paired") else {}
@@ -149,7 +149,7 @@ def zoo_pages(agents_dir: Path) -> dict[Path, str]:
     """
     from hpcgym.cli.errors import UsageError
     from hpcgym.evaluation import find_model_cards
-    from hpcgym.evaluation.card_text import card_markdown
+    from hpcgym.zoo.card_text import card_markdown
 
     cards = []
     for card in find_model_cards(agents_dir):

@@ -241,7 +241,6 @@ def test_eval_table_lenient(bad_swf, tmp_path, capsys):
         ("plots", ["bogus"], ["invalid choice"]),
         ("results", ["--table4", "/no/such.json"], ["/no/such.json"]),
         ("results", ["--out", "/dev/null/x.md"], ["--out /dev/null/x.md"]),
-        ("card", ["/no/such/run"], ["/no/such/run"]),
     ],
 )
 def test_other_eval_script_errors(name, argv, needles, capsys):
@@ -249,6 +248,14 @@ def test_other_eval_script_errors(name, argv, needles, capsys):
     assert line.startswith(f"python eval/{name}.py: error: ")
     for n in needles:
         assert n in line
+
+
+def test_train_card_errors(capsys):
+    """The trainer's card tool (``python -m train.card``): a missing run is one line."""
+    from train.card import main
+
+    line = _run(main, ["/no/such/run"], capsys)
+    assert line.startswith("python -m train.card: error: ") and "/no/such/run" in line
 
 
 def test_noise_sweep_lenient(bad_swf, tmp_path, capsys):

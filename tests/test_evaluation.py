@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+import train.card as T  # noqa: E402
 from hpcgym import evaluation as E  # noqa: E402
+from hpcgym import paper as PP  # noqa: E402
 from hpcgym.evaluation import runner as R  # noqa: E402
+from hpcgym.paper.table4 import table4  # noqa: E402
+from hpcgym.paper.table5 import table5  # noqa: E402
 from hpcgym.sim import get_scheduler  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
@@ -457,16 +462,22 @@ def test_card_from_run_and_ship(tiny_model, tmp_path):
            "max_queue": 16, "estimator": "request", "train_fraction": 0.7, "seq_len": 64,
            "seed": 3, "load_weighting": 2.0, "mix_traces": ["HPC2N"]}  # fmt: skip
     (run / "config.json").write_text(json.dumps(cfg))
-    card = E.card_from_run(run)
+    card = T.card_from_run(run)
     # how training windows were drawn is recorded; evaluations play their own windows
     assert card.data["load_weighting"] == 2.0 and "load_weighting" not in card.env
     assert card.data["mix_traces"] == ["HPC2N"] and "mix_traces" not in card.env
     assert (card.trace, card.policy, card.mode, card.steps) == ("synthetic", "SJF", "guarded", 128)
     assert card.env["max_queue"] == 16 and card.est_scale == float(load(None).request.max())
-    # a run folder is an agent; its best_model.json is not mistaken for a card
+    # a run folder is an agent through the card its trainer writes (not its own files);
+    # its best_model.json is not mistaken for a card
+    with pytest.raises(E.MethodUnavailable, match="card.json"):
+        E.agent_method(str(run))
+    assert T.write_run_card(run) == run / E.cards.RUN_CARD_FILE
+    assert E.load_run_card(run).to_dict() == {**card.to_dict(), "model": "best_model.zip",
+                                              "config": cfg}  # fmt: skip
     assert E.agent_method(str(run)).env["policy"] == "SJF"
     assert E.agent_method(str(run / "best_model.zip")).env["policy"] == "SJF"
-    paths = E.ship_model(run, "tiny-sjf", tmp_path / "pretrained")
+    paths = T.ship_run(run, "tiny-sjf", tmp_path / "pretrained")
     assert sorted(p.name for p in paths.values()) == [
         "tiny-sjf.json",
         "tiny-sjf.md",
@@ -490,9 +501,38 @@ def test_card_from_a_new_run_and_a_checkpoint(tiny_model, tmp_path):
     cfg = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "reference": "EASY",
            "max_queue": 16, "length": 64, "seed": 1}  # fmt: skip
     (run / "config.json").write_text(json.dumps(cfg))
-    data = E.card_from_run(ckpt).to_dict()
+    data = T.card_from_run(ckpt).to_dict()
     assert data["sequence_length"] == 64 and data["normalizer"] == "EASY"
     assert data["steps"] == 128  # num_timesteps of the tiny model
+    # the library reads the checkpoint through the run's card: same env, the model's steps
+    T.write_run_card(run)  # a run that has only started: the card of its future best model
+    assert json.loads((run / "card.json").read_text())["config"] == cfg
+    lib = E.load_run_card(ckpt)
+    assert lib.model == ckpt.resolve() and lib.steps == 128 and lib.env == T.card_from_run(ckpt).env
+    assert "eval" not in lib.data and lib.data["checkpoint"] == "renamed.zip"
+
+
+def test_old_card_names_warn(tiny_model, tmp_path):
+    """The card's old names: card_from_run / ship_model read the run's card with a
+    FutureWarning; the readers of a run's own files left the library."""
+    run = tmp_path / "r3"
+    run.mkdir()
+    (run / "final_model.zip").write_bytes(tiny_model.read_bytes())
+    cfg = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "max_queue": 16}
+    (run / "config.json").write_text(json.dumps(cfg))
+    T.write_run_card(run)
+    with pytest.warns(FutureWarning, match="load_run_card"):
+        old = E.card_from_run(run, name="renamed")
+    assert old.name == "renamed" and old.env == E.load_run_card(run).env
+    with pytest.warns(FutureWarning, match="hpcgym.zoo"):
+        paths = E.ship_model(run, "old", tmp_path / "out")
+    assert json.loads(paths["json"].read_text())["model"] == "old.zip"
+    with pytest.raises(AttributeError, match="train.card.seeds_section"):
+        _ = E.cards.seeds_section
+    sys.modules.pop("hpcgym.evaluation.heldout", None)  # imported once: the shim runs again
+    with pytest.warns(FutureWarning, match="hpcgym.zoo.heldout"):
+        import hpcgym.evaluation.heldout as old  # noqa: F401
+    assert old is sys.modules["hpcgym.zoo.heldout"] and E.heldout is old
 
 
 # --------------------------------------------------------------------------- paper tables
@@ -504,7 +544,7 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     zpath = tmp_path / "agent.zip"
     zpath.write_bytes(tiny_model.read_bytes())
     card = E.load_model_card(_card(zpath, trace=str(swf), name="agent", model="agent.zip"))
-    t4 = E.table4(
+    t4 = table4(
         [card], traces=[str(swf)], extra=["SAF", "NO-SUCH"], windows=2, length=128,
         jobs=1, progress=False, agent_loader=load_agent,
     )  # fmt: skip
@@ -516,13 +556,13 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     assert any(n.startswith("RLBF cells without a shipped agent") and "SJF+RLBF" in n
                for n in t4.notes)  # fmt: skip
     assert any("NO-SUCH: unavailable scheduler" in n for n in t4.notes)
-    paths = E.write_table(t4, tmp_path / "t4")
+    paths = PP.write_table(t4, tmp_path / "t4")
     md = paths["table4.md"].read_text()
     assert "| trace | | FCFS+EASY | FCFS+EASY-AR | FCFS+RLBF |" in md and "| hpcgym |" in md
-    assert json.loads(paths["table4.json"].read_text())["schema"] == E.TABLE_SCHEMA
+    assert json.loads(paths["table4.json"].read_text())["schema"] == PP.TABLE_SCHEMA
     assert (tmp_path / "t4" / "small" / "results.json").is_file()
     _png(paths["table4.png"])
-    t5 = E.table5(
+    t5 = table5(
         [card], traces=[str(swf)], windows=2, length=128, jobs=1, progress=False,
         agent_loader=load_agent,
     )  # fmt: skip
@@ -532,7 +572,7 @@ def test_paper_tables_on_a_small_trace(tiny_model, tmp_path):
     assert sjf.ours[row]["EASY"] == sec.ours[row]["SJF+EASY"]
     md5 = t5.markdown()
     assert "## FCFS as the base scheduling policy" in md5 and "## SJF" in md5
-    out = E.results_markdown(table4_json=paths["table4.json"], base=tmp_path)
+    out = PP.results_markdown(table4_json=paths["table4.json"], base=tmp_path)
     assert "## Table 4" in out and "![Table 4](t4/table4.png)" in out
 
 
@@ -547,7 +587,7 @@ def test_paper_numbers():
 def test_noise_sweep_matches_engine(wl):
     from hpcgym.sim import Simulation
 
-    res = E.noise_sweep(wl, ["FCFS"], [0.0, 0.2], [0, 1], first_jobs=400, jobs=1, progress=False)
+    res = PP.noise_sweep(wl, ["FCFS"], [0.0, 0.2], [0, 1], first_jobs=400, jobs=1, progress=False)
     w = wl.window(0, 400)
     assert res["FCFS"]["0"] == get_scheduler("EASY-AR").simulate(w).metrics["avg_bsld"]
     assert res["FCFS"]["request"] == get_scheduler("EASY").simulate(w).metrics["avg_bsld"]

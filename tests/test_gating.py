@@ -15,9 +15,10 @@ REPO = Path(__file__).resolve().parents[1]
 SMALL = "synthetic:n_jobs=10000"
 
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.evaluation import selection as S  # noqa: E402
 from hpcgym.evaluation.gating import GATE_FALLBACKS, default_fallback, read_gate  # noqa: E402
 from hpcgym.workload import load  # noqa: E402
+from hpcgym.zoo import selection as S  # noqa: E402
+from hpcgym.zoo.card_text import card_markdown  # noqa: E402
 from hpcgym_agents import HEURISTICS, GatedAgent, SJBFAgent, load_agent  # noqa: E402
 
 CARD = {"schema": "hpcgym-model-card/1", "name": "tiny", "model": "tiny.zip",
@@ -165,7 +166,7 @@ def test_select_gate_and_the_shipped_gated_agent(card: Path, tmp_path: Path) -> 
     assert float(np.mean(got)) == pytest.approx(best["mean_avg_bsld"])
     deps = [r["departures"] for r in again.rows]
     assert sum(deps) == best["departures"]
-    assert "## Gate" in E.cards.card_markdown(data)
+    assert "## Gate" in card_markdown(data)
     with pytest.raises(ValueError, match="gated already"):
         S.select_gate(shipped, agent_loader=load_agent, windows=2, length=64)
     with pytest.raises(ValueError, match="taus"):
@@ -204,7 +205,7 @@ def test_gate_command_line(card: Path, tmp_path: Path, capsys) -> None:
 
 
 def test_heldout_test_counts_a_gated_agents_departures(card: Path) -> None:
-    from hpcgym.evaluation.heldout import heldout_markdown, heldout_test
+    from hpcgym.zoo.heldout import heldout_markdown, heldout_test
 
     gated = E.load_model_card(_gated_card(card, {"tau": 0.0, "fallback": "sjbf"}, "g0"))
     sec = heldout_test(gated, agent_loader=load_agent, windows=2, length=64, seed=5, jobs=1)

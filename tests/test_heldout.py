@@ -1,4 +1,4 @@
-"""The held-out test of a shipped agent (issue 14): ``hpcgym.evaluation.heldout`` and
+"""The held-out test of a shipped agent (issue 14): ``hpcgym.zoo.heldout`` and
 ``eval/heldout.py``; validation curve and training command on the model card."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 import hpcgym.evaluation as E
-from hpcgym.evaluation.heldout import heldout_markdown, heldout_schedulers, heldout_test
 from hpcgym.evaluation.statistics import paired_comparison
 from hpcgym.sim import get_scheduler
 from hpcgym.workload import load, split_range
+from hpcgym.zoo.heldout import heldout_markdown, heldout_schedulers, heldout_test
 
 pytest.importorskip("sb3_contrib")
 
@@ -237,7 +237,7 @@ def test_bench_check_results_replays_a_sample_of_the_cards(tiny_card, tmp_path, 
 
 
 def test_section_differences() -> None:
-    from hpcgym.evaluation.heldout import section_differences
+    from hpcgym.zoo.heldout import section_differences
 
     rec = {"seed": 1, "evaluated": "x", "command": "a", "m": {"v": [1.0, 2.0], "n": 3}}
     assert section_differences(rec, {**rec, "evaluated": "y", "command": "b", "new": 1}) == []
@@ -269,7 +269,7 @@ def test_section_differences() -> None:
 def test_eval_heldout_keeps_sections_written_while_it_ran(tiny_card, tmp_path, monkeypatch):
     """Tests of one agent on several traces at once: a section another process wrote
     while this test ran is kept (the card is re-read under a lock before it is written)."""
-    import hpcgym.evaluation.heldout as H
+    import hpcgym.zoo.heldout as H
     from eval.heldout import main
 
     card = tmp_path / "tiny.json"
@@ -294,7 +294,8 @@ def test_eval_heldout_keeps_sections_written_while_it_ran(tiny_card, tmp_path, m
 
 
 def test_card_has_the_validation_curve_and_command(tmp_path):
-    from hpcgym.evaluation.cards import card_markdown, validation_curve
+    from hpcgym.zoo.card_text import card_markdown
+    from train.card import validation_curve
 
     run = tmp_path / "run"
     run.mkdir()
@@ -322,7 +323,7 @@ def test_card_has_the_validation_curve_and_command(tmp_path):
 
 def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
     from eval.results import main
-    from hpcgym.evaluation.paper.markdown import agents_markdown
+    from hpcgym.paper.markdown import agents_markdown
 
     card = E.load_model_card(tiny_card)
     sec = heldout_test(card, agent_loader=_loader(), windows=2, length=96, seed=3, jobs=1)
@@ -373,7 +374,7 @@ def test_results_section_of_the_shipped_agents(tiny_card, tmp_path):
 
 
 def test_tied_windows_are_counted_and_explained() -> None:
-    from hpcgym.evaluation.heldout import tied_windows
+    from hpcgym.zoo.heldout import tied_windows
 
     def section(per: dict[str, list[float] | None]) -> dict:
         methods = {
@@ -403,7 +404,7 @@ def test_tied_windows_are_counted_and_explained() -> None:
 
 
 def test_agents_with_warm_predictors_get_the_warm_heuristics_too():
-    from hpcgym.evaluation.heldout import card_warm, heldout_references
+    from hpcgym.zoo.heldout import card_warm, heldout_references
 
     assert heldout_schedulers("SJF", "log")[-2:] == ["SJF+EASY++,warm=log", "SJF+ELOSS,warm=log"]
     assert heldout_references("FCFS", "log") == [
@@ -423,7 +424,7 @@ def test_agents_with_warm_predictors_get_the_warm_heuristics_too():
 
 
 def test_results_rows_of_a_warm_agent_show_the_warm_heuristics() -> None:
-    from hpcgym.evaluation.paper.markdown import agents_markdown
+    from hpcgym.paper.markdown import agents_markdown
 
     def p(r: float) -> dict:
         return {
@@ -473,7 +474,7 @@ def test_completed_paired_recomputes_what_older_sections_lack():
     """A shipped card's test section holds the per-window values: the ratio of means and
     the equivalence interval are recomputed from them, and the recorded ratio and interval
     come out the same (the same seeded resamples)."""
-    from hpcgym.evaluation.heldout import completed_paired
+    from hpcgym.zoo.heldout import completed_paired
 
     repo = Path(__file__).resolve().parents[1]
     card = json.loads((repo / "agents/pretrained/hpc2n-fcfs.json").read_text())
@@ -495,7 +496,7 @@ def test_completed_paired_recomputes_what_older_sections_lack():
 def test_a_renamed_card_replays_under_its_new_name() -> None:
     """A zoo card renamed after its test (``trained_as`` keeps the old name) compares its
     recorded values with a replay under the new name; the values themselves still count."""
-    from hpcgym.evaluation.heldout import recorded_under_name, section_differences
+    from hpcgym.zoo.heldout import recorded_under_name, section_differences
 
     rec = {
         "seed": 1,

@@ -120,7 +120,7 @@ def test_mix_traces_unknown_trace_is_a_usage_error(tmp_path, capsys):
 
 def test_total_steps_zero_ships_the_initial_policy(tmp_path, capsys):
     """--total-steps 0 with --init-from: no update; the run is evaluated and its final
-    model (what eval/card.py and eval/select_checkpoint.py read) is the initial policy."""
+    model (what python -m train.card and eval/select_checkpoint.py read) is the initial policy."""
     from stable_baselines3.common.save_util import load_from_zip_file
 
     from train.ppo import main

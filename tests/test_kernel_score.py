@@ -154,9 +154,10 @@ def test_cli_hidden_search_ships_a_run_that_plays_the_searched_vector(
 ) -> None:
     from sb3_contrib import MaskablePPO
 
-    from hpcgym.evaluation.cards import card_from_run, card_markdown
     from hpcgym.evaluation.play import play_windows
+    from hpcgym.zoo.card_text import card_markdown
     from research.search.search import main
+    from train.card import card_from_run
 
     base = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--n-envs", "1",
             "--vec-env", "dummy", "--eval-windows", "2", "--eval-length", "128", "--baselines",

@@ -1,4 +1,4 @@
-"""The leaderboard of docs/results.md (``hpcgym.evaluation.leaderboard``, ``eval/results.py``).
+"""The leaderboard of docs/results.md (``hpcgym.zoo.leaderboard``, ``eval/results.py``).
 
 A tiny agent is tested on 3 windows of the synthetic workload; the board must replay its
 recorded test, add every heuristic on the same windows and refuse a card whose recorded
@@ -18,14 +18,14 @@ REPO = Path(__file__).resolve().parents[1]
 pytest.importorskip("sb3_contrib")
 
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.evaluation.heldout import heldout_test  # noqa: E402
-from hpcgym.evaluation.leaderboard import (  # noqa: E402
+from hpcgym.sim import get_scheduler  # noqa: E402
+from hpcgym.workload import load  # noqa: E402
+from hpcgym.zoo.heldout import heldout_test  # noqa: E402
+from hpcgym.zoo.leaderboard import (  # noqa: E402
     LEADERBOARD_REFERENCE,
     leaderboard,
     leaderboard_markdown,
 )
-from hpcgym.sim import get_scheduler  # noqa: E402
-from hpcgym.workload import load  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
 
 SCHEDULERS = ("EASY", "EASY-SJBF", "SAF", "SJF+EASY")
@@ -110,7 +110,7 @@ def test_the_command_writes_the_board(tested: Path, tmp_path: Path) -> None:
 
 
 def test_a_claim_holds_only_where_the_second_trace_makes_it_too() -> None:
-    from hpcgym.evaluation.leaderboard import replicate, replicated_cell
+    from hpcgym.zoo.leaderboard import replicate, replicated_cell
 
     def row(method: str, verdict: str, **kw) -> dict:
         return {"method": method, "kind": "heuristic", "verdict": verdict, **kw}

@@ -294,7 +294,8 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
         a = [r["avg_bsld"] for r in play_windows(problem.envs, mine, starts, seed=0)]
         b = [r["avg_bsld"] for r in play_windows(problem.envs, model, starts, seed=0)]
         assert a == b
-    from hpcgym.evaluation.cards import card_from_run, card_markdown
+    from hpcgym.zoo.card_text import card_markdown
+    from train.card import card_from_run
 
     card = card_from_run(out / "run", model="final").to_dict()
     minutes = sum(r["seconds"] for r in result["history"]) / 60.0
@@ -388,7 +389,7 @@ def test_search_curve_replays_the_generations_on_fixed_validation_windows(
 
 def test_search_processes_from_the_recorded_command() -> None:
     """The card states the cores a search ran on from its command's ``--jobs``."""
-    from hpcgym.evaluation.card_text import card_markdown, search_processes
+    from hpcgym.zoo.card_text import card_markdown, search_processes
 
     assert search_processes("python -m research.search --windows 8 --jobs 2 --out d") == 2
     assert search_processes("python -m research.search --jobs=3") == 3

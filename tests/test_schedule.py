@@ -345,11 +345,11 @@ def test_lean_compact_path_without_stop_equals_the_policy():
 def test_schedule_runs_train_evaluate_and_make_cards(tmp_path, algo):
     """``--task schedule`` trains with both trainers; its card plays Schedule-v0 in the
     evaluation, and a rank prior without training is exactly the reference heuristic."""
-    from hpcgym.evaluation import card_from_run
     from hpcgym.evaluation.methods import card_method, scheduler_method
     from hpcgym.evaluation.runner import evaluate
     from hpcgym.evaluation.windows import select_windows
     from hpcgym_agents import load_agent
+    from train.card import card_from_run
     from train.ppo import main
 
     small = [
@@ -384,14 +384,14 @@ def test_schedule_runs_train_evaluate_and_make_cards(tmp_path, algo):
 def test_heldout_test_of_a_schedule_card(tmp_path):
     """A Schedule-v0 card is tested against the queue heuristics with the fairness columns:
     the rank prior is the reference heuristic, so its ratio and tails are exactly 1."""
-    from hpcgym.evaluation import card_from_run
-    from hpcgym.evaluation.heldout import (
+    from hpcgym.zoo.heldout import (
         heldout_markdown,
         heldout_test,
         schedule_heldout_references,
         schedule_heldout_schedulers,
     )
     from hpcgym_agents import load_agent
+    from train.card import card_from_run
     from train.ppo import main
 
     main(["--task", "schedule", "--seq-len", "48", "--n-envs", "2", "--eval-windows", "2",

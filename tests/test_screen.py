@@ -1,4 +1,4 @@
-"""A screen of training settings (``hpcgym.evaluation.screen``, ``eval/screen.py``): the
+"""A screen of training settings (``hpcgym.zoo.screen``, ``eval/screen.py``): the
 checkpoint choices of several runs, read from their ``selection.json``, side by side."""
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from hpcgym.evaluation.screen import compare_selections, screen_markdown
-from hpcgym.evaluation.selection import SELECTION_FILE
 from hpcgym.evaluation.statistics import choice_holdout, paired_comparison
+from hpcgym.zoo.screen import compare_selections, screen_markdown
+from hpcgym.zoo.selection import SELECTION_FILE
+from train.card import write_run_card
 
 REPO = Path(__file__).resolve().parents[1]
 STARTS = list(range(0, 3000, 100))  # 30 windows
@@ -20,12 +21,13 @@ REF = np.random.default_rng(1).uniform(20, 80, size=len(STARTS))
 
 
 def _run(root: Path, name: str, config: dict[str, Any], shifts: list[float], **sel: Any) -> Path:
-    """A run folder with ``config.json`` and a selection of one candidate per shift
+    """A run folder with ``config.json``, its run card and a selection of one candidate per shift
     (candidate ``i``: the reference times ``exp(shift_i + noise)`` per window)."""
     d = root / name
     d.mkdir()
     base = {"trace": "SDSC-SP2", "seed": 31, "gamma": 1.0, "logdir": str(root), "run_name": name}
     (d / "config.json").write_text(json.dumps({**base, **config}))
+    write_run_card(d)  # what the trainer writes: the library reads the run through it
     rng = np.random.default_rng(len(name))
     cands = []
     for i, s in enumerate(shifts):
@@ -92,6 +94,7 @@ def test_screen_refuses_other_windows_and_single_runs(tmp_path: Path) -> None:
         compare_selections([a, a])
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "config.json").write_text("{}")
+    write_run_card(tmp_path / "c")
     with pytest.raises(FileNotFoundError, match="eval/select_checkpoint.py"):
         compare_selections([a, tmp_path / "c"])
 

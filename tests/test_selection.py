@@ -1,5 +1,5 @@
-"""Checkpoint selection on validation windows (``hpcgym.evaluation.selection``,
-``eval/select_checkpoint.py``, ``eval/card.py --model selected``), on the embedded
+"""Checkpoint selection on validation windows (``hpcgym.zoo.selection``,
+``eval/select_checkpoint.py``, ``python -m train.card --model selected``), on the embedded
 synthetic workload with two tiny models."""
 
 from __future__ import annotations
@@ -14,18 +14,27 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+import train.card as T  # noqa: E402
 from hpcgym import evaluation as E  # noqa: E402
-from hpcgym.evaluation import selection as S  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     choice_holdout,
     holdout_text,
     paired_comparison,
 )
 from hpcgym.workload import load  # noqa: E402
+from hpcgym.zoo import card_text  # noqa: E402
+from hpcgym.zoo import selection as S  # noqa: E402
+from hpcgym.zoo.card_text import card_markdown  # noqa: E402
 from hpcgym_agents import load_agent  # noqa: E402
 
 CFG = {"trace": "synthetic", "policy": "FCFS", "mode": "guarded", "reference": "EASY-SJBF",
        "max_queue": 16, "length": 64, "seed": 1, "train_fraction": 0.7}  # fmt: skip
+
+
+def _config(rdir: Path, cfg: dict) -> None:
+    """What the trainer writes into a run folder: ``config.json`` and the run's card."""
+    (rdir / "config.json").write_text(json.dumps(cfg))
+    T.write_run_card(rdir)
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +58,7 @@ def run(tmp_path_factory) -> Path:
     model.learn(64, reset_num_timesteps=False)
     model.save(rdir / "checkpoints" / "model_192_steps.zip")
     model.save(rdir / "best_model.zip")
-    (rdir / "config.json").write_text(json.dumps(CFG))
+    _config(rdir, CFG)
     return rdir
 
 
@@ -57,7 +66,7 @@ def test_candidates_one_per_step_count(run: Path) -> None:
     cands = S.checkpoint_candidates(run)
     assert [E.cards.zip_timesteps(c) for c in cands] == [128, 192]
     assert cands[1].name == "best_model.zip"  # best_model.zip comes first among equals
-    with pytest.raises(FileNotFoundError, match="no config.json"):
+    with pytest.raises(FileNotFoundError, match="no card.json"):
         S.checkpoint_candidates(run / "checkpoints")
 
 
@@ -120,28 +129,28 @@ def test_select_checkpoint_chooses_the_lowest_ratio(run: Path) -> None:
 def test_card_of_the_selected_model(run: Path, tmp_path: Path) -> None:
     S.select_checkpoint(run, agent_loader=load_agent, windows=4, length=64, seed=5, jobs=1)
     sel = S.load_selection(run)
-    card = E.card_from_run(run, model="selected")
+    card = T.card_from_run(run, model="selected")
     assert card.model == Path(sel["chosen_path"])
     data = card.to_dict()
     assert data["selection"]["chosen"] == sel["chosen"]
-    md = E.cards.card_markdown(data)
+    md = card_markdown(data)
     assert "## Checkpoint selection" in md and sel["command"] in md
     assert f"offered load {sel['offered_load']['q1']:.2f} / " in md
     assert f"**{sel['chosen']}**" in md
     assert "scored on the other half" in holdout_text(sel["holdout"], "EASY-SJBF")
     assert holdout_text(sel["holdout"], "EASY-SJBF") in md
-    paths = E.ship_model(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
+    paths = T.ship_run(run, "tiny-sel", tmp_path / "pretrained", "selected", "Why: notes.")
     shipped = json.loads(paths["json"].read_text())
     assert shipped["selection"]["seed"] == 5
     # the notes live in the card: a re-rendered .md (eval/heldout.py does) keeps them
     assert shipped["notes"] == "Why: notes." and "Why: notes." in paths["md"].read_text()
-    assert E.cards.card_markdown(shipped).rstrip().endswith("Why: notes.")
+    assert card_markdown(shipped).rstrip().endswith("Why: notes.")
 
 
 def test_selected_without_a_selection(tmp_path: Path) -> None:
-    (tmp_path / "config.json").write_text(json.dumps(CFG))
+    _config(tmp_path, CFG)
     with pytest.raises(FileNotFoundError, match="eval/select_checkpoint.py"):
-        E.card_from_run(tmp_path, model="selected")
+        T.card_from_run(tmp_path, model="selected")
 
 
 def _seeds_root(run: Path, root: Path, keep: dict[int, str]) -> Path:
@@ -154,7 +163,7 @@ def _seeds_root(run: Path, root: Path, keep: dict[int, str]) -> Path:
         d = root / f"seed-{s}"
         (d / "checkpoints").mkdir(parents=True)
         shutil.copy2(run / model, d / "checkpoints" / Path(model).name)
-        (d / "config.json").write_text(json.dumps({**CFG, "seed": s}))
+        _config(d, {**CFG, "seed": s})
         rows.append({"seed": s, "run": str(d), "status": "finished", "timesteps": 192})
     (root / "seeds.json").write_text(json.dumps({"seeds": list(keep), "reference": "EASY-SJBF",
                                                   "runs": rows}))  # fmt: skip
@@ -185,30 +194,30 @@ def test_selection_across_seeds(run: Path, tmp_path: Path) -> None:
     assert json.loads((root / S.SELECTION_FILE).read_text()) == sel
     assert not list(root.glob("seed-*/.selecting-*"))
     # ship the choice from the root: the chosen seed's run, the root's name
-    data = E.card_from_run(root, model="selected").to_dict()
+    data = T.card_from_run(root, model="selected").to_dict()
     assert data["name"] == "seeds-run" and data["selection"]["chosen"] == sel["chosen"]
     assert data["seed"] == int(best["model"].split("/")[0].removeprefix("seed-"))
     assert [r["selected"]["geo_ratio"] for r in data["seeds"]["runs"]] == [
         b["geo_ratio"] for b in sel["seeds"]
     ]
-    md = E.cards.card_markdown(data)
+    md = card_markdown(data)
     assert "checkpoints of all 2 seeds" in md and f"seed-2 {sel['seeds'][1]['geo_ratio']:.3f}" in md
     with pytest.raises(FileNotFoundError, match="seeds run: give one of its seed"):
-        E.card_from_run(root, model="best")
+        T.card_from_run(root, model="best")
 
 
 def test_selection_across_seeds_refuses_what_cannot_be_compared(run: Path, tmp_path: Path) -> None:
     root = _seeds_root(run, tmp_path / "r", {1: "best_model.zip", 2: "best_model.zip"})
-    (root / "seed-2" / "config.json").write_text(json.dumps({**CFG, "train_fraction": 0.6}))
+    _config(root / "seed-2", {**CFG, "train_fraction": 0.6})
     with pytest.raises(ValueError, match="differ in 'train_fraction'"):
         S.select_checkpoint(root, agent_loader=load_agent, windows=2, length=64, jobs=1)
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "seeds.json").write_text("{}")
-    (empty / "seed-1").mkdir()  # never started: no config.json
-    with pytest.raises(FileNotFoundError, match="without a started seed"):
+    (empty / "seed-1").mkdir()  # never started: no run card
+    with pytest.raises(FileNotFoundError, match="no seed-<s> folder with one"):
         S.select_checkpoint(empty, agent_loader=load_agent)
-    for folder, words in ((empty, "without a started seed"), (tmp_path, "nor a seeds run")):
+    for folder, words in ((empty, "nor a seeds run"), (tmp_path, "nor a seeds run")):
         proc = subprocess.run(
             [sys.executable, str(REPO / "eval" / "select_checkpoint.py"), str(folder)],
             capture_output=True,
@@ -241,7 +250,7 @@ def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None
         )
         for s in (1, 2)
     }
-    data = E.card_from_run(root / "seed-1", model="selected").to_dict()
+    data = T.card_from_run(root / "seed-1", model="selected").to_dict()
     seeds = data["seeds"]
     assert [r["seed"] for r in seeds["runs"]] == [1, 2]
     chosen = [
@@ -250,11 +259,11 @@ def test_card_reports_the_spread_across_seeds(run: Path, tmp_path: Path) -> None
     assert [r["selected"]["geo_ratio"] for r in seeds["runs"]] == [c["geo_ratio"] for c in chosen]
     assert seeds["across"]["selected"] == spread([c["geo_ratio"] for c in chosen])
     assert seeds["across"]["final"] == spread([1.05, 0.97])
-    md = E.cards.card_markdown(data)
+    md = card_markdown(data)
     assert "## Seeds" in md and "| 2 | finished | 192 | 0.970 [0.900, 1.100] |" in md
     assert f"mean {spread([1.05, 0.97])['mean']:.3f}" in md
     # a run that is not a seed of a seeds run has no seeds section
-    assert "seeds" not in E.card_from_run(run).to_dict()
+    assert "seeds" not in T.card_from_run(run).to_dict()
 
 
 def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path: Path) -> None:
@@ -267,7 +276,7 @@ def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path
     wide = tmp_path / "wide"
     shutil.copytree(run, wide)
     (wide / S.SELECTION_FILE).unlink(missing_ok=True)
-    (wide / "config.json").write_text(json.dumps({**CFG, "validation_fraction": 0.3}))
+    _config(wide, {**CFG, "validation_fraction": 0.3})
     sel = S.select_checkpoint(wide, agent_loader=load_agent, windows=8, length=64, seed=3, jobs=1)
     n = len(load(None))
     assert sel["starts"] == list(E.select_windows(n, 64, 8, "validation", 3, 0.7, None, False,
@@ -276,8 +285,8 @@ def test_selection_and_card_use_the_runs_validation_fraction(run: Path, tmp_path
     narrow_lo, _ = split_range(n, "validation", 0.7)
     assert all(lo <= s <= hi - 64 for s in sel["starts"])
     assert min(sel["starts"]) < narrow_lo  # outside the default 10 % validation split
-    assert E.card_from_run(wide, model="selected").to_dict()["validation_fraction"] == 0.3
-    assert E.card_from_run(run, model="selected").to_dict()["validation_fraction"] == 0.1
+    assert T.card_from_run(wide, model="selected").to_dict()["validation_fraction"] == 0.3
+    assert T.card_from_run(run, model="selected").to_dict()["validation_fraction"] == 0.1
 
 
 def test_selection_survives_pruning_of_a_running_run(
@@ -379,12 +388,12 @@ def test_selection_on_a_generated_workload(run: Path, tmp_path: Path) -> None:
     assert best["geo_ratio"] == pytest.approx(
         paired_comparison(per["m"], per["EASY-SJBF"]).geo_ratio
     )
-    md = "\n".join(E.card_text._selection_lines(sel))
+    md = "\n".join(card_text._selection_lines(sel))
     assert f"of the generated workload `{spec}`" in md and "validation split" not in md
     plain = S.select_checkpoint(run, agent_loader=load_agent, windows=3, length=64, seed=2,
                                 jobs=1, write=False)  # fmt: skip
     assert plain["generated"] is False and "--workload" not in plain["command"]
-    assert "of the validation split" in "\n".join(E.card_text._selection_lines(plain))
+    assert "of the validation split" in "\n".join(card_text._selection_lines(plain))
     for bad in ("SDSC-SP2", str(tmp_path / "x.swf")):
         with pytest.raises(ValueError, match="generated workload"):
             S.select_checkpoint(run, agent_loader=load_agent, workload=bad)
@@ -442,7 +451,7 @@ def test_selection_for_transfer(run: Path) -> None:
         assert row["transfer"][other]["geo_ratio"] == pytest.approx(there)
         assert row["score"] == pytest.approx(float(np.sqrt(row["geo_ratio"] * there)))
     assert sel["chosen"] == min(sel["candidates"], key=lambda r: r["score"])["model"]
-    md = "\n".join(E.card_text._selection_lines(sel))
+    md = "\n".join(card_text._selection_lines(sel))
     assert f"validation windows of {other} (never trained on)" in md
     assert "the lowest transfer score (below; ratios of AVEbsld vs EASY-SJBF)" in md
     chosen_row = next(x for x in md.splitlines() if x.startswith(f"| **{sel['chosen']}**"))

@@ -427,7 +427,7 @@ def test_a_schedule_v0_model_card_orders_a_live_queue(tmp_path):
     """A real Schedule-v0 model (MaskablePPO, through its card and the installed agent
     loader): the rank prior always picks row 0, so it orders the queue as its card's row
     policy does."""
-    from hpcgym.evaluation import card_from_run
+    from train.card import card_from_run
     from train.ppo import main as train
 
     train(["--task", "schedule", "--seq-len", "48", "--n-envs", "1", "--eval-windows", "1",

@@ -255,8 +255,8 @@ def _claims(text: str) -> list[str]:
 def test_generated_markdown_says_better_only_below_one(tmp_path):
     """table.md, results.md and model cards: 'better' / 'beats' appear only in rows whose
     whole interval lies below 1 (issue 13: the words of a claim)."""
-    from hpcgym.evaluation.cards import card_markdown
-    from hpcgym.evaluation.paper.markdown import results_markdown
+    from hpcgym.paper.markdown import results_markdown
+    from hpcgym.zoo.card_text import card_markdown
 
     wl = load(None)
     ws = E.select_windows(len(wl), 256, 30, "test", seed=2)

@@ -145,8 +145,8 @@ def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> No
     """The training-time report: the paired ratio vs the reference (EASY-SJBF) on the
     validation windows, logged with the one tag scheme, in summary.json, the final
     table, the hparams metrics and the model card."""
-    from hpcgym.evaluation.cards import card_from_run
     from hpcgym.evaluation.statistics import paired_comparison
+    from train.card import card_from_run
     from train.logs import hparam_metrics
 
     summary = _run(tmp_path, "--total-steps", "256", "--baselines", "EASY", "--eval-every", "1")
@@ -170,7 +170,7 @@ def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> No
     for metric in hparam_metrics("EASY-SJBF"):
         assert metric.encode() in raw, metric
         assert metric in sc, metric
-    from hpcgym.evaluation.cards import card_markdown
+    from hpcgym.zoo.card_text import card_markdown
 
     card = card_from_run(run)
     assert card.data["eval"]["paired"] == ev["best"]["paired"]
@@ -179,8 +179,9 @@ def test_paired_statistics_in_summary_tensorboard_and_card(tmp_path: Path) -> No
 
 def test_dense_reward_run_trains_and_records_the_mode(tmp_path: Path) -> None:
     from hpcgym.envs.backfill_env import BackfillEnv
-    from hpcgym.evaluation.cards import card_from_run, card_markdown
+    from hpcgym.zoo.card_text import card_markdown
     from train.build import env_kwargs
+    from train.card import card_from_run
     from train.config import TrainConfig
 
     summary = _run(

@@ -243,7 +243,7 @@ def test_a_record_cut_short_by_a_killed_write(tmp_path: Path) -> None:
     """A run stopped while writing its last evaluation (killed, disk full) leaves a cut
     line: readers leave it out with a warning; a broken line before the last is an error
     naming the file and line."""
-    from hpcgym.evaluation.cards import read_evaluations, validation_curve
+    from train.card import read_evaluations, validation_curve
 
     run = RunDir(tmp_path)
     for steps in (0, 128):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from sb3_contrib import MaskablePPO
 
+import train.card as T  # noqa: E402
 from hpcgym import evaluation as E
 from hpcgym.envs.informed_rows import INFORMED_COLUMNS
 from hpcgym.envs.queue_observation import QUEUE_COLUMNS
@@ -48,7 +49,7 @@ def test_the_run_trains_on_the_24_columns(informed_run: Path) -> None:
 def test_the_card_rebuilds_the_informed_env_in_the_evaluation(
     informed_run: Path, tmp_path: Path
 ) -> None:
-    paths = E.ship_model(informed_run, "informed", tmp_path)
+    paths = T.ship_run(informed_run, "informed", tmp_path)
     card = E.load_model_card(paths["json"])
     assert card.env["task"] == "schedule"
     assert card.env["rows"] == "informed" and card.env["row_history"] == "0"
@@ -75,10 +76,10 @@ def test_the_card_rebuilds_the_informed_env_in_the_evaluation(
 def test_heldout_test_replays_the_informed_card(informed_run: Path) -> None:
     """The held-out test of the card (``eval/heldout.py``) plays the agent in the env the
     card describes: 24 columns, else the model would be refused."""
-    from hpcgym.evaluation.heldout import heldout_test
+    from hpcgym.zoo.heldout import heldout_test
     from hpcgym_agents import load_agent
 
-    card = E.card_from_run(informed_run, model="final")
+    card = T.card_from_run(informed_run, model="final")
     sec = heldout_test(card, agent_loader=load_agent, windows=2, length=64, seed=9, jobs=1)
     agent = sec["methods"][card.name]["per_window"]
     assert len(agent) == 2 and all(v >= 1.0 for v in agent)

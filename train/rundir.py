@@ -11,6 +11,8 @@ that knows the file names::
     final_model.zip
     evaluations.jsonl                one evaluation record per line
     summary.json                     summary of every session (train/summary.py)
+    card.json                        the run's model card (train/card.py): how evaluation reads
+                                     the run (written at the start and end of a session)
 """
 
 from __future__ import annotations
@@ -256,7 +258,7 @@ class RunDir:
         """
         if not self.evaluations.is_file():
             return []
-        from hpcgym.evaluation.cards import read_evaluations
+        from train.card import read_evaluations
 
         kept = [r for r in read_evaluations(self.evaluations) if r["timesteps"] <= steps]
         self.evaluations.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")

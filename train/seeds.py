@@ -22,8 +22,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.cards import SEEDS_FILE  # the file of a seeds run
 from hpcgym.evaluation.statistics import spread
+from train.card import SEEDS_FILE  # the file of a seeds run
 from train.config import ConfigError, TrainConfig
 from train.rundir import RunDir, default_run_name, write_json
 from train.summary import format_paired

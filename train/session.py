@@ -231,6 +231,7 @@ def run_session(
     # written once the set-up succeeded; on resume it keeps the new target and the other
     # overridable options for the next resume
     cfg.to_json(run.config, extra=plan.to_config())
+    _write_run_card(run)
     t_learn = time.perf_counter()
     interrupted = False
     # Ctrl-C and SIGTERM set a flag that the callbacks and the update honour within seconds
@@ -360,7 +361,19 @@ def _write_summary(
         warnings=warnings,
     )
     write_json(run.summary, summary)
+    _write_run_card(run)
     return summary
+
+
+def _write_run_card(run: RunDir) -> None:
+    """Write the run's card (``card.json``: how evaluation reads the run); a failure is a
+    warning, not the end of the training."""
+    from train.card import write_run_card
+
+    try:
+        write_run_card(run.path)
+    except (OSError, ValueError, KeyError) as exc:
+        print(f"warning: {run.path}/card.json not written: {exc}", file=sys.stderr, flush=True)
 
 
 def _postfix(model: Any, plan: RolloutPlan, episode_cb: Any, eval_cb: Any) -> Any:

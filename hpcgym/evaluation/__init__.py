@@ -1,12 +1,16 @@
-"""Evaluation of backfilling agents and schedulers on the same windows of a trace.
+"""The evaluation harness: agents and schedulers on the same windows of a trace.
 
 The library behind ``hpcgym compare`` and the ``eval/`` commands (see
-``docs/evaluation.md``). One module per job:
+``docs/evaluation.md``). Above it, :mod:`hpcgym.zoo` (the shipped agents: held-out tests,
+leaderboard, checkpoint selection, card text, shipping) and :mod:`hpcgym.paper` (the
+RLBackfilling paper's tables and ``docs/results.md``); nothing here imports them. One
+module per job:
 
 * :mod:`.methods`: what is evaluated (:class:`Method`): an engine scheduler (any name of
   :func:`hpcgym.sim.get_scheduler`) or an agent played through the env — a heuristic
   (:data:`AGENT_HEURISTICS`, the one alias table) or a trained model configured from its
-  model card (:mod:`.cards`: :class:`ModelCard`, :func:`card_from_run`, :func:`ship_model`);
+  model card (:mod:`.cards`: :class:`ModelCard`, :func:`load_model_card`, the card a
+  trainer writes into its run folder :func:`load_run_card`; :mod:`.gating`: gated agents);
 * :mod:`.windows`: the same windows for every method (:func:`select_windows`);
 * :mod:`.play`: THE loop that plays an agent through windows (:func:`play_window`,
   :func:`play_windows`);
@@ -22,9 +26,8 @@ The library behind ``hpcgym compare`` and the ``eval/`` commands (see
   (:func:`metric_tag`, :func:`ratio_tag`, :func:`write_tensorboard`, the heuristics' runs
   :func:`write_baseline_runs`; :func:`tag` is the earlier per-method scheme);
 * :mod:`.plots`: the figures;
-* :mod:`.paper`: the RLBackfilling paper's Table 4 / Table 5 (:func:`table4`,
-  :func:`table5`), its Fig. 1 noise sweep (:func:`noise_sweep`) and ``docs/results.md``
-  (:func:`results_markdown`).
+* :mod:`.published`: the RLBackfilling paper's published numbers, shown beside ours;
+* :mod:`.workers`: the context of the evaluation tasks in each worker process.
 
 Determinism: every window is simulated from an empty machine with fixed seeds (engine
 seed 0, env reset seed ``env_seed``, ``RandomValid`` seeded from ``(agent_seed, start)``),
@@ -36,6 +39,10 @@ times go to ``timing.json`` only.
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
+from hpcgym._moved import install as install_moved
 from hpcgym.evaluation.cards import (
     CARD_ENV_KEYS,
     MODEL_CARD_SCHEMA,
@@ -45,7 +52,7 @@ from hpcgym.evaluation.cards import (
     is_model_card,
     load_cards,
     load_model_card,
-    ship_model,
+    load_run_card,
 )
 from hpcgym.evaluation.loaders import (
     AGENT_LOADER_GROUP,
@@ -68,7 +75,8 @@ from hpcgym.evaluation.methods import (
     object_method,
     scheduler_method,
 )
-from hpcgym.evaluation.paper.constants import (
+from hpcgym.evaluation.play import AgentFn, Policy, act, play_window, play_windows
+from hpcgym.evaluation.published import (
     EXTRA_SCHEDULERS,
     PAPER_LENGTH,
     PAPER_TABLE4,
@@ -77,18 +85,6 @@ from hpcgym.evaluation.paper.constants import (
     TABLE4_COLUMNS,
     TABLE4_TRACES,
 )
-from hpcgym.evaluation.paper.markdown import results_markdown
-from hpcgym.evaluation.paper.noise import (
-    NOISE_LEVELS,
-    NOISE_POLICIES,
-    noise_markdown,
-    noise_sweep,
-    write_noise_sweep,
-)
-from hpcgym.evaluation.paper.table4 import table4
-from hpcgym.evaluation.paper.table5 import table5
-from hpcgym.evaluation.paper.tables import TABLE_SCHEMA, PaperTable, TableSection, write_table
-from hpcgym.evaluation.play import AgentFn, Policy, act, play_window, play_windows
 from hpcgym.evaluation.report import markdown_table, write_outputs
 from hpcgym.evaluation.results import (
     RESULT_SCHEMA,
@@ -134,8 +130,6 @@ __all__ = [
     "DEFAULT_SCHEDULERS",
     "EXTRA_SCHEDULERS",
     "MODEL_CARD_SCHEMA",
-    "NOISE_LEVELS",
-    "NOISE_POLICIES",
     "PAPER_LENGTH",
     "PAPER_TABLE4",
     "PAPER_TABLE5",
@@ -145,7 +139,6 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "TABLE4_COLUMNS",
     "TABLE4_TRACES",
-    "TABLE_SCHEMA",
     "WINDOW_COLUMNS",
     "AgentFn",
     "AgentLoader",
@@ -156,9 +149,7 @@ __all__ = [
     "ModelCard",
     "ModelFile",
     "PairedComparison",
-    "PaperTable",
     "Policy",
-    "TableSection",
     "WindowSet",
     "act",
     "agent_method",
@@ -175,10 +166,9 @@ __all__ = [
     "is_model_card",
     "load_cards",
     "load_model_card",
+    "load_run_card",
     "markdown_table",
     "metric_tag",
-    "noise_markdown",
-    "noise_sweep",
     "object_method",
     "paired_comparison",
     "ratio_of_means",
@@ -189,22 +179,70 @@ __all__ = [
     "ratio_tag",
     "read_sb3_zip",
     "resolve_agent_loader",
-    "results_markdown",
     "run_baselines",
     "sanitize",
     "scheduler_method",
     "select_windows",
-    "ship_model",
     "simulate_window",
-    "table4",
-    "table5",
     "tag",
     "task_of_spaces",
     "verdict",
     "wins",
     "write_baseline_runs",
-    "write_noise_sweep",
     "write_outputs",
-    "write_table",
     "write_tensorboard",
 ]
+
+#: Names that left this package: the paper reproduction is :mod:`hpcgym.paper`, shipping
+#: agents :mod:`hpcgym.zoo`. Old name -> new module; it works for one minor version with a
+#: FutureWarning naming the new place.
+_MOVED: dict[str, str] = {
+    "NOISE_LEVELS": "hpcgym.paper.noise",
+    "NOISE_POLICIES": "hpcgym.paper.noise",
+    "noise_markdown": "hpcgym.paper.noise",
+    "noise_sweep": "hpcgym.paper.noise",
+    "write_noise_sweep": "hpcgym.paper.noise",
+    "results_markdown": "hpcgym.paper.markdown",
+    "table4": "hpcgym.paper.table4",
+    "table5": "hpcgym.paper.table5",
+    "TABLE_SCHEMA": "hpcgym.paper.tables",
+    "PaperTable": "hpcgym.paper.tables",
+    "TableSection": "hpcgym.paper.tables",
+    "write_table": "hpcgym.paper.tables",
+    "ship_model": "hpcgym.zoo.ship",
+}
+
+
+#: Modules that moved: their old paths answer with the new module and a FutureWarning for
+#: one minor version (:mod:`hpcgym._moved`).
+_MOVED_MODULES: dict[str, str] = {
+    **{
+        f"hpcgym.evaluation.{m}": f"hpcgym.zoo.{m}"
+        for m in ("card_text", "heldout", "leaderboard", "schedule_board", "screen", "selection")
+    },
+    "hpcgym.evaluation.paper": "hpcgym.paper",
+    "hpcgym.evaluation.paper.constants": "hpcgym.evaluation.published",
+    **{
+        f"hpcgym.evaluation.paper.{m}": f"hpcgym.paper.{m}"
+        for m in ("markdown", "noise", "table4", "table5", "tables")
+    },
+}
+install_moved(_MOVED_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    if f"{__name__}.{name}" in _MOVED_MODULES:
+        return import_module(f"{__name__}.{name}")
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    warnings.warn(
+        f"hpcgym.evaluation.{name} moved to {module}.{name}; the old name goes in the next "
+        "minor version",
+        FutureWarning,
+        stacklevel=2,
+    )
+    return getattr(import_module(module), name)

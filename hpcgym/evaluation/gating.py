@@ -8,7 +8,7 @@ of its model plus::
     "gate": {"tau": 0.7, "fallback": "sjbf", "base": "<the model's own card>",
              "selection": {...}}
 
-``selection`` (written by :func:`hpcgym.evaluation.selection.select_gate`) records the
+``selection`` (written by :func:`hpcgym.zoo.selection.select_gate`) records the
 validation windows ``tau`` was chosen on, every candidate threshold's paired ratio and the
 command that reproduces the choice. This module reads and checks the section and renders
 it for the card's Markdown; the agent itself is built by the caller's agent loader

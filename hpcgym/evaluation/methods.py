@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.evaluation.cards import (
+    RUN_CARD_FILE,
     ModelCard,
-    card_from_run,
     is_model_card,
     load_model_card,
+    load_run_card,
     run_dir_of,
 )
 from hpcgym.evaluation.gating import read_gate
@@ -266,9 +267,10 @@ def agent_method(
     ``spec`` is ``[LABEL=]WHAT`` with ``WHAT`` one of: a heuristic name
     (:data:`AGENT_HEURISTICS`), a model card ``.json``, a model ``.zip`` of any
     Stable-Baselines3 / sb3-contrib algorithm (configured from ``<stem>.json`` next to it,
-    else from the ``config.json`` of the ``train/ppo.py`` run holding it, else from its
-    spaces (the task) and ``policy``/``mode``/``max_queue``), a run folder
-    (``best_model.zip``) or the name of a card in ``agents_dir``. An agent object (a loaded
+    else from the card its trainer wrote into the run folder holding it,
+    :data:`~hpcgym.evaluation.cards.RUN_CARD_FILE`, else from its spaces (the task) and
+    ``policy``/``mode``/``max_queue``), a run folder (the model of its card) or the name of
+    a card in ``agents_dir``. An agent object (a loaded
     model, a callable ``fn(obs, info) -> action``) is :func:`object_method`'s.
 
     :param task: ``schedule`` or ``backfill``: the env the agent plays. Default: its card's,
@@ -331,7 +333,7 @@ def agent_method(
         if is_model_card(side):
             card = load_model_card(side)
         elif run_dir_of(p) is not None:
-            card = card_from_run(p)
+            card = load_run_card(p)
         else:
             try:
                 model_task = task_of_spaces(read_sb3_zip(p), None, task=task, what=f"model {p}")
@@ -344,8 +346,8 @@ def agent_method(
                 env=_task_env(model_task, max_queue, policy, mode),
                 env_seed=env_seed,
             )
-    elif p.is_dir() and (p / "config.json").is_file():
-        card = card_from_run(p)
+    elif p.is_dir() and (p / RUN_CARD_FILE).is_file():
+        card = load_run_card(p)
     else:
         found = Path(agents_dir) if agents_dir is not None else default_agents_dir()
         # no folder of shipped agents (no agent loader installed): nothing is found in it
@@ -382,7 +384,8 @@ def agent_method(
             raise MethodUnavailable(
                 f"unknown agent {os.fspath(spec)!r}{hint}: not a heuristic "
                 f"({', '.join(AGENT_HEURISTICS)}), "
-                "not an existing .zip model / model card .json / train/ppo.py run folder, and "
+                "not an existing .zip model / model card .json / run folder with a "
+                f"{RUN_CARD_FILE}, and "
                 f"no card {what}.json in {d} (available: {', '.join(avail) or 'none'})"
             )
     assert card is not None

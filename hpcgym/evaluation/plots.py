@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from hpcgym.evaluation.cards import RUN_CARD_FILE
+
 __all__ = [
     "AGENT_GROUP",
     "HEURISTIC_GROUP",
@@ -286,20 +288,23 @@ def plot_training(
     path: str | os.PathLike[str] | None = None,
     title: str | None = None,
 ) -> Path:
-    """Training curves of a ``train/ppo.py`` run folder from its TensorBoard events
-    (:data:`TRAINING_PANELS`): the agent's test AVEbsld against the baselines', the
-    training episodes' AVEbsld and reward, and PPO diagnostics. x = environment steps.
+    """Training curves of a training run folder from its TensorBoard events
+    (:data:`TRAINING_PANELS`): the agent's test AVEbsld against the baselines' (their means
+    from the run's card, :data:`~hpcgym.evaluation.cards.RUN_CARD_FILE`), the training
+    episodes' AVEbsld and reward, and PPO diagnostics. x = environment steps.
 
     :param path: output PNG (default ``<run_dir>/training_curves.png``)
     """
     scalars = read_scalars(run_dir)
-    summary = Path(run_dir) / "summary.json"
-    if "eval/avg_bsld" in scalars and summary.is_file():
+    card = Path(run_dir) / RUN_CARD_FILE
+    if "eval/avg_bsld" in scalars and card.is_file():
         # the heuristics are runs of their own (hpcgym.evaluation.tensorboard); their
-        # constant means are in the run's summary
+        # constant means are in the run's card (its training-time evaluation)
         steps = scalars["eval/avg_bsld"][0]
-        for name, res in json.loads(summary.read_text()).get("baselines", {}).items():
-            scalars[f"eval/avg_bsld/{name}"] = (steps, np.full(len(steps), float(res["mean"])))
+        means = (json.loads(card.read_text()).get("eval") or {}).get("baselines") or {}
+        for name, mean in means.items():
+            if mean is not None:
+                scalars[f"eval/avg_bsld/{name}"] = (steps, np.full(len(steps), float(mean)))
     panels = []
     for ptitle, ylabel, pats in TRAINING_PANELS:
         tags = sorted(t for t in scalars if any(re.match(p, t) for p in pats))

@@ -96,14 +96,14 @@ _INSTALLED: list[str] = []
 
 def _install_context(ref_box: list[Any]) -> None:
     """Install the task's context in this worker (once per worker and context)."""
-    from hpcgym.evaluation import runner
+    from hpcgym.evaluation import workers
 
     ray = require_ray()
     key = ref_box[0].hex()
     if _INSTALLED and _INSTALLED[0] == key:
-        runner._limit_torch_threads()
+        workers.limit_torch_threads()
         return
-    runner._init_worker(ray.get(ref_box[0]))
+    workers.init_worker(ray.get(ref_box[0]))
     _INSTALLED[:] = [key]
 
 

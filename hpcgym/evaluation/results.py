@@ -15,8 +15,8 @@ import numpy as np
 
 from hpcgym.evaluation.fairness import FAIRNESS_COLUMNS, fairness
 from hpcgym.evaluation.methods import AGENT_HEURISTICS, Method
-from hpcgym.evaluation.paper.constants import LABEL_TO_T4, PAPER_LENGTH, PAPER_TABLE4
 from hpcgym.evaluation.play import AGENT_COUNTERS, HEAD_DELAY_METRICS, WINDOW_METRICS
+from hpcgym.evaluation.published import LABEL_TO_T4, PAPER_LENGTH, PAPER_TABLE4
 from hpcgym.evaluation.windows import WindowSet
 from hpcgym.sim.metrics import SIZE_CLASS_METRICS, bounded_slowdown
 

@@ -53,6 +53,11 @@ from hpcgym.evaluation.play import (
 )
 from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.windows import WindowSet
+from hpcgym.evaluation.workers import CONTEXT as _CTX
+from hpcgym.evaluation.workers import TORCH_THREADS as _TORCH_THREADS
+from hpcgym.evaluation.workers import init_worker as _init_worker
+from hpcgym.evaluation.workers import limit_torch_threads as _limit_torch_threads
+from hpcgym.evaluation.workers import worker_context
 from hpcgym.sim.metrics import head_delay_summary, request_reservation_delays
 from hpcgym.tasks import DEFAULT_TASK, card_task
 from hpcgym.workload.core import Workload
@@ -74,8 +79,6 @@ __all__ = [
 ]
 
 
-#: worker-process context: {"traces": {key: Workload}}
-_CTX: dict[str, Any] = {}
 _MODELS: dict[tuple[str, int, int], Any] = {}
 _ENVS: dict[tuple[Any, ...], Any] = {}
 _CACHE_SIZE = 32  # envs / models kept per process
@@ -87,33 +90,6 @@ def default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
-
-
-def _init_worker(context: dict[str, Any]) -> None:
-    _CTX.clear()
-    _CTX.update(context)
-    _limit_torch_threads()
-
-
-def worker_context() -> dict[str, Any]:
-    """The context of the current :func:`parallel_map` task (its ``context`` argument)."""
-    return _CTX
-
-
-_TORCH_THREADS: list[int] = []  # torch's thread count when evaluation first saw it
-
-
-def _limit_torch_threads() -> int | None:
-    """One torch thread (same floating point whatever ``jobs``; no oversubscription).
-    Returns the previous count (``None`` if torch is not imported)."""
-    th = sys.modules.get("torch")
-    if th is None:
-        return None
-    prev = int(th.get_num_threads())
-    if not _TORCH_THREADS:
-        _TORCH_THREADS.append(prev)
-    th.set_num_threads(1)
-    return prev
 
 
 def parallel_map(

@@ -43,7 +43,7 @@ if (
 
 from hpcgym.evaluation.cards import ModelCard, load_model_card  # noqa: E402
 from hpcgym.evaluation.methods import card_method, scheduler_method  # noqa: E402
-from hpcgym.evaluation.selection import (  # noqa: E402
+from hpcgym.zoo.selection import (  # noqa: E402
     _against_first,
     _choice_windows,
     run_reference,

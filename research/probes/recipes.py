@@ -36,7 +36,7 @@ if __name__ == "__main__" and not __package__:  # run by path: `python -m resear
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
     os.execv(sys.executable, [sys.executable, "-m", "research.probes.recipes", *sys.argv[1:]])
 
-from hpcgym.evaluation.card_text import command_flags  # noqa: E402
+from hpcgym.zoo.card_text import command_flags  # noqa: E402
 from research.probes._cards import cards_markdown_main  # noqa: E402
 from research.probes.targets import OWN_TRACES, paired, with_policy  # noqa: E402
 

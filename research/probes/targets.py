@@ -56,7 +56,6 @@ if __name__ == "__main__" and not __package__:  # run by path: `python -m resear
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
     os.execv(sys.executable, [sys.executable, "-m", "research.probes.targets", *sys.argv[1:]])
 
-from hpcgym.evaluation.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402
     bootstrap_p_below_one,
     holm,
@@ -65,6 +64,7 @@ from hpcgym.evaluation.statistics import (  # noqa: E402
 from hpcgym.evaluation.windows import distinct_jobs  # noqa: E402
 from hpcgym.sim.schedulers import NAMED, policy_name  # noqa: E402
 from hpcgym.sim.warmstart import split_warm  # noqa: E402
+from hpcgym.zoo.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from research.probes._cards import cards_markdown_main, tested_as  # noqa: E402
 
 __all__ = [
@@ -171,7 +171,7 @@ def with_policy(card: Card, reference: str) -> str:
     """``reference`` with the agent's queue policy: ``SJF+EASY-SJBF`` for an SJF agent,
     ``EASY-SJBF`` for an FCFS one; for an agent whose predictors are warm-started from the
     accounting log, a heuristic that learns online is its warm version (``ELOSS,warm=log``:
-    like for like, the test's own, :func:`hpcgym.evaluation.heldout.heldout_schedulers`)."""
+    like for like, the test's own, :func:`hpcgym.zoo.heldout.heldout_schedulers`)."""
     name = policy_name(reference, str(card.get("policy", "FCFS")))
     warm = card_warm(card)
     if warm is not None and reference in WARM_HELDOUT:

@@ -54,7 +54,6 @@ from typing import Any
 import numpy as np
 
 from hpcgym.envs.features import has_extended
-from hpcgym.evaluation.cards import SEARCH_FILE
 from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.windows import select_windows
@@ -68,6 +67,7 @@ from research.search.kernel_score import (
     vector_size,
 )
 from train.build import env_kwargs
+from train.card import SEARCH_FILE
 from train.config import ConfigError, TrainConfig
 from train.evaluator import ratio_reference
 
@@ -83,7 +83,7 @@ __all__ = [
 #: The state file of a search (CMA-ES, generation, history); ``--resume`` reads it.
 STATE_FILE = "search_state.pkl"
 #: The result of a search (weights, the ``train/ppo.py`` command that ships them); the
-#: model card of the shipped run reads it (:func:`hpcgym.evaluation.cards.search_section`).
+#: model card of the shipped run reads it (:func:`train.card.search_section`).
 RESULT_FILE = SEARCH_FILE
 
 

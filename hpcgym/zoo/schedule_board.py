@@ -10,7 +10,7 @@ ratio of means with its interval. The fairness columns are those of
 :mod:`hpcgym.evaluation.fairness`: maximum wait, p99 bounded slowdown and the tail test. A
 row claims lower slowdowns only with an interval below 1 **and** a tail that is not worse,
 and that claim is checked on the sibling trace's board
-(:func:`hpcgym.evaluation.leaderboard.replicate`). The objectives beyond bounded slowdown
+(:func:`hpcgym.zoo.leaderboard.replicate`). The objectives beyond bounded slowdown
 (utilization, AWRT, waits by job-size class) are columns too.
 """
 
@@ -21,24 +21,18 @@ from typing import Any
 
 from hpcgym.evaluation.cards import ModelCard
 from hpcgym.evaluation.fairness import fair_verdict, tail_cell
-from hpcgym.evaluation.leaderboard import replicate, replicated_cell
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
 from hpcgym.evaluation.report import OBJECTIVES_CAPTION, ratio_cell, size_class_table
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import verdict_caption
 from hpcgym.evaluation.windows import select_windows
-from hpcgym.sim.registry import list_heuristics
 from hpcgym.sim.schedulers import policy_name
 from hpcgym.tasks import card_task
+from hpcgym.zoo.heldout import SCHEDULE_POLICIES
+from hpcgym.zoo.leaderboard import replicate, replicated_cell
 
 __all__ = ["SCHEDULE_POLICIES", "schedule_boards", "schedule_markdown"]
-
-#: the queue policies of every board (with EASY-SJBF backfilling): the compiled built-ins of
-#: the registry (:mod:`hpcgym.sim.registry`), without other spellings (SPF, LPF)
-SCHEDULE_POLICIES: tuple[str, ...] = tuple(
-    h.name for h in list_heuristics("policy") if h.builtin and h.alias_of is None
-)
 
 
 def _name(policy: str) -> str:
@@ -54,7 +48,7 @@ def schedule_boards(
 ) -> list[dict[str, Any]]:
     """One board per trace of the Backfill-v0 ``boards``, on the same test windows.
 
-    :param boards: :func:`hpcgym.evaluation.leaderboard.leaderboard`'s result
+    :param boards: :func:`hpcgym.zoo.leaderboard.leaderboard`'s result
     :param cards: every zoo card; those with ``task: schedule`` and a ``test`` section on a
         board's trace and windows are played there
     :param agent_loader: turns a card's model into a policy

@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard
-from hpcgym.evaluation.heldout import completed_paired
 from hpcgym.evaluation.loaders import AgentLoader
 from hpcgym.evaluation.methods import card_method, scheduler_method
 from hpcgym.evaluation.report import (
@@ -44,6 +43,7 @@ from hpcgym.evaluation.statistics import paired_comparison, replicated_verdict, 
 from hpcgym.evaluation.windows import select_windows
 from hpcgym.sim.metrics import SIZE_CLASS_METRICS
 from hpcgym.tasks import card_task
+from hpcgym.zoo.heldout import completed_paired
 
 __all__ = [
     "AGREEMENT_RTOL",

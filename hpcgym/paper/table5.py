@@ -9,15 +9,15 @@ import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard, canonical_trace
 from hpcgym.evaluation.methods import card_method, scheduler_method
-from hpcgym.evaluation.paper.constants import PAPER_TABLE5, TABLE4_TRACES
-from hpcgym.evaluation.paper.tables import PaperTable, TableRun, TableSection, cards_by
+from hpcgym.evaluation.published import PAPER_TABLE5, TABLE4_TRACES
 from hpcgym.evaluation.windows import WindowSet
+from hpcgym.paper.tables import PaperTable, TableRun, TableSection, cards_by
 from hpcgym.workload.core import Workload
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from hpcgym.evaluation.paper.tables import TableOptions
+    from hpcgym.paper.tables import TableOptions
 
 __all__ = ["table5"]
 

@@ -99,7 +99,7 @@ def card_markdown(data: dict[str, Any], notes: str = "") -> str:
     lines += gate_markdown(read_gate(data))
     lines += _seeds_lines(data.get("seeds"))
     for trace, section in (data.get("test") or {}).items():
-        from hpcgym.evaluation.heldout import heldout_markdown
+        from hpcgym.zoo.heldout import heldout_markdown
 
         lines += ["", f"## Held-out test: {trace}", ""]
         lines += heldout_markdown(section, data["name"])

@@ -10,13 +10,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.heldout import HELDOUT_REFERENCES
-from hpcgym.evaluation.paper.noise import noise_markdown
-from hpcgym.evaluation.paper.tables import table_from_dict
 from hpcgym.evaluation.report import ratio_caption
 from hpcgym.evaluation.results import fmt
 from hpcgym.evaluation.statistics import verdict
 from hpcgym.evaluation.tensorboard import sanitize
+from hpcgym.paper.noise import noise_markdown
+from hpcgym.paper.tables import table_from_dict
+from hpcgym.zoo.heldout import HELDOUT_REFERENCES
 
 __all__ = ["agents_markdown", "results_markdown"]
 
@@ -212,7 +212,7 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
         "|---|---|---|---|---:|---|---|---|---:|---|---|",
     ]
     commands: list[str] = []
-    from hpcgym.evaluation.heldout import completed_paired
+    from hpcgym.zoo.heldout import completed_paired
 
     for card in cards:
         for trace, sec in (card.get("test") or {}).items():

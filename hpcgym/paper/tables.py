@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from hpcgym.evaluation.cards import ModelCard
-from hpcgym.evaluation.paper.constants import PAPER_LENGTH, PAPER_WINDOWS
+from hpcgym.evaluation.published import PAPER_LENGTH, PAPER_WINDOWS
 from hpcgym.evaluation.report import ratio_caption, write_outputs
 from hpcgym.evaluation.results import STAT_COLUMNS, EvalResult, csv_text, fmt
 from hpcgym.evaluation.statistics import verdict

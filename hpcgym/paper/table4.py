@@ -10,18 +10,18 @@ import numpy as np
 
 from hpcgym.evaluation.cards import ModelCard, canonical_trace
 from hpcgym.evaluation.methods import Method, MethodUnavailable, card_method, scheduler_method
-from hpcgym.evaluation.paper.constants import (
+from hpcgym.evaluation.published import (
     EXTRA_SCHEDULERS,
     PAPER_TABLE4,
     TABLE4_COLUMNS,
     TABLE4_TRACES,
 )
-from hpcgym.evaluation.paper.tables import PaperTable, TableRun, TableSection, cards_by
+from hpcgym.paper.tables import PaperTable, TableRun, TableSection, cards_by
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from hpcgym.evaluation.paper.tables import TableOptions
+    from hpcgym.paper.tables import TableOptions
 
 __all__ = ["table4"]
 

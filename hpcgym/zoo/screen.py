@@ -4,9 +4,10 @@ A hyperparameter screen trains one run per setting (``train/ppo.py`` with other 
 or the trials of ``train/sweep.py``) and chooses each run's checkpoint on the same
 validation windows (``eval/select_checkpoint.py``, which writes ``<run>/selection.json``).
 :func:`compare_selections` reads those choices and sets them side by side: per run, the
-setting that tells it from the others (the options of its ``config.json`` where it
-departs from the value most of the runs have), its chosen checkpoint's paired ratio, the
-median candidate's (what a checkpoint of the setting scores without a choice) and the
+setting that tells it from the others (the options of its training configuration, as its
+run card records it, where it departs from the value most of the runs have), its chosen
+checkpoint's paired ratio, the median candidate's (what a checkpoint of the setting scores
+without a choice) and the
 split-half holdout of the run's own choice; and the choice **across** the runs, the
 lowest ratio of all their candidates, with the holdout of that larger choice
 (:func:`hpcgym.evaluation.statistics.choice_holdout` over every candidate of every run):
@@ -23,12 +24,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcgym.evaluation.selection import load_selection, runs_and_config
 from hpcgym.evaluation.statistics import HOLDOUT_MIN_WINDOWS, choice_holdout
+from hpcgym.zoo.selection import load_selection, runs_and_config
 
 __all__ = ["BOOKKEEPING", "compare_selections", "screen_markdown"]
 
-#: ``config.json`` keys that do not make another setting: folders, logging, threads,
+#: training options that do not make another setting: folders, logging, threads,
 #: checkpointing, and values the trainer derives from the others
 BOOKKEEPING = frozenset(
     {

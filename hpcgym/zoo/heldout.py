@@ -15,7 +15,7 @@ recorded test departs from it (``eval/heldout.py --check``: any row of ``docs/re
 checked against its card).
 
 A **Schedule-v0** agent (a card with ``task: schedule``) is tested against the thirteen
-queue policies of :data:`hpcgym.evaluation.schedule_board.SCHEDULE_POLICIES` with EASY-SJBF
+queue policies of :data:`SCHEDULE_POLICIES` with EASY-SJBF
 backfilling (and the card's starvation rule), on the same windows. Its paired statistics
 are against the evaluated trace's reference heuristic, its own row order and FCFS, and
 the section adds the fairness columns of :mod:`hpcgym.evaluation.fairness` against the
@@ -41,11 +41,13 @@ from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import paired_comparison, verdict
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
+from hpcgym.sim.registry import list_heuristics
 from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
 from hpcgym.tasks import card_task
 
 __all__ = [
+    "SCHEDULE_POLICIES",
     "HELDOUT_REFERENCES",
     "HELDOUT_SCHEDULERS",
     "WARM_HELDOUT",
@@ -72,6 +74,14 @@ HELDOUT_REFERENCES: tuple[str, ...] = ("EASY-SJBF", "EASY++", "ELOSS")
 #: The named schedulers of :data:`HELDOUT_SCHEDULERS` whose estimator learns online: a
 #: test of an agent with warm-started predictors adds their warm versions.
 WARM_HELDOUT: tuple[str, ...] = ("EASY++", "ELOSS")
+
+
+#: the queue policies of every Schedule-v0 board and test (with EASY-SJBF backfilling): the
+#: compiled built-ins of the registry (:mod:`hpcgym.sim.registry`), without other spellings
+#: (SPF, LPF)
+SCHEDULE_POLICIES: tuple[str, ...] = tuple(
+    h.name for h in list_heuristics("policy") if h.builtin and h.alias_of is None
+)
 
 
 def card_warm(card: ModelCard | dict[str, Any]) -> str | None:
@@ -121,13 +131,11 @@ def _starvation_suffix(card: ModelCard) -> str:
 
 def schedule_heldout_schedulers(card: ModelCard) -> list[str]:
     """The heuristics of a Schedule-v0 agent's test: every queue policy of
-    :data:`~hpcgym.evaluation.schedule_board.SCHEDULE_POLICIES` with EASY-SJBF backfilling
+    :data:`SCHEDULE_POLICIES` with EASY-SJBF backfilling
     and the card's starvation rule (``SAF+EASY-SJBF``...; FCFS is ``EASY-SJBF``).
 
     :param card: the agent's model card (``task: schedule``)
     """
-    from hpcgym.evaluation.schedule_board import SCHEDULE_POLICIES
-
     suffix = _starvation_suffix(card)
     return [policy_name("EASY-SJBF", p) + suffix for p in SCHEDULE_POLICIES]
 

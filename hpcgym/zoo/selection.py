@@ -8,8 +8,10 @@ Training's own evaluation picks ``best_model.zip`` on a few short validation win
 (never the test split), against the run's own reference scheduler, and picks the one with
 the lowest paired geometric-mean ratio of AVEbsld. The result (every candidate's ratio,
 interval and wins, the windows, the chosen model and the command that reproduces it) is
-written to ``<run>/selection.json``; ``eval/card.py RUN --model selected`` ships the chosen
-model and copies the selection into the model card.
+written to ``<run>/selection.json``; ``python -m train.card RUN --model selected`` ships
+the chosen model and copies the selection into the model card. A run folder is read through
+the card its trainer writes into it (:data:`~hpcgym.evaluation.cards.RUN_CARD_FILE`: the
+run's models, and its training configuration as the card's ``config``).
 
 The lowest of many noisy ratios is biased low (the winner's curse: part of what made it
 lowest is luck on these windows). So the selection also records ``holdout``
@@ -20,11 +22,11 @@ makes the same choice; the per-window AVEbsld of every candidate (``avg_bsld``) 
 reference (``reference_avg_bsld``) are kept so that it can be recomputed (``None`` on fewer
 than 4 windows, too few to split).
 
-For a ``train/ppo.py --seeds`` run (the folder holding ``seeds.json`` and its ``seed-<s>``
-run folders), the checkpoints of **every seed** are compared on the same windows and the
-choice is made across seeds (``<root>/selection.json``; ``eval/card.py ROOT --model
-selected`` ships it). This is the recipe against a lucky or unlucky seed: train several,
-choose on validation only, test the one choice once.
+For a ``train/ppo.py --seeds`` run (the folder holding its ``seed-<s>`` run folders), the
+checkpoints of **every seed** are compared on the same windows and the choice is made across
+seeds (``<root>/selection.json``; ``python -m train.card ROOT --model selected`` ships it).
+This is the recipe against a lucky or unlucky seed: train several, choose on validation
+only, test the one choice once.
 """
 
 from __future__ import annotations
@@ -40,11 +42,11 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.evaluation.cards import (
-    SEEDS_FILE,
-    SELECTION_FILE,
+    RUN_CARD_FILE,
     ModelCard,
     canonical_trace,
     load_model_card,
+    run_config,
     zip_timesteps,
 )
 from hpcgym.evaluation.gating import GATE_FALLBACKS, GATE_KEY, default_fallback, read_gate
@@ -70,6 +72,9 @@ __all__ = [
     "thin_candidates",
 ]
 
+#: The checkpoint choice on validation windows in a run (or seeds run) folder.
+SELECTION_FILE = "selection.json"
+
 #: Config keys the seeds of one selection must share (same windows, same reference).
 _SHARED_KEYS = ("trace", "train_fraction", "validation_fraction", "policy", "reference")
 
@@ -90,8 +95,10 @@ def checkpoint_candidates(run: str | os.PathLike[str]) -> list[Path]:
     :raises FileNotFoundError: not a run folder, or no model in it
     """
     rdir = Path(run)
-    if not (rdir / "config.json").is_file():
-        raise FileNotFoundError(f"{rdir} is not a train/ppo.py run folder (no config.json)")
+    if not (rdir / RUN_CARD_FILE).is_file():
+        raise FileNotFoundError(
+            f"{rdir} is not a training run folder (no {RUN_CARD_FILE}, the card its trainer writes)"
+        )
     files = [rdir / "best_model.zip", rdir / "final_model.zip"]
     for sub in _CANDIDATE_DIRS:
         files += sorted((rdir / sub).glob("*.zip"))
@@ -127,38 +134,39 @@ def thin_candidates(models: Sequence[Path], limit: int | None) -> list[Path]:
 
 
 def seed_runs(root: str | os.PathLike[str]) -> list[Path]:
-    """The run folders (``seed-<s>`` with a ``config.json``) of a ``--seeds`` run, in seed
-    order; empty when ``root`` holds no ``seeds.json``.
+    """The run folders (``seed-<s>`` with a run card) of a ``--seeds`` run, in seed
+    order; empty when ``root`` holds none.
 
     :param root: a folder
     """
     rdir = Path(root)
-    if not (rdir / SEEDS_FILE).is_file():
-        return []
 
     def seed(d: Path) -> int:
         tail = d.name.removeprefix("seed-")
         return int(tail) if tail.lstrip("-").isdigit() else 0
 
-    runs = [d for d in rdir.glob("seed-*") if (d / "config.json").is_file()]
+    runs = [d for d in rdir.glob("seed-*") if (d / RUN_CARD_FILE).is_file()]
     return sorted(runs, key=lambda d: (seed(d), d.name))
 
 
 def runs_and_config(rdir: Path) -> tuple[list[Path], dict[str, Any]]:
-    """The run folders a selection in ``rdir`` compares and their shared config.
+    """The run folders a selection in ``rdir`` compares and their shared training
+    configuration (as their trainer recorded it in their run cards,
+    :func:`~hpcgym.evaluation.cards.run_config`).
 
     :raises FileNotFoundError: ``rdir`` is neither a run nor a seeds run with a seed in it
     :raises ValueError: the seeds differ in a key that decides the windows or the reference
     """
-    if (rdir / "config.json").is_file():
-        return [rdir], json.loads((rdir / "config.json").read_text(encoding="utf-8"))
+    own = run_config(rdir)
+    if own is not None:
+        return [rdir], own
     runs = seed_runs(rdir)
     if not runs:
-        what = "a seeds run without a started seed"
-        if not (rdir / SEEDS_FILE).is_file():
-            what = "not a train/ppo.py run folder (no config.json) nor a seeds run (no seeds.json)"
-        raise FileNotFoundError(f"{rdir}: {what}")
-    cfgs = [json.loads((r / "config.json").read_text(encoding="utf-8")) for r in runs]
+        raise FileNotFoundError(
+            f"{rdir}: not a training run folder (no {RUN_CARD_FILE}, the card its trainer "
+            "writes) nor a seeds run (no seed-<s> folder with one)"
+        )
+    cfgs = [run_config(r) or {} for r in runs]
     for key in _SHARED_KEYS:
         values = {json.dumps(c.get(key)) for c in cfgs}
         if len(values) > 1:
@@ -175,7 +183,7 @@ def run_reference(config: dict[str, Any]) -> str:
     run the policy is the env's row order, by default the trace's reference heuristic,
     :func:`hpcgym.sim.references.schedule_order`).
 
-    :param config: the run's ``config.json``
+    :param config: the run's training configuration (:func:`runs_and_config`) or a card
     :raises ValueError: the run had no reference (``--reference none``)
     """
     ref = config.get("reference", config.get("normalizer", "EASY-SJBF"))

@@ -1,13 +1,12 @@
-"""The RLBackfilling paper's (paper 004) evaluations: Table 4 (:mod:`.table4`), Table 5
-(:mod:`.table5`), the Fig. 1 noise sweep (:mod:`.noise`), the published numbers
-(:mod:`.constants`), table rendering (:mod:`.tables`) and ``docs/results.md``
-(:mod:`.markdown`).
+"""The RLBackfilling paper's (paper 004) reproduction: Table 4 (:mod:`.table4`), Table 5
+(:mod:`.table5`), the Fig. 1 noise sweep (:mod:`.noise`), table rendering (:mod:`.tables`)
+and ``docs/results.md`` (:mod:`.markdown`); the published numbers are
+:mod:`hpcgym.evaluation.published` (re-exported here), which the harness shows beside its own.
 
-Every name is imported on first use (``from
-hpcgym.evaluation.paper import noise_sweep``), so that :mod:`hpcgym.evaluation.results` can
-use the constants without importing the runner. The table functions live in their
-modules: ``from hpcgym.evaluation.paper.table4 import table4`` (or
-``hpcgym.evaluation.table4``).
+It sits above the harness (:mod:`hpcgym.evaluation`) and the zoo (:mod:`hpcgym.zoo`), whose
+agents it plays. Every name is imported on first use (``from hpcgym.paper import
+noise_sweep``); the table functions live in their modules: ``from hpcgym.paper.table4
+import table4``.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import Any
 
-from hpcgym.evaluation.paper import constants
+from hpcgym.evaluation import published as constants
 
 #: public name -> the module of this package that defines it
 _LAZY: dict[str, str] = {
