@@ -280,7 +280,7 @@ class LookaheadOracle(_Counted):
         affected = np.flatnonzero(sim.status[:lj] <= K.ST_WAITING)
         decisions = int(sim.C[K.C_DECISIONS])
         values = np.empty(len(opts))
-        starts: list[np.ndarray | None] = [None] * len(opts)
+        starts: list[np.ndarray] = []  # each option's final start times
         rollouts = 0
         for i, o in enumerate(opts):
             if (
@@ -291,9 +291,9 @@ class LookaheadOracle(_Counted):
             ):
                 # the SJBF option continues exactly the rollout chosen at the previous
                 # decision (deterministic model): reuse its final start times
-                starts[i] = self._last[1]
+                starts.append(self._last[1])
             else:
-                starts[i] = self._rollout(sim, o, lj)
+                starts.append(self._rollout(sim, o, lj))
                 rollouts += 1
             values[i] = self._cost(starts[i], affected)
         best = int(np.argmin(values))  # first minimum: SJBF order, STOP last
@@ -452,10 +452,10 @@ class _WindowPools:
         # each job (runtimes="predecessor"; nan: none)
         self.previous = np.full(len(user), np.nan)
         last: dict[tuple[int, float], int] = {}
-        for j, key in enumerate(zip(user.tolist(), self.request.tolist(), strict=True)):
-            if key in last:
-                self.previous[j] = self.runtime[last[key]]
-            last[key] = j
+        for j, pair in enumerate(zip(user.tolist(), self.request.tolist(), strict=True)):
+            if pair in last:
+                self.previous[j] = self.runtime[last[pair]]
+            last[pair] = j
 
     def draw(
         self, jobs: np.ndarray, elapsed: np.ndarray, n: int, rng: np.random.Generator

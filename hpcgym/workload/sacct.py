@@ -508,12 +508,12 @@ def _clean(
         if r.start is None or r.start > r.end:
             dropped[DROP_NEVER_STARTED] += 1
             continue
-        runtime = r.elapsed if r.elapsed is not None else r.end - r.start
-        if not runtime > 0:
+        run_s = r.elapsed if r.elapsed is not None else r.end - r.start
+        if not run_s > 0:
             dropped["runtime <= 0"] += 1
             continue
-        procs = r.ncpus if r.ncpus > 0 else r.reqcpus
-        if procs <= 0:
+        cpus = r.ncpus if r.ncpus > 0 else r.reqcpus
+        if cpus <= 0:
             dropped["procs <= 0"] += 1
             continue
         request = r.limit
@@ -526,13 +526,13 @@ def _clean(
                 dropped[DROP_NO_LIMIT] += 1
                 continue
             else:
-                request = runtime
+                request = run_s
                 patched[PATCH_RUNTIME] += 1
         if r.ncpus <= 0:
-            patched["procs from requested"] += 1
-        if request < runtime:
-            patched["request raised to runtime"] += 1
-            request = runtime
+            patched["cpus from requested"] += 1
+        if request < run_s:
+            patched["request raised to run_s"] += 1
+            request = run_s
         submit = r.submit
         if submit is None:
             submit = r.start
@@ -554,7 +554,7 @@ def _clean(
             count("with requested memory")
         if r.gpus > 0:
             count("with GPUs")
-        keep.append((r, submit, runtime, request, procs))
+        keep.append((r, submit, run_s, request, cpus))
 
     n = len(keep)
     rs = [k[0] for k in keep]

@@ -99,7 +99,7 @@ class TraceInfo:
     def file_names(self) -> tuple[str, ...]:
         """Accepted local file names: ``<file>`` and ``<file>.gz`` (and, for a file
         name without the ``.swf`` extension, ``<file>.swf`` and ``<file>.swf.gz``)."""
-        names = (self.file, self.file + ".gz")
+        names: tuple[str, ...] = (self.file, self.file + ".gz")
         if not self.file.lower().endswith(".swf"):
             names += (self.file + ".swf", self.file + ".swf.gz")
         return names
@@ -775,6 +775,7 @@ def load(
     if isinstance(acct.get("partition_limits"), dict):
         acct["partition_limits"] = tuple(sorted(acct["partition_limits"].items()))
     options = tuple(sorted(acct.items()))
+    assert spec is not None  # trace_spec(None) is None: generated above
     path = resolve_trace(spec, download=download, url=url)
     name = None if Path(spec).expanduser().is_file() else get_trace(str(spec)).name
     st = path.stat()
