@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcgym.slurm import LocalSlurm, SlurmUnavailable, parse_jobcomp, parse_sacct
+from hpcgym.slurm import LocalSlurm, SlurmUnavailable, host, parse_jobcomp, parse_sacct
 from hpcgym.slurm import harness as H
 from hpcgym.slurm.conformance import anchored, classify, compare, engine_workload, order_conforming
 from hpcgym.slurm.records import parse_limit, parse_time
@@ -117,7 +117,8 @@ def test_unavailable_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(H.os, "geteuid", lambda: 1000)
     assert "root" in H.slurm_unavailable()
     monkeypatch.setattr(H.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(H, "_which", lambda name: None if name == "slurmd" else "/bin/true")
+    # the programs are looked up where slurm_unavailable lives (hpcgym.slurm.host)
+    monkeypatch.setattr(host, "_which", lambda name: None if name == "slurmd" else "/bin/true")
     why = H.slurm_unavailable()
     assert why is not None and "slurmd" in why and "apt-get install" in why
     with pytest.raises(SlurmUnavailable, match="slurmd"):

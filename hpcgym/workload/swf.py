@@ -597,7 +597,9 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def _write_text(fh: gzip.GzipFile | io.BufferedWriter, header: str, table: np.ndarray, fmt: list[str]) -> None:
+def _write_text(
+    fh: gzip.GzipFile | io.BufferedWriter, header: str, table: np.ndarray, fmt: list[str]
+) -> None:
     text = io.TextIOWrapper(fh, encoding="latin-1", errors="replace", newline="\n")
     text.write(header)
     np.savetxt(text, table, fmt=fmt, delimiter=" ")
