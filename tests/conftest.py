@@ -127,6 +127,7 @@ def same_metrics(a: dict, b: dict) -> bool:
 #: command line or read whole real traces. Every other module is a unit module.
 INTEGRATION_MODULES: frozenset[str] = frozenset(
     {
+        "test_bench_scale.py",  # bench/scale.py: env and training rates
         "test_cleanrl.py",  # the single-file CleanRL trainer, end to end
         "test_doc_snippets.py",  # every Python block of the docs, some of which train
         "test_eloss_traces.py",  # ELOSS on whole traces
@@ -147,6 +148,8 @@ INTEGRATION_MODULES: frozenset[str] = frozenset(
 INTEGRATION_TESTS: frozenset[str] = frozenset(
     {
         "test_agents_loading.py::test_shipped_agents_load_in_a_fresh_process_without_an_agents_module",
+        "test_anchor_kl.py::test_a_strong_anchor_holds_the_policy_near_its_start",
+        "test_byo_agents.py::test_eval_compare_task",
         "test_byo_agents.py::test_python_recipe_stock_maskable_ppo",
         "test_golden.py::test_golden",  # the documented command lines, run again
         "test_imitate.py::test_bc_learns_saves_a_loadable_model_and_is_deterministic",
@@ -165,6 +168,7 @@ INTEGRATION_TESTS: frozenset[str] = frozenset(
         "test_slurm.py::test_daemons_are_stopped_by_pid_also_on_error",
         "test_slurm.py::test_daemons_stop_when_the_process_that_started_them_is_killed",
         "test_slurm.py::test_replay_on_one_node_per_core_runs_every_job_in_conservative_order",
+        "test_slurm.py::test_sacct_through_slurmdbd",
         "test_slurm.py::test_slurmctld_restart_keeps_the_jobs",
         "test_slurm_bridge.py::test_live_agents_run_and_log_their_choices",
         "test_slurm_bridge.py::test_live_faults_lose_no_job",
