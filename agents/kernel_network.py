@@ -55,7 +55,7 @@ def _mlp(in_dim: int, arch: Sequence[int], activation_fn: type[nn.Module]) -> nn
     return nn.Sequential(*layers)
 
 
-def _as_arch(value: Sequence[int], name: str, allow_empty: bool = True) -> tuple[int, ...]:
+def as_arch(value: Sequence[int], name: str, allow_empty: bool = True) -> tuple[int, ...]:
     """Validate a layer-width sequence (lists come back from SB3's JSON save format)."""
     if isinstance(value, (int, str)) or not isinstance(value, Sequence):
         raise ValueError(f"{name} must be a sequence of positive layer widths, got {value!r}")
@@ -142,7 +142,7 @@ class JobRowsExtractor(BaseFeaturesExtractor):
     """
 
     def __init__(self, observation_space: spaces.Box) -> None:
-        _check_obs_space(observation_space)
+        check_obs_space(observation_space)
         super().__init__(observation_space, features_dim=int(observation_space.shape[1]))
 
     def forward(self, observations: th.Tensor) -> th.Tensor:
@@ -154,7 +154,7 @@ class JobRowsExtractor(BaseFeaturesExtractor):
 Prior = tuple[tuple[int, float], ...]
 
 
-def _as_prior(value: Sequence[Any] | None, n_cols: int) -> Prior | None:
+def as_prior(value: Sequence[Any] | None, n_cols: int) -> Prior | None:
     """``row_prior`` as ``((column, weight), ...)``, checked against the row width
     ``n_cols``; one pair may be given bare, ``(column, weight)``."""
     if value is None:
@@ -182,7 +182,7 @@ def _as_prior(value: Sequence[Any] | None, n_cols: int) -> Prior | None:
     return tuple(out)
 
 
-def _check_obs_space(observation_space: spaces.Space) -> None:
+def check_obs_space(observation_space: spaces.Space) -> None:
     if not (isinstance(observation_space, spaces.Box) and len(observation_space.shape) == 2):
         raise ValueError(
             "KernelPolicy needs a 2-D Box observation space of shape (K, F) (one row per "

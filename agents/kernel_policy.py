@@ -51,9 +51,9 @@ from hpcgym_agents.kernel_network import (
     VALUE_HEADS,
     JobRowsExtractor,
     KernelNetwork,
-    _as_arch,
-    _as_prior,
-    _check_obs_space,
+    as_arch,
+    as_prior,
+    check_obs_space,
 )
 from hpcgym_agents.kernel_ops import (
     PADDING_LOGIT,
@@ -225,7 +225,7 @@ class KernelPolicy(MaskableActorCriticPolicy):
                 "KernelPolicy does not use net_arch; set kernel_arch (the per-row kernel), "
                 f"value_arch and value_row_arch instead (got net_arch={net_arch!r})"
             )
-        _check_obs_space(observation_space)
+        check_obs_space(observation_space)
         if not isinstance(action_space, spaces.Discrete):
             raise ValueError(
                 f"KernelPolicy needs a Discrete(K + 1) action space, got {action_space!r}"
@@ -245,24 +245,24 @@ class KernelPolicy(MaskableActorCriticPolicy):
             raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {value_head!r}")
         if row_context not in ROW_CONTEXTS:
             raise ValueError(f"row_context must be one of {ROW_CONTEXTS}, got {row_context!r}")
-        self.row_prior = _as_prior(row_prior, int(observation_space.shape[1]))
+        self.row_prior = as_prior(row_prior, int(observation_space.shape[1]))
         if not (np.isfinite(value_lr_ratio) and value_lr_ratio > 0):
             raise ValueError(f"value_lr_ratio must be a positive number, got {value_lr_ratio!r}")
         # Plain attributes may be set before nn.Module.__init__ (runs inside super().__init__,
         # which also calls self._build and so needs them).
         self.n_rows = n_rows
-        self.kernel_arch = _as_arch(kernel_arch, "kernel_arch")
+        self.kernel_arch = as_arch(kernel_arch, "kernel_arch")
         self.stop_score = stop_score
-        self.stop_arch = _as_arch(stop_arch, "stop_arch")
+        self.stop_arch = as_arch(stop_arch, "stop_arch")
         self.value_head = value_head
-        self.value_arch = _as_arch(
+        self.value_arch = as_arch(
             DEFAULT_VALUE_ARCH[value_head] if value_arch is None else value_arch, "value_arch"
         )
-        self.value_row_arch = _as_arch(value_row_arch, "value_row_arch", allow_empty=False)
+        self.value_row_arch = as_arch(value_row_arch, "value_row_arch", allow_empty=False)
         self.value_lr_ratio = float(value_lr_ratio)
         self.stop_init = float(stop_init)
         self.row_context = row_context
-        self.context_arch = _as_arch(context_arch, "context_arch")
+        self.context_arch = as_arch(context_arch, "context_arch")
         super().__init__(
             observation_space,
             action_space,

@@ -118,7 +118,7 @@ def test_unavailable_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "root" in H.slurm_unavailable()
     monkeypatch.setattr(H.os, "geteuid", lambda: 0)
     # the programs are looked up where slurm_unavailable lives (hpcgym.slurm.host)
-    monkeypatch.setattr(host, "_which", lambda name: None if name == "slurmd" else "/bin/true")
+    monkeypatch.setattr(host, "which", lambda name: None if name == "slurmd" else "/bin/true")
     why = H.slurm_unavailable()
     assert why is not None and "slurmd" in why and "apt-get install" in why
     with pytest.raises(SlurmUnavailable, match="slurmd"):
@@ -238,12 +238,12 @@ def test_a_daemon_behind_a_forking_launcher_is_stopped_too(
     """A launcher that forks (``faketime``, a shell script) hides the daemon from the child
     process the harness started; the daemon's own PID file finds it."""
     _need()
-    real = H._which("slurmd")
+    real = H.which("slurmd")
     wrapper = tmp_path / "slurmd"
     wrapper.write_text(f'#!/bin/sh\n{real} "$@"\nexit $?\n')  # sh forks, then waits
     wrapper.chmod(0o755)
-    which = H._which
-    monkeypatch.setattr(H, "_which", lambda n: str(wrapper) if n == "slurmd" else which(n))
+    which = H.which
+    monkeypatch.setattr(H, "which", lambda n: str(wrapper) if n == "slurmd" else which(n))
     with LocalSlurm(cpus=2) as s:
         workdir = s.dir
         assert len(_our_processes(workdir)) >= 4  # munged, slurmctld, sh, slurmd

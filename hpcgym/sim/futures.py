@@ -1,7 +1,7 @@
 """The imagined futures of the online lookahead (:class:`hpcgym.sim.lookahead.Lookahead`):
 future arrivals replayed from the known past (:class:`PastReplay`), the clairvoyant
-run-time pools of a window (:class:`_WindowPools`), and the workload a rollout runs on
-(:func:`_compose`: the queue now, the running jobs, the imagined arrivals).
+run-time pools of a window (:class:`WindowPools`), and the workload a rollout runs on
+(:func:`compose_rollout`: the queue now, the running jobs, the imagined arrivals).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class PastReplay:
         return out
 
 
-def _trace_past(wl: Workload, jobs: int) -> Workload | None:
+def past_jobs(wl: Workload, jobs: int) -> Workload | None:
     """Up to ``jobs`` jobs of the trace just before the window ``wl`` (``None`` when
     there are none or the trace cannot be found: the lookahead then uses only the
     window's own past)."""
@@ -98,7 +98,7 @@ def _trace_past(wl: Workload, jobs: int) -> Workload | None:
         return None
 
 
-def _compose(
+def compose_rollout(
     sim: Simulation,
     wait: np.ndarray,
     wait_rt: np.ndarray,
@@ -142,7 +142,7 @@ def _compose(
     return JF, JI, S, C, np.zeros((2, 1))
 
 
-class _WindowPools:
+class WindowPools:
     """The clairvoyant draws of ``Lookahead(runtimes="user-pool")``: a job's run times
     from the real run times (capped at the requests) of the other jobs of its group in
     the window -- the same user (``match="user"``), or first the same user and request

@@ -51,7 +51,7 @@ import numpy as np
 
 from hpcgym.sim import _core as K
 from hpcgym.sim import _core_ext as KX
-from hpcgym.sim.futures import PastReplay, _compose, _trace_past, _WindowPools
+from hpcgym.sim.futures import PastReplay, WindowPools, compose_rollout, past_jobs
 from hpcgym.sim.samplers import (  # re-exported: the samplers lived here before
     Ave2ResidualSampler,
     RuntimeSampler,
@@ -451,7 +451,7 @@ class Lookahead(_Counted):
 
     def _bind(self, sim: Simulation) -> None:
         wl = sim.workload
-        past = self.past if not isinstance(self.past, int) else _trace_past(wl, self.past)
+        past = self.past if not isinstance(self.past, int) else past_jobs(wl, self.past)
         self.sampler.bind(sim, past)
         self.arrivals.bind(sim, past)
         self.rng = np.random.default_rng(self.seed)
@@ -468,14 +468,14 @@ class Lookahead(_Counted):
             seq = None if self.seed is None else [self.seed, 0x706F6F6C]
             self._noise_rng = np.random.default_rng(seq)
             match = "user-request" if self.runtimes == "predecessor" else self.match
-            self._pools = _WindowPools(wl, match)
+            self._pools = WindowPools(wl, match)
         self._user = np.asarray(wl.user)
         self._sim = sim
         self._reset_counters()
 
     def _clairvoyant(self, sim: Simulation, jobs: np.ndarray, elapsed: np.ndarray) -> np.ndarray:
         """``(samples, len(jobs))`` run times of the diagnostics ``runtimes="noisy"``
-        (:meth:`_blurred`), ``"user-pool"`` and ``"predecessor"`` (:class:`_WindowPools`)."""
+        (:meth:`_blurred`), ``"user-pool"`` and ``"predecessor"`` (:class:`WindowPools`)."""
         if self.runtimes == "noisy":
             return self._blurred(sim, jobs, elapsed)
         if self.runtimes == "predecessor":
@@ -554,7 +554,9 @@ class Lookahead(_Counted):
                     rt_r = np.broadcast_to(JF[K.F_RUNTIME, run], (n, len(run)))
                 else:
                     rt_w = np.broadcast_to(JF[K.F_RUNTIME, wait], (n, len(wait)))
-        return [_compose(sim, wait, rt_w[s], run, rt_r[s], futs[s], rt_f[s]) for s in range(n)]
+        return [
+            compose_rollout(sim, wait, rt_w[s], run, rt_r[s], futs[s], rt_f[s]) for s in range(n)
+        ]
 
     def __call__(self, sim: Simulation) -> int | None:
         if sim is not self._sim:

@@ -48,12 +48,12 @@ from hpcgym.slurm.host import (
     REQUIRED,
     SlurmError,
     SlurmUnavailable,
-    _free_ports,
-    _port_open,
-    _stop_with_parent,
-    _terminate,
-    _which,
+    free_ports,
+    port_open,
     slurm_unavailable,
+    stop_with_parent,
+    terminate,
+    which,
 )
 from hpcgym.slurm.records import SACCT_FIELDS, JobRecord, parse_jobcomp, parse_sacct, parse_time
 from hpcgym.workload.core import Workload
@@ -195,7 +195,7 @@ class LocalSlurm:
                 + [f"slurmd{i}" for i in range(self.nodes)]
                 + (["slurmdbd", "mysql"] if self.accounting == "slurmdbd" else [])
             )
-            self.ports = dict(zip(names, _free_ports(len(names)), strict=True))
+            self.ports = dict(zip(names, free_ports(len(names)), strict=True))
             self.cluster = f"hpcgym{os.getpid()}x{self.ports['slurmctld']}"
             self._start_munge()
             if self.accounting == "slurmdbd":
@@ -203,13 +203,13 @@ class LocalSlurm:
                 self._start_slurmdbd()
             self._write_conf()
             self._spawn(
-                "slurmctld", [_which("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)]
+                "slurmctld", [which("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)]
             )
             self._wait_for(self._controller_up, "slurmctld")
             for name in self.node_names:
                 self._spawn(
                     "slurmd" if self.nodes == 1 else f"slurmd-{name}",
-                    [_which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", name],
+                    [which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", name],
                 )
             self._wait_for(self._node_idle, "slurmd (node idle)")
         except BaseException:
@@ -224,7 +224,7 @@ class LocalSlurm:
                 self.run(["scancel", "--full", "--user=root"], check=False, timeout=10)
                 self._wait_for(lambda: not self.queue_ids(), "jobs to end", timeout=15, fail=False)
         for name, proc in reversed(self._procs):
-            _terminate(proc, name)
+            terminate(proc, name)
         self._procs.clear()
         self._stop_by_pid_files()
         if self._started and not self.keep and self._workdir_arg is None and self.dir != Path():
@@ -296,7 +296,7 @@ class LocalSlurm:
                 stdin=subprocess.DEVNULL,
                 env={**self.env, **kw.pop("env", {})},
                 start_new_session=True,  # a Ctrl-C of the caller reaches us, not the daemons
-                preexec_fn=_stop_with_parent,  # ...but the caller's death reaches them
+                preexec_fn=stop_with_parent,  # ...but the caller's death reaches them
                 **kw,
             )
         finally:
@@ -312,7 +312,7 @@ class LocalSlurm:
         self._spawn(
             "munged",
             [
-                _which("munged") or "munged",
+                which("munged") or "munged",
                 "-F",
                 "--force",
                 f"--socket={m / 'munge.socket'}",
@@ -327,7 +327,7 @@ class LocalSlurm:
     def _start_database(self) -> None:
         db = self.dir / "db"
         db.mkdir(exist_ok=True)
-        install = _which("mariadb-install-db|mysql_install_db") or "mysql_install_db"
+        install = which("mariadb-install-db|mysql_install_db") or "mysql_install_db"
         out = subprocess.run(
             [
                 install,
@@ -347,7 +347,7 @@ class LocalSlurm:
         self._spawn(
             "mariadbd",
             [
-                _which("mariadbd|mysqld") or "mysqld",
+                which("mariadbd|mysqld") or "mysqld",
                 "--no-defaults",
                 f"--datadir={db}",
                 f"--socket={sock}",
@@ -360,7 +360,7 @@ class LocalSlurm:
                 "--skip-log-bin",
             ],
         )
-        client = _which("mariadb|mysql") or "mysql"
+        client = which("mariadb|mysql") or "mysql"
 
         def _ready() -> bool:
             r = subprocess.run(
@@ -411,12 +411,12 @@ class LocalSlurm:
         os.chmod(conf, 0o600)
         self._spawn(
             "slurmdbd",
-            [_which("slurmdbd") or "slurmdbd", "-D"],
+            [which("slurmdbd") or "slurmdbd", "-D"],
             env={"SLURM_CONF": str(self.conf)},
         )
         # slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF
         self._wait_for(
-            lambda: _port_open(self.ports["slurmdbd"]),
+            lambda: port_open(self.ports["slurmdbd"]),
             "slurmdbd",
             timeout=max(self.start_timeout, 120),
         )
@@ -553,7 +553,7 @@ class LocalSlurm:
         :param timeout: seconds
         """
         argv = list(argv)
-        exe = _which(argv[0])
+        exe = which(argv[0])
         if exe is not None:
             argv[0] = exe
         r = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout)

@@ -28,7 +28,7 @@ except (ImportError, OSError):  # pragma: no cover - not Linux
     _LIBC = None
 
 
-def _stop_with_parent() -> None:
+def stop_with_parent() -> None:
     """In a daemon's child process, before exec: SIGTERM when its parent dies (Linux's
     ``PR_SET_PDEATHSIG``), so that a test or script killed without running the context
     manager's exit (a time-out, SIGKILL) leaves no daemon behind."""
@@ -61,7 +61,7 @@ class SlurmError(RuntimeError):
     """A daemon did not start, or a client command failed (the message has its output)."""
 
 
-def _which(name: str) -> str | None:
+def which(name: str) -> str | None:
     for alt in name.split("|"):
         found = shutil.which(alt)
         if found is None:
@@ -88,7 +88,7 @@ def slurm_unavailable(accounting: str = "jobcomp") -> str | None:
     names = list(REQUIRED["jobcomp"])
     if accounting == "slurmdbd":
         names += REQUIRED["slurmdbd"]
-    missing = [n for n in names if _which(n) is None]
+    missing = [n for n in names if which(n) is None]
     if missing:
         return (
             f"Slurm binaries missing: {', '.join(missing)} (Debian: apt-get install slurmctld "
@@ -106,7 +106,7 @@ _GIVEN_LOCK = threading.Lock()
 _PORT_RANGE = (12000, 32000)
 
 
-def _free_ports(n: int) -> list[int]:
+def free_ports(n: int) -> list[int]:
     """``n`` distinct TCP ports, free on 127.0.0.1 now and not handed out before by this
     process, drawn at random below the ephemeral range."""
     rng = random.Random()
@@ -126,13 +126,13 @@ def _free_ports(n: int) -> list[int]:
     return ports
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _terminate(proc: subprocess.Popen[bytes], name: str, grace: float = 10.0) -> None:
+def terminate(proc: subprocess.Popen[bytes], name: str, grace: float = 10.0) -> None:
     """Stop one child daemon by its PID: SIGTERM, then SIGKILL after ``grace`` seconds."""
     if proc.poll() is not None:
         return

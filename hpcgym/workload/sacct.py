@@ -86,11 +86,11 @@ from hpcgym.workload.sacct_records import (
     SACCT_FIELDS,
     SACCT_REQUIRED,
     AccountingFormatError,
+    AccountingLines,
     AccountingRecord,
-    _jobcomp_records,
-    _Lines,
-    _sacct_records,
     accounting_records,
+    read_jobcomp_lines,
+    read_sacct_lines,
 )
 from hpcgym.workload.slurm_text import (
     parse_duration,
@@ -397,9 +397,9 @@ def read_accounting(
             "with its header line, or a jobcomp/filetxt log (lines of JobId=...)",
             p,
         )
-    src = _Lines(data, p, fmt, lenient)
+    src = AccountingLines(data, p, fmt, lenient)
     del data
-    recs, steps = (_sacct_records if fmt == "sacct" else _jobcomp_records)(src, parse_time)
+    recs, steps = (read_sacct_lines if fmt == "sacct" else read_jobcomp_lines)(src, parse_time)
     clusters = sorted({r.cluster for r in recs} - {"", "unknown"})
     if len(clusters) > 1:  # job ids repeat across clusters, and a workload is one machine
         raise AccountingFormatError(

@@ -135,7 +135,7 @@ def _state(text: str) -> str:
     return text.strip().split(" ", 1)[0].rstrip("+").upper()
 
 
-class _Lines:
+class AccountingLines:
     """Decoded non-blank lines with their 1-based numbers, and the bad-line error."""
 
     def __init__(self, data: bytes, path: Path, fmt: str, lenient: bool, hint: bool = True):
@@ -164,8 +164,8 @@ class _Lines:
         )
 
 
-def _sacct_records(
-    src: _Lines, parse_time: Callable[[str], float | None]
+def read_sacct_lines(
+    src: AccountingLines, parse_time: Callable[[str], float | None]
 ) -> tuple[list[AccountingRecord], int]:
     """The job lines of a sacct export and the number of step lines."""
     lines = iter(src)
@@ -262,8 +262,8 @@ def _sacct_records(
     return out, steps
 
 
-def _jobcomp_records(
-    src: _Lines, parse_time: Callable[[str], float | None]
+def read_jobcomp_lines(
+    src: AccountingLines, parse_time: Callable[[str], float | None]
 ) -> tuple[list[AccountingRecord], int]:
     """The lines of a jobcomp log (it has no steps)."""
     out: list[AccountingRecord] = []
@@ -338,6 +338,6 @@ def accounting_records(
     if format not in ("sacct", "jobcomp"):
         raise ValueError(f"format={format!r}: valid: sacct, jobcomp")
     data = text.encode() if isinstance(text, str) else text
-    src = _Lines(data, Path(source), format, lenient=False, hint=False)
-    read = _sacct_records if format == "sacct" else _jobcomp_records
+    src = AccountingLines(data, Path(source), format, lenient=False, hint=False)
+    read = read_sacct_lines if format == "sacct" else read_jobcomp_lines
     return read(src, time_parser(tz))[0]

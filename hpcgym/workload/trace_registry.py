@@ -264,7 +264,7 @@ def trace_search_dirs() -> list[tuple[Path, str]]:
     return dirs
 
 
-def _candidates(info: TraceInfo) -> Iterator[tuple[Path, str]]:
+def trace_candidates(info: TraceInfo) -> Iterator[tuple[Path, str]]:
     for d, label in trace_search_dirs():
         for fname in info.file_names:
             yield d / fname, label

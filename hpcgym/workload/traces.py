@@ -44,10 +44,10 @@ from hpcgym.workload.trace_registry import (
     TraceInfo,
     TraceNotFoundError,
     UnknownTraceError,
-    _candidates,
     cache_dir,
     get_trace,
     register_trace,
+    trace_candidates,
     trace_names,
     trace_search_dirs,
     trace_url,
@@ -159,7 +159,7 @@ def find_local(info: TraceInfo, verify: bool = True) -> tuple[Path, str] | None:
     :param verify: check the SHA-256 of the copy found (raises
         :class:`TraceChecksumError` on mismatch)
     """
-    for path, label in _candidates(info):
+    for path, label in trace_candidates(info):
         if path.is_file():
             if verify:
                 _verify(path, info)
@@ -215,7 +215,7 @@ def resolve_trace(
                 f"registered: {', '.join(TRACES)})"
             ) from None
         raise
-    for path, label in _candidates(info):
+    for path, label in trace_candidates(info):
         if not path.is_file():
             continue
         if verify:
