@@ -7,7 +7,9 @@ the env they reproduce the engine's built-in backfillers exactly (same start tim
 is tested in ``tests/test_env.py``):
 
 * :class:`EasyAgent`: at every decision point start the first job in the base policy's
-  backfill order that EASY allows (column ``easy``), until none is left. In ``guarded`` mode
+  backfill order that EASY allows (column ``easy``: the engine's own EASY test,
+  ``hpcgym.sim.view.easy_test``), until none is left: the engine's one EASY pass
+  (``hpcgym.sim._core.easy_next``) read from the rows. In ``guarded`` mode
   with the FCFS base policy that is simply the first valid row; in general the ``rank``
   column gives the backfill order. Equals the engine's ``backfill="easy"``.
 * :class:`SJBFAgent`: the EASY-allowed job with the smallest estimate (column ``estimate``,

@@ -28,8 +28,12 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # run as a script: make the checkout importable
-    sys.path.insert(0, str(ROOT))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.check_results`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.check_results", *sys.argv[1:]])
 
 
 @dataclass(frozen=True)

@@ -47,13 +47,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.ladder`
+    import os
 
-from hpcgym.evaluation.statistics import paired_comparison
-from hpcgym.evaluation.windows import select_windows
-from hpcgym.sim.engine import POLICIES
-from hpcgym.sim.references import deployable_reference, reference_policy
-from hpcgym.workload.core import Workload
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.ladder", *sys.argv[1:]])
+
+import numpy as np  # noqa: E402
+
+from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
+from hpcgym.evaluation.windows import select_windows  # noqa: E402
+from hpcgym.sim.engine import POLICIES  # noqa: E402
+from hpcgym.sim.references import deployable_reference, reference_policy  # noqa: E402
+from hpcgym.workload.core import Workload  # noqa: E402
 
 QUEUE_POLICIES = tuple(k for k in POLICIES if k not in ("SPF", "LPF"))
 PRECISIONS = (1.0, 0.9, 0.75, 0.5)
@@ -652,7 +659,7 @@ def main(argv: list[str] | None = None) -> int:
         tag = f"ladder:{args.task}" + ("" if args.reference == "ref" else f":{args.reference}")
         write_between(args.out_md, tag, text)
     if args.voi and args.task == "schedule":
-        from ladder_voi import voi  # the figure's code, beside this file
+        from bench.ladder_voi import voi  # the figure's code, beside this file
 
         vtext = voi(args, Ladder)
         print(vtext)

@@ -10,8 +10,8 @@ import math
 from typing import Any
 
 import numpy as np
-from ladder import PRECISIONS, RECALLS, SIGMAS  # the grids the rungs were run on
 
+from bench.ladder import PRECISIONS, RECALLS, SIGMAS  # the grids the rungs were run on
 from hpcgym.evaluation.statistics import paired_comparison
 
 

@@ -42,7 +42,12 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.learning_curve`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.learning_curve", *sys.argv[1:]])
 
 #: The two configurations: extra ``train/ppo.py`` options over ``--preset fast``.
 CONFIGS: dict[str, list[str]] = {

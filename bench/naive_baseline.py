@@ -27,7 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.naive_baseline`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.naive_baseline", *sys.argv[1:]])
 from tests.oracle import BACKFILLS, ESTIMATES, POLICIES, oracle_avebsld, oracle_simulate  # noqa: E402
 
 #: trace name -> file name in HPCGYM_TRACE_DIR

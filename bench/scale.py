@@ -30,12 +30,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.scale`
+    import os
 
-from env_speed import vector_rate  # noqa: E402
-from train_speed import measure  # noqa: E402
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.scale", *sys.argv[1:]])
 
+from bench.env_speed import vector_rate  # noqa: E402
+from bench.train_speed import measure  # noqa: E402
 from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
 from train.config import PRESETS  # noqa: E402
 

@@ -31,8 +31,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m bench.tensorboard_screenshot`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.tensorboard_screenshot", *sys.argv[1:]])
 
 #: The settings of the two agents: small runs on the embedded synthetic trace.
 TRAIN_ARGS: tuple[str, ...] = (

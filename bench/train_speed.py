@@ -41,7 +41,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.train_speed`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.train_speed", *sys.argv[1:]])
 
 CONFIGS: tuple[str, ...] = (
     "stock",

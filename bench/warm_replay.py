@@ -30,7 +30,12 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m bench.warm_replay`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "bench.warm_replay", *sys.argv[1:]])
 
 from hpcgym.evaluation.windows import select_windows  # noqa: E402
 from hpcgym.sim import warmcache  # noqa: E402

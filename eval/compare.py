@@ -20,8 +20,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m eval.compare`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "eval.compare", *sys.argv[1:]])
 
 from eval import _common as C  # noqa: E402
 from hpcgym.cli.errors import UsageError, check_schedulers, check_trace_name  # noqa: E402
@@ -34,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     from hpcgym.envs.backfill_env import MODES
     from hpcgym.evaluation import AGENT_HEURISTICS, DEFAULT_SCHEDULERS
     from hpcgym.sim.engine import POLICIES
+    from hpcgym.tasks import list_tasks
 
     p = C.make_parser(
         "python eval/compare.py",
@@ -69,10 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--task",
         default=None,
-        choices=("schedule", "backfill"),
-        help="the env the agents play: schedule (hpcgym/Schedule-v0) or backfill "
-        "(hpcgym/Backfill-v0); default: each agent's own (its card, its model's spaces); "
-        "checked against them",
+        choices=list_tasks(),
+        help="the env the agents play (a task of hpcgym.tasks): schedule (hpcgym/Schedule-v0), "
+        "backfill (hpcgym/Backfill-v0)...; default: each agent's own (its card, its model's "
+        "spaces); checked against them",
     )
     g.add_argument(
         "--policy",

@@ -32,8 +32,12 @@ import argparse
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m eval.select_checkpoint`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "eval.select_checkpoint", *sys.argv[1:]])
 
 from eval import _common as C  # noqa: E402
 from hpcgym.cli.errors import UsageError, check_schedulers  # noqa: E402

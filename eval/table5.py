@@ -15,8 +15,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m eval.table5`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "eval.table5", *sys.argv[1:]])
 
 from eval.table4 import run_table  # noqa: E402
 

@@ -5,24 +5,20 @@ directories; e.g. ``HPCGYM_TRACE_DIR=/work/shared/traces``), the repository's
 ``traces/`` folder or the user cache. Tests never download them.
 
 Use ``from conftest import require_trace`` (or the fixtures below) in a test module.
-The checkout and its ``bench/`` folder are on ``sys.path``, so tests import the ``eval``
-scripts, the research probes (``from research.probes import window_dependence``) and the
-benchmark scripts (``import check_results``) directly.
+The checkout is on ``sys.path`` (``pythonpath`` in pyproject.toml's pytest section), so
+tests import the scripts as packages: ``from eval.heldout import main``, ``from
+research.probes import window_dependence``, ``from bench import check_results``.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-for _p in (REPO, REPO / "bench"):
-    if str(_p) not in sys.path:
-        sys.path.insert(0, str(_p))
 
 
 def trace_dirs() -> list[Path]:

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +26,6 @@ from stable_baselines3.common.callbacks import BaseCallback
 from hpcgym_agents.kernel_policy import KernelPolicy
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from train.compact import actor_logits, compact_from_dense, kl_to  # noqa: E402
 from train.lean_ppo import LeanMaskablePPO  # noqa: E402

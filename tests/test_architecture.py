@@ -63,7 +63,7 @@ def test_library_does_not_name_the_agents_package() -> None:
 def test_no_python_file_is_too_long() -> None:
     long = {
         str(p.relative_to(REPO)): n
-        for p in _python_files("hpcgym", "agents", "train", "eval", "research", "bench")
+        for p in _python_files("hpcgym", "agents", "train", "eval", "research", "bench", "examples")
         if (n := len(p.read_text().splitlines())) > MAX_LINES
         and str(p.relative_to(REPO)) not in LONG_FILES_ALLOWED
     }
@@ -85,9 +85,18 @@ def test_engine_import_does_not_load_the_hmm_code() -> None:
 
 
 #: the import contracts' root packages: the library, the agents, and the scripts on top
-ROOT_PACKAGES = {"hpcgym", "hpcgym_agents", "train", "eval", "research", "bench"}
+ROOT_PACKAGES = {"hpcgym", "hpcgym_agents", "train", "eval", "research", "bench", "examples"}
 #: the folders of the scripts: importable packages for the contracts, outside the wheel
-SCRIPT_PACKAGES = ("train", "eval", "research", "research.probes", "bench")
+SCRIPT_PACKAGES = (
+    "train",
+    "eval",
+    "research",
+    "research.probes",
+    "research.search",
+    "research.imitation",
+    "bench",
+    "examples",
+)
 
 
 def test_the_contracts_name_every_package_of_code() -> None:

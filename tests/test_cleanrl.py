@@ -1,4 +1,4 @@
-"""train/cleanrl_ppo.py: the single-file masked PPO runs, logs the shared tags, never
+"""examples/cleanrl_ppo.py: the single-file masked PPO runs, logs the shared tags, never
 picks an invalid action and evaluates on validation windows."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from train import cleanrl_ppo as C
+from examples import cleanrl_ppo as C
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_help() -> None:
     out = subprocess.run(
-        [sys.executable, str(REPO / "train" / "cleanrl_ppo.py"), "--help"],
+        [sys.executable, str(REPO / "examples" / "cleanrl_ppo.py"), "--help"],
         capture_output=True,
         text=True,
         check=True,
@@ -28,7 +28,7 @@ def test_help() -> None:
 
 def test_bad_value_is_one_line_exit_2() -> None:
     out = subprocess.run(
-        [sys.executable, str(REPO / "train" / "cleanrl_ppo.py"), "--num-envs", "0"],
+        [sys.executable, str(REPO / "examples" / "cleanrl_ppo.py"), "--num-envs", "0"],
         capture_output=True,
         text=True,
     )

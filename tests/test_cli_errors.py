@@ -21,7 +21,6 @@ from hpcgym.cli import main as hpcgym_main
 from hpcgym.workload import clear_cache
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # the eval/ scripts import `eval._common`
 
 #: A tiny SWF with one malformed job line (the 3rd) and one job dropped by cleaning.
 BAD_SWF = (

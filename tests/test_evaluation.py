@@ -9,15 +9,12 @@ from __future__ import annotations
 import csv
 import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.evaluation import runner as R  # noqa: E402

@@ -5,7 +5,6 @@ the embedded synthetic workload with a tiny model."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +13,6 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 #: the 10,000-job synthetic workload (the default workload before 1.0): short and fast
 SMALL = "synthetic:n_jobs=10000"
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.evaluation import selection as S  # noqa: E402
@@ -184,7 +181,6 @@ def test_engine_schedulers_and_plain_agents_have_no_departures(card: Path) -> No
 
 
 def test_gate_command_line(card: Path, tmp_path: Path, capsys) -> None:
-    sys.path.insert(0, str(REPO))
     from eval.gate import main
 
     args = [str(card), "--taus", "0", "1.01", "--windows", "2", "--length", "64"]

@@ -21,17 +21,24 @@ import pytest
 from conftest import require_trace
 
 
-def _load_record():
-    name = "hpcgym_golden_record"
+def _load(name: str, file: str):
     if name in sys.modules:
         return sys.modules[name]
-    path = Path(__file__).resolve().parent / "golden" / "record.py"
+    path = Path(__file__).resolve().parent / "golden" / file
     spec = importlib.util.spec_from_file_location(name, path)
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod  # dataclasses need the module registered
     spec.loader.exec_module(mod)
     return mod
+
+
+def _load_record():
+    # record.py imports its siblings by name (a script's own folder is on sys.path when it
+    # runs): load them under those names first
+    _load("golden_diff", "golden_diff.py")
+    _load("golden_files", "golden_files.py")
+    return _load("hpcgym_golden_record", "record.py")
 
 
 G = _load_record()

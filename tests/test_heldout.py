@@ -194,8 +194,7 @@ def test_eval_heldout_check_fills_late_heads_of_older_sjf_tests(tiny_card, tmp_p
 
 
 def test_bench_check_results_replays_a_sample_of_the_cards(tiny_card, tmp_path, capsys):
-    import check_results
-
+    from bench import check_results
     from eval.heldout import main as heldout
 
     d = tmp_path / "pretrained"

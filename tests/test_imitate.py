@@ -1,4 +1,5 @@
-"""train/imitate.py: teacher labels of LOOKAHEAD1-CLAIRVOYANT, the BC student, determinism.
+"""python -m research.imitation: teacher labels of LOOKAHEAD1-CLAIRVOYANT, the BC student,
+determinism.
 
 Fast: the 10,000-job synthetic workload (``synthetic:n_jobs=10000``), short windows, a few
 episodes.
@@ -18,8 +19,8 @@ from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402
 from hpcgym.sim import get_scheduler  # noqa: E402
 from hpcgym.sim.lookahead import LookaheadOracle  # noqa: E402
 from hpcgym_agents.heuristic import FirstValid  # noqa: E402
-from train.imitate import main  # noqa: E402
-from train.imitation.data import Dataset, PredictionOrder, collect  # noqa: E402
+from research.imitation.data import Dataset, PredictionOrder, collect  # noqa: E402
+from research.imitation.imitate import main  # noqa: E402
 
 LENGTH = 128
 SMALL = "synthetic:n_jobs=10000"

@@ -245,7 +245,6 @@ def test_row_context_scores_each_row_against_the_others() -> None:
 def test_train_config_knows_the_policy_options() -> None:
     """train/config.py declares the policy's option choices without importing torch: the
     same tuples as the policy's."""
-    sys.path.insert(0, str(REPO))
     from train import config
 
     assert config.STOP_SCORES == STOP_SCORES

@@ -1,4 +1,5 @@
-"""``train/search.py --hidden`` and :mod:`train.kernel_score`: a score with a hidden layer.
+"""``python -m research.search --hidden`` and :mod:`research.search.kernel_score`: a score
+with a hidden layer.
 
 * the vector's layout is the one the module documents (a hand computation of the logits);
 * with ``v = 0`` the score chooses exactly what the linear score chooses, so a search
@@ -13,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,11 +21,8 @@ import pytest
 import torch as th
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
-from train.config import ConfigError, TrainConfig  # noqa: E402
-from train.kernel_score import (  # noqa: E402
+from research.search.kernel_score import (  # noqa: E402
     KernelScore,
     apply_vector,
     build_policy,
@@ -34,12 +31,13 @@ from train.kernel_score import (  # noqa: E402
     split_vector,
     vector_size,
 )
-from train.linear_search import (  # noqa: E402
+from research.search.linear_search import (  # noqa: E402
     Evaluations,
     LinearScore,
     SearchProblem,
     short,
 )
+from train.config import ConfigError, TrainConfig  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -158,7 +156,7 @@ def test_cli_hidden_search_ships_a_run_that_plays_the_searched_vector(
 
     from hpcgym.evaluation.cards import card_from_run, card_markdown
     from hpcgym.evaluation.play import play_windows
-    from train.search import main
+    from research.search.search import main
 
     base = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--n-envs", "1",
             "--vec-env", "dummy", "--eval-windows", "2", "--eval-length", "128", "--baselines",

@@ -3,9 +3,6 @@ separate estimate, the clairvoyant search and the certified lower bound."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -233,11 +230,8 @@ def test_window_bound_below_every_heuristic(window):
 
 # ------------------------------------------------------------------------- bench
 def test_ladder_writes_tables_between_markers(tmp_path):
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-    try:
-        import ladder
-    finally:
-        sys.path.pop(0)
+    from bench import ladder
+
     doc = tmp_path / "doc.md"
     doc.write_text("# x\n\ntext\n")
     ladder.write_between(doc, "ladder:schedule", "| a |\n")

@@ -8,15 +8,12 @@ numbers are not what a replay gives.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 pytest.importorskip("sb3_contrib")
 

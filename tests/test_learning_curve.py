@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.learning_curve import aggregate_seeds, at_minutes, write_seed_outputs  # noqa: E402
 

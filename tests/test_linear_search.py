@@ -1,4 +1,4 @@
-"""``train/search.py`` and :mod:`train.linear_search`: CMA-ES over a linear score.
+"""``research/search/`` and :mod:`research.search.linear_search`: CMA-ES over a linear score.
 
 * :class:`LinearScore` chooses what ``KernelPolicy`` with the same ``row_prior`` and
   ``stop_init`` chooses (kernel output 0), STOP included;
@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +23,9 @@ import torch as th
 from gymnasium import spaces
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from hpcgym_agents.kernel_policy import KernelPolicy  # noqa: E402
-from train.config import ConfigError, TrainConfig  # noqa: E402
-from train.linear_search import (  # noqa: E402
+from research.search.linear_search import (  # noqa: E402
     Evaluations,
     LinearScore,
     SearchProblem,
@@ -37,6 +33,7 @@ from train.linear_search import (  # noqa: E402
     prior_option,
     search,
 )
+from train.config import ConfigError, TrainConfig  # noqa: E402
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -202,7 +199,7 @@ def test_search_is_seeded_and_resumes_exactly(tmp_path: Path) -> None:
 def test_search_command_is_one_run_that_retraces_a_resumed_search(tmp_path: Path) -> None:
     import shlex
 
-    from train.search import main
+    from research.search.search import main
 
     base = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--columns",
             "wait,estimate", "--init", "estimate=-50,wait=5", "--stop-init", "10",
@@ -231,7 +228,7 @@ def test_a_search_stopped_by_its_time_limit_is_shipped_by_the_resume_that_ends_i
     """``--ship`` with ``--time-limit``: a search stopped before its last generation ships
     nothing (a run of an unfinished search would hold the run folder and make the finishing
     ``--resume --ship`` fail); the resume that ends it ships the final weights."""
-    from train.search import main
+    from research.search.search import main
 
     out = tmp_path / "s"
     base = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--n-envs", "1",
@@ -265,7 +262,7 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
     from sb3_contrib import MaskablePPO
 
     from hpcgym.evaluation.play import play_windows
-    from train.search import main
+    from research.search.search import main
 
     out = tmp_path / "s"
     argv = ["--trace", "synthetic", "--preset", "fast", "--max-queue", "16", "--n-envs", "1",
@@ -331,7 +328,7 @@ def test_cli_ships_a_run_that_plays_the_searched_weights(tmp_path: Path, capsys)
 
 def test_cli_without_a_preset_and_with_a_trace_mix_ships(tmp_path: Path) -> None:
     # without --preset the run's length is --epochs; the ship run replaces it by 0 steps
-    from train.search import main
+    from research.search.search import main
 
     out = tmp_path / "s"
     result = main(
@@ -352,7 +349,7 @@ def test_search_curve_replays_the_generations_on_fixed_validation_windows(
 ) -> None:
     from hpcgym.evaluation.windows import select_windows
     from research.probes import search_curve
-    from train.search import main
+    from research.search.search import main
 
     out = tmp_path / "s"
     result = main(
@@ -393,9 +390,9 @@ def test_search_processes_from_the_recorded_command() -> None:
     """The card states the cores a search ran on from its command's ``--jobs``."""
     from hpcgym.evaluation.card_text import card_markdown, search_processes
 
-    assert search_processes("python train/search.py --windows 8 --jobs 2 --out d") == 2
-    assert search_processes("python train/search.py --jobs=3") == 3
-    assert search_processes("python train/search.py --windows 8") == 1
+    assert search_processes("python -m research.search --windows 8 --jobs 2 --out d") == 2
+    assert search_processes("python -m research.search --jobs=3") == 3
+    assert search_processes("python -m research.search --windows 8") == 1
     assert search_processes(None) == 1 and search_processes("a 'b") == 1
     card = json.loads(
         (REPO / "research" / "agents" / "hpc2n-fcfs-guarded-eloss-cmaes-w128.json").read_text()

@@ -1,4 +1,4 @@
-"""Ray beyond one machine: eval/compare.py --backend ray, train/sweep.py, train/rllib_ppo.py.
+"""Ray beyond one machine: eval/compare.py --backend ray, train/sweep.py, examples/rllib_ppo.py.
 
 How the test command exercises Ray (docs/scaling.md, "Testing"):
 
@@ -29,7 +29,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 RAY_VERSION = "2.60.0"
 RLLIB_GYMNASIUM = "1.2.2"
-SCRIPTS = ("train/sweep.py", "train/rllib_ppo.py", "eval/compare.py")
+SCRIPTS = ("train/sweep.py", "examples/rllib_ppo.py", "eval/compare.py")
 
 
 def _run(
@@ -81,7 +81,7 @@ def test_help_without_ray(script: str, no_ray: dict[str, str]) -> None:
     "args",
     [
         ["train/sweep.py", "--split", "test"],
-        ["train/rllib_ppo.py"],
+        ["examples/rllib_ppo.py"],
         ["eval/compare.py", "--schedulers", "EASY", "--windows", "1", "--length", "64"]
         + ["--backend", "ray", "--no-plots"],
     ],
@@ -236,8 +236,6 @@ def test_sweep_bad_input_is_one_line_error(
 
 
 def _import(name: str) -> Any:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     import importlib
 
     return importlib.import_module(name)
@@ -336,13 +334,13 @@ def _last_line(text: str) -> str:
 
 @needs_ray
 def test_rllib_ppo_tiny_run_on_rllib_gymnasium(tmp_path: Path) -> None:
-    """train/rllib_ppo.py --help and a tiny real run (2 iterations, one remote env runner)
+    """examples/rllib_ppo.py --help and a tiny real run (2 iterations, one remote env runner)
     with RLlib's own gymnasium, then the greedy agent on 2 validation windows."""
     overlay = _overlay()
     env = {"PYTHONPATH": os.pathsep.join([str(overlay), str(REPO)])}
-    helped = _run(["train/rllib_ppo.py", "--help"], env=env, timeout=120)
+    helped = _run(["examples/rllib_ppo.py", "--help"], env=env, timeout=120)
     assert helped.returncode == 0 and "--address" in helped.stdout
-    args = ["train/rllib_ppo.py", "--iterations", "2", "--train-batch-size", "256"]
+    args = ["examples/rllib_ppo.py", "--iterations", "2", "--train-batch-size", "256"]
     args += ["--minibatch-size", "64", "--num-epochs", "2", "--length", "64"]
     args += ["--max-queue", "16", "--hidden", "32,32", "--eval-windows", "2"]
     args += ["--eval-length", "128", "--num-cpus", "2", "--env-runners", "1"]

@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import copy
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,8 +28,6 @@ from hpcgym.sim.schedulers import get_scheduler
 from hpcgym_agents.kernel_policy import PADDING_LOGIT, KernelPolicy
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 K, F = 12, 13
 

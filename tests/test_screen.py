@@ -4,7 +4,6 @@ checkpoint choices of several runs, read from their ``selection.json``, side by 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +97,6 @@ def test_screen_refuses_other_windows_and_single_runs(tmp_path: Path) -> None:
 
 
 def test_screen_script(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     from eval.screen import main
 
     a = _run(tmp_path, "a", {"learning_rate": 3e-4}, [0.0, 0.1])

@@ -13,8 +13,6 @@ import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.evaluation import selection as S  # noqa: E402

@@ -5,7 +5,6 @@ the final table of a training run (caption, tied windows, clairvoyant mark)."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,8 +13,6 @@ pytest.importorskip("tensorboard")
 pytest.importorskip("torch")
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from hpcgym.evaluation import tensorboard as T  # noqa: E402
 from hpcgym.sim.schedulers import is_clairvoyant  # noqa: E402

@@ -18,8 +18,6 @@ pytest.importorskip("sb3_contrib")
 pytest.importorskip("tensorboard")
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from train_small import SMALL  # noqa: E402
 from train_small import run_small as _run  # noqa: E402

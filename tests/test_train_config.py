@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +15,6 @@ import pytest
 pytest.importorskip("sb3_contrib")
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from train_small import SMALL  # noqa: E402
 from train_small import run_small as _run  # noqa: E402
@@ -137,12 +134,15 @@ def test_lr_schedule_linear_falls_to_zero_at_the_target(tmp_path: Path, algo: st
 
 def test_cli_hidden_aliases_and_explicit_options() -> None:
     parser = build_parser()
-    args = parse_args(["--seq-len", "32", "--normalizer", "EASY", "--no-progress"], parser)
+    with pytest.warns(FutureWarning, match="--set length=32"):
+        args = parse_args(["--seq-len", "32", "--normalizer", "EASY", "--no-progress"], parser)
     assert args.options == {"length": 32, "reference": "EASY", "progress": False}
     assert args.resume is None
-    assert parse_args(["--length", "32"], parser).options == {"length": 32}
+    with pytest.warns(FutureWarning, match="--length is no longer listed"):
+        assert parse_args(["--length", "32"], parser).options == {"length": 32}
     text = parser.format_help()
-    assert "--length" in text and "--reference" in text
+    assert "--reference" in text and "--set" in text and "--config" in text
+    assert "--length" not in text  # set by name: --set length=32
     assert "--seq-len" not in text and "--normalizer" not in text
 
 

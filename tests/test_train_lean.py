@@ -33,8 +33,6 @@ from stable_baselines3.common.vec_env import VecEnvWrapper
 from hpcgym_agents.kernel_policy import ROW_CONTEXTS, STOP_SCORES, VALUE_HEADS, KernelPolicy
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from train.compact import (  # noqa: E402
     CompactRolloutBuffer,

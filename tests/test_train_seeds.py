@@ -16,8 +16,6 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from train import stopping  # noqa: E402
 from train.ppo import main  # noqa: E402

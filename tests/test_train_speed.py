@@ -11,12 +11,12 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch as th
+from conftest import same_metrics  # noqa: E402
 from gymnasium import spaces
 from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.distributions import MaskableCategorical
@@ -28,9 +28,6 @@ from hpcgym_agents.kernel_policy import (
     FastMaskableCategorical,
     KernelPolicy,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from conftest import same_metrics  # noqa: E402
 
 K, F = 16, 10
 COMBOS = [(s, v) for s in STOP_SCORES for v in VALUE_HEADS]

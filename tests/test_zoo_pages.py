@@ -3,14 +3,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 from eval.zoo import _train_command, main, zoo_pages  # noqa: E402
 from hpcgym_agents import pretrained_agents, pretrained_dir  # noqa: E402

@@ -5,12 +5,9 @@ hundred steps). Import it from a test as ``from train_small import SMALL, run_sm
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
 
 SMALL = [
     "--seq-len",

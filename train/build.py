@@ -20,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.envs.features import has_extended
 from hpcgym.workload import trace_spec
 from train.config import ConfigError, TrainConfig
 from train.tasks import env_class, task_env_kwargs
@@ -198,7 +197,7 @@ def make_training_envs(
     :param cfg: the run's options
     :param seed: seed of the first env (SB3 adds the env index)
     :param extra_env: more :class:`~hpcgym.envs.backfill_env.BackfillEnv` arguments,
-        over :func:`env_kwargs` (Python callers such as ``train/imitate.py``)
+        over :func:`env_kwargs` (Python callers such as ``research/imitation/imitate.py``)
     """
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
@@ -259,16 +258,13 @@ def row_prior(cfg: TrainConfig) -> tuple[tuple[int, float], ...] | None:
     """
     if cfg.row_prior is None:
         return None
-    from hpcgym.envs.observation import column_names
-    from hpcgym.envs.queue_observation import QUEUE_COLUMNS
+    from hpcgym.tasks import get_task
 
-    names = column_names(cfg.feature_predictor is not None, has_extended(cfg.features))
-    which = f"--features {cfg.features}, --feature-predictor {cfg.feature_predictor}"
-    if cfg.task == "schedule":  # Schedule-v0's rows: the default 16, or the informed 24
-        from hpcgym.envs.informed_rows import INFORMED_COLUMNS
-
-        informed = tuple(INFORMED_COLUMNS) if cfg.rows == "informed" else ()
-        names, which = QUEUE_COLUMNS + informed, f"--task schedule --rows {cfg.rows}"
+    task = get_task(cfg.task)
+    config = vars(cfg)
+    names = task.column_names(config)  # they depend on the task's options of the run
+    given = [k for k in task.options if config.get(k) is not None]
+    which = " ".join(f"--{k.replace('_', '-')} {config[k]}" for k in ["task", *given])
     pairs = []
     for part in cfg.row_prior.split(","):
         name, _, weight = part.partition("=")
@@ -387,7 +383,7 @@ def init_policy_from(model: Any, path: str) -> None:
     ``.zip`` at ``path`` into ``model`` (``--init-from``, e.g. a behaviour-cloned start).
 
     :param model: the new model
-    :param path: a ``.zip`` saved by MaskablePPO (or train/imitate.py)
+    :param path: a ``.zip`` saved by MaskablePPO (or research/imitation/imitate.py)
     :raises ConfigError: the file does not load, or its observation space or network
         differs from the run's
     """

@@ -3,58 +3,63 @@
 Every flag comes from a field's :class:`train.config.Option`; the parser has no defaults of
 its own (``argparse.SUPPRESS``), so :func:`parse_args` returns exactly the options the user
 gave and :meth:`TrainConfig.create` fills in the preset and the defaults. ``--help`` shows
-the dataclass defaults. Old flag names (``--seq-len``, ``--normalizer``) are accepted as
-hidden aliases.
+the options of :data:`SHOWN` with the dataclass defaults; every option is also set by name
+from a config file (``--config FILE``) or ``--set KEY=VALUE`` (:mod:`train.overrides`).
+The flags of the other options still work, hidden from ``--help``, with a
+``FutureWarning`` naming their ``--set`` form. Old flag names (``--seq-len``,
+``--normalizer``) are accepted as hidden aliases.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from hpcgym.argtypes import positive_int
-from train.config import TrainConfig
+from train.config import ConfigError, TrainConfig
 from train.options import Option
+from train.overrides import option_keys, parse_set, read_config_file, set_text
 
-__all__ = ["OneLineParser", "ParsedArgs", "build_parser", "parse_args"]
+__all__ = ["SHOWN", "OneLineParser", "ParsedArgs", "build_parser", "parse_args"]
 
 DESCRIPTION = """\
-Train the RLBackfilling kernel policy (hpcgym_agents.KernelPolicy) with sb3-contrib's
-MaskablePPO on the hpcgym backfilling env (hpcgym/Backfill-v0), evaluating it on fixed
-windows of the trace's validation split (the last 10% of the training range; the test
-split is never read) next to the classic schedulers. Logs to TensorBoard
-(tensorboard --logdir runs/); one folder per run: <logdir>/<run-name>/.
+Train the kernel policy (hpcgym_agents.KernelPolicy) with sb3-contrib's MaskablePPO on
+a decision task: which job to backfill (--task backfill, hpcgym/Backfill-v0, the
+RLBackfilling paper's) or which job to start next (--task schedule, hpcgym/Schedule-v0).
+Evaluates it on fixed windows of the trace's validation split (the last 10% of the
+training range; the test split is never read) next to the classic schedulers. Logs to
+TensorBoard (tensorboard --logdir runs/); one folder per run: <logdir>/<run-name>/, whose
+config.json records every option.
+
+Shown here: the options most runs need. Every other option (hyperparameters, observation
+and reward settings, the kernel network, ...) is set by its name: --set KEY=VALUE
+(repeatable) or in a config file, --config FILE (TOML, JSON or YAML; KEY = VALUE lines).
+The valid keys, their defaults and what they do: docs/training.md, "Arguments".
 """
 
+#: The options ``--help`` shows (field names); the others: ``--config`` / ``--set``.
+SHOWN: frozenset[str] = frozenset(
+    (
+        "trace task policy reference mode features preset total_steps epochs time_limit "
+        "n_envs algo seed device torch_threads eval_every eval_windows checkpoint_every "
+        "keep_checkpoints logdir run_name progress verbose"
+    ).split()
+)
+
 EPILOG = """\
-Paper -> SB3 mapping (RLBackfilling, paper 004 section 4, and its reference code):
-  100 trajectories of 256 jobs per update -> n_steps = ceil(trajectories x mean decision
-      steps of a 256-job window / n_envs); the mean is measured at start-up by playing the
-      near-uniform initial policy (uniform random valid actions) on --calib-windows
-      training windows (--n-steps INT to fix it). SB3 collects a fixed number of steps, not
-      whole trajectories: the last, unfinished episode of each env is bootstrapped with the
-      value function.
-  80 policy / 80 value iterations, early stop at KL > 1.5 x 0.01 -> n_epochs=80,
-      batch_size = the whole rollout (one gradient step per epoch, as in the reference
-      code), target_kl=0.01. SB3 stops the policy AND the value updates together at the
-      KL limit (the reference code keeps training the value net for all 80 iterations).
-  pi_lr 3e-4, vf_lr 1e-3 (two Adam optimizers) -> learning_rate=3e-4 and KernelPolicy's
-      value_lr_ratio = value_lr / learning_rate (one Adam, two parameter groups).
-  gamma=1, lambda=0.97, clip 0.2 -> gamma, gae_lambda, clip_range.
-  no gradient clipping -> --max-grad-norm none (SB3's default would be 0.5, on the global
-      norm of policy + value gradients).
-  SB3 normalizes advantages per minibatch (= per rollout with the full batch), like the
-  reference code; ent_coef=0; vf_coef only scales the value loss (Adam makes it nearly
-  irrelevant).
+Defaults are the RLBackfilling paper's hyperparameters mapped onto SB3 (docs/training.md,
+"Paper -> SB3 hyperparameters"); --preset fast fits a 30-minute budget on 2 cores.
 """
 
 GROUPS: dict[str, str] = {
     "workload": "workload and env",
     "length": "training length and parallelism",
-    "hyper": "hyperparameters (defaults: the paper's, see below)",
+    "hyper": "hyperparameters",
     "eval": "evaluation, logging, checkpoints",
+    "more": "every other option (docs/training.md, 'Arguments')",
 }
 
 
@@ -121,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
         if opt.show_default:
             help_text += f" (default: {_default_text(default)})"
         help_text = help_text.replace("%", "%%")
+        if f.name not in SHOWN:
+            help_text = argparse.SUPPRESS  # deprecated flag: --set / --config
         kw: dict[str, Any] = {"dest": f.name, "help": help_text}
         if isinstance(f.default, bool):
             kw["action"] = "store_false" if f.default else "store_true"
@@ -153,6 +160,21 @@ def build_parser() -> argparse.ArgumentParser:
         "in its own process (default 1: one after the other); give each its core "
         "(--torch-threads 1, the fast preset's default)",
     )
+    groups["more"].add_argument(
+        "--config",
+        dest="config_file",
+        metavar="FILE",
+        help="read options from FILE (TOML, JSON, YAML): KEY = VALUE with the names of "
+        "--set; a run's config.json works too; options on the command line win",
+    )
+    groups["more"].add_argument(
+        "--set",
+        dest="set_pairs",
+        action="append",
+        metavar="KEY=VALUE",
+        help="set any option by its name, e.g. --set anchor_kl=0.1 --set "
+        "kernel_arch=32,16,8 (repeatable; valid keys: docs/training.md, 'Arguments')",
+    )
     groups["eval"].add_argument(
         "--resume",
         metavar="PATH",
@@ -160,6 +182,11 @@ def build_parser() -> argparse.ArgumentParser:
         "config.json supplies the other options",
     )
     return p
+
+
+def _flag(key: str) -> str:
+    f = {f.name: f for f in dataclasses.fields(TrainConfig)}[key]
+    return f.metadata["cli"].flag_of(key)
 
 
 def parse_args(argv: list[str], parser: argparse.ArgumentParser | None = None) -> ParsedArgs:
@@ -170,6 +197,26 @@ def parse_args(argv: list[str], parser: argparse.ArgumentParser | None = None) -
     """
     parser = parser or build_parser()
     given = vars(parser.parse_args(argv))
+    config_file = given.pop("config_file", None)
+    pairs = given.pop("set_pairs", None) or []
+    for key in sorted(set(given) & set(option_keys()) - SHOWN):
+        warnings.warn(
+            f"{_flag(key)} is no longer listed by --help and will be removed in a future "
+            f"version; use --set {set_text(key, given[key])} (or a --config file)",
+            FutureWarning,
+            stacklevel=2,
+        )
+    try:
+        from_file = read_config_file(config_file) if config_file is not None else {}
+        from_set: dict[str, Any] = {}
+        for pair in pairs:
+            key, value = parse_set(pair)
+            if key in given:
+                raise ConfigError(f"--set {key}: also given as {_flag(key)}; give one")
+            from_set[key] = value
+    except ConfigError as exc:
+        parser.error(str(exc))
+    given = {**from_file, **given, **from_set}
     resume = given.pop("resume", None)
     seeds = given.pop("seeds", None)
     if seeds is not None and resume is not None:

@@ -306,8 +306,8 @@ class TrainConfig:
     init_from: str | None = _opt(
         None,
         "hyper",
-        "start from the policy weights of this MaskablePPO .zip (e.g. train/imitate.py's "
-        "behaviour-cloned model; same observation shape and policy options)",
+        "start from the policy weights of this MaskablePPO .zip (e.g. a behaviour-cloned "
+        "model of python -m research.imitation; same observation shape and policy options)",
         parse=none_or_name,
         show_default=False,
     )
@@ -335,9 +335,8 @@ class TrainConfig:
     total_steps: int | None = _opt(
         None,
         "length",
-        "environment steps (decisions) to train for; rounded up to whole updates (0 with "
-        "--init-from: no update, the run evaluates and saves the initial policy, e.g. a "
-        "behaviour-cloned one, so that eval/ can select and ship it like any run)",
+        "environment steps (decisions) to train for, rounded up to whole updates (0 with "
+        "init_from or row_prior: evaluate and keep that initial policy as a run)",
         parse=nonneg_int,
         exclusive="length",
     )
@@ -355,16 +354,15 @@ class TrainConfig:
         "length",
         "paper (the paper's hyperparameters, hours of CPU) or fast (fits a 30-minute budget "
         "on 2 cores: "
-        + ", ".join(f"{k.replace('_', '-')}={v}" for k, v in PRESETS["fast"].items())
+        + ", ".join(f"{k}={v}" for k, v in PRESETS["fast"].items() if k != "total_steps")
         + "); explicit options override the preset",
         choices=tuple(PRESETS),
     )
     time_limit: float | None = _opt(
         None,
         "length",
-        "stop training within seconds after this many minutes of wall time (a CPU budget; "
-        "checked at every env step and between the minibatches of an update); the run then "
-        "finishes normally: final evaluation, final model, summary",
+        "stop training within seconds after this many minutes of wall time; the run then "
+        "finishes normally (final evaluation, final model, summary)",
         parse=positive_float,
         metavar="MINUTES",
     )
@@ -386,10 +384,9 @@ class TrainConfig:
     algo: str = _opt(
         "sb3",
         "length",
-        "PPO implementation: sb3 (sb3-contrib's MaskablePPO) or lean (train/lean_ppo.py: the "
-        "same loss and gradients on rollouts that keep only the valid rows, ~2x faster end "
-        "to end with the fast preset; kernel policy only; saves the same MaskablePPO zip; a "
-        "run resumes with either)",
+        "PPO implementation: sb3 (sb3-contrib's MaskablePPO) or lean (the same loss and "
+        "gradients on rollouts of the valid rows only, ~2x faster; saves the same "
+        "MaskablePPO zip; a run resumes with either)",
         choices=ALGOS,
     )
     torch_threads: int = _opt(

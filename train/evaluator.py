@@ -43,14 +43,11 @@ def ratio_reference(cfg: TrainConfig) -> str:
     from hpcgym.envs.reward import ENV_PREFIX, resolve_reference
 
     if ref[: len(ENV_PREFIX)].upper() == ENV_PREFIX:  # the env's own queue: its real name
+        from hpcgym.tasks import get_task
         from train.tasks import queue_policy
 
-        starvation = None
-        if cfg.task == "schedule":  # Schedule-v0's queue has the starvation guard
-            from hpcgym.sim.references import starvation_threshold
-            from hpcgym.workload import load, trace_spec
-
-            starvation = starvation_threshold(load(trace_spec(cfg.trace)))
+        # the env's queue's starvation guard (Schedule-v0's), or None
+        starvation = get_task(cfg.task).reference_starvation(cfg.trace)
         spec = resolve_reference(ref, queue_policy(cfg), starvation)
         assert spec is not None
         ref = spec.name

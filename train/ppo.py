@@ -1,16 +1,20 @@
-"""Train the RLBackfilling kernel policy with sb3-contrib's MaskablePPO on hpcgym.
+"""Train the kernel policy with sb3-contrib's MaskablePPO on hpcgym/Backfill-v0 (the
+RLBackfilling paper's task) or hpcgym/Schedule-v0 (``--task schedule``).
 
-Usage (after ``pip install -e ".[train]"``, from a checkout)::
+Usage (after ``pip install -e ".[train]"``, from a checkout; ``python -m train.ppo`` from
+its root is the same command)::
 
     python train/ppo.py --trace SDSC-SP2          # real trace (HPCGYM_TRACE_DIR or cache)
     python train/ppo.py --trace SDSC-SP2 --preset fast   # a 30-minute CPU budget
     python train/ppo.py                           # embedded synthetic workload, offline
     python train/ppo.py --resume runs/<run-name>  # continue a killed / finished run
     python train/ppo.py --seeds 1 2 3             # one run per seed, mean and spread
+    python train/ppo.py --set anchor_kl=0.1 --config my.toml   # any option by its name
     tensorboard --logdir runs/
 
 Everything of a run goes to ``<logdir>/<run-name>/`` (:mod:`train.rundir`). This file is
-only the command line: arguments (:mod:`train.cli`) -> :class:`train.config.TrainConfig`
+only the command line: arguments (:mod:`train.cli`, :mod:`train.overrides`) ->
+:class:`train.config.TrainConfig`
 -> :func:`train.session.start` / :func:`train.session.resume`. See ``docs/training.md``.
 """
 
@@ -21,8 +25,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m train.ppo`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "train.ppo", *sys.argv[1:]])
 
 from train.cli import build_parser, parse_args  # noqa: E402
 from train.config import PAPER_HYPERPARAMETERS, PRESETS, ConfigError, TrainConfig  # noqa: E402

@@ -297,10 +297,14 @@ def run_session(
 
 def command_line() -> str | None:
     """``python train/ppo.py ...`` as this process was started (``None`` when training was
-    started from Python rather than from the script)."""
+    started from Python rather than from the script); a ``--config FILE`` is written out
+    as the file's ``--set`` pairs, so that the command repeats the run without the file."""
     if not sys.argv or not sys.argv[0].endswith("ppo.py"):
         return None
-    return shlex.join(["python", os.path.relpath(sys.argv[0]), *sys.argv[1:]])
+    from train.overrides import expand_config_argv
+
+    argv = expand_config_argv(sys.argv[1:])
+    return shlex.join(["python", os.path.relpath(sys.argv[0]), *argv])
 
 
 @contextmanager

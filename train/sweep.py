@@ -29,8 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m train.sweep`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[1])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "train.sweep", *sys.argv[1:]])
 
 from train.cli import OneLineParser  # noqa: E402
 from train.config import PRESETS, ConfigError, TrainConfig  # noqa: E402

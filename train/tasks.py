@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from hpcgym.envs import TASKS as _TASK_TABLE
 from hpcgym.envs import task_env
+from hpcgym.tasks import COMMON_OPTIONS, get_task, list_tasks
 
 if TYPE_CHECKING:  # pragma: no cover
     from train.config import TrainConfig
@@ -29,8 +29,8 @@ __all__ = [
     "vector_class",
 ]
 
-#: the task names (:data:`hpcgym.envs.TASKS`)
-TASKS: tuple[str, ...] = tuple(_TASK_TABLE)
+#: the task names (:func:`hpcgym.tasks.list_tasks`)
+TASKS: tuple[str, ...] = list_tasks()
 
 
 def env_class(task: str) -> Any:
@@ -48,13 +48,13 @@ def queue_policy(cfg: TrainConfig) -> str:
     for the backfill task; for the schedule task the order of the env's rows, which is
     ``--policy`` unless that is FCFS (the default), else the order of the trace's deployable
     reference (:func:`hpcgym.sim.references.deployable_policy`)."""
-    if cfg.task != "schedule":
+    task = get_task(cfg.task)
+    if not task.orders_queue:
         return cfg.policy
-    from hpcgym.sim.references import schedule_order
     from hpcgym.workload import trace_spec
 
     spec = trace_spec(cfg.trace)
-    return schedule_order(cfg.policy, None if spec is None else str(spec))
+    return task.queue_policy(cfg.policy, None if spec is None else str(spec))
 
 
 def task_env_kwargs(cfg: TrainConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -63,17 +63,7 @@ def task_env_kwargs(cfg: TrainConfig, kwargs: dict[str, Any]) -> dict[str, Any]:
     and, with ``--rows informed``, ``rows``, ``row_predictor`` and ``row_history``."""
     if cfg.rank_estimator is not None:
         kwargs = {**kwargs, "rank_estimator": cfg.rank_estimator}
-    if cfg.task == "backfill":
-        return kwargs
-    drop = ("policy", "mode", "feature_predictor", "features")
-    out = {k: v for k, v in kwargs.items() if k not in drop}
-    out["order"] = queue_policy(cfg)
-    if cfg.rows != "default":  # the informed rows (hpcgym.envs.informed_rows)
-        out["rows"] = cfg.rows
-        for key in ("row_predictor", "row_history"):
-            if getattr(cfg, key) is not None:
-                out[key] = getattr(cfg, key)
-    return out
+    return get_task(cfg.task).env_kwargs(kwargs, vars(cfg))
 
 
 #: the baselines of a schedule run with the default ``--baselines``: the queue heuristics
@@ -95,7 +85,7 @@ def task_baselines(cfg: TrainConfig) -> tuple[str, ...]:
     (with ``--rank-estimator`` also that order ranked by it: the env's row order)."""
     from train.config import DEFAULT_BASELINES
 
-    if cfg.task != "schedule" or tuple(cfg.baselines) != tuple(DEFAULT_BASELINES):
+    if not get_task(cfg.task).orders_queue or tuple(cfg.baselines) != tuple(DEFAULT_BASELINES):
         return tuple(cfg.baselines)
     own = f"{queue_policy(cfg)}+EASY-SJBF"
     ranked = () if cfg.rank_estimator is None else (f"{own},rank={cfg.rank_estimator}",)
@@ -104,12 +94,13 @@ def task_baselines(cfg: TrainConfig) -> tuple[str, ...]:
 
 def run_mode(cfg: TrainConfig) -> str:
     """The mode part of a run's default name: ``--mode`` (backfill) or ``schedule``."""
-    return cfg.mode if cfg.task == "backfill" else "schedule"
+    return get_task(cfg.task).mode_label(cfg.mode)
 
 
 def task_problems(cfg: TrainConfig) -> list[str]:
     """Options that do not apply to ``cfg.task``, as ``--flag: ...`` messages."""
-    if cfg.task != "schedule":
+    takes = set(COMMON_OPTIONS) | set(get_task(cfg.task).options)
+    if "rows" not in takes:
         given = [f for f in ("rows", "row_predictor", "row_history") if _rows_option(cfg, f)]
         if given:
             flags = "/".join("--" + f.replace("_", "-") for f in given)
@@ -118,15 +109,15 @@ def task_problems(cfg: TrainConfig) -> list[str]:
     out = []
     if cfg.rows == "default" and (cfg.row_predictor is not None or cfg.row_history is not None):
         out.append("--row-predictor/--row-history apply to --rows informed only")
-    if cfg.mode != "guarded":
-        out.append("--mode: the backfill candidates do not apply to --task schedule")
-    if cfg.features != "paper" or cfg.feature_predictor is not None:
+    if cfg.mode != "guarded" and "mode" not in takes:
+        out.append(f"--mode: the backfill candidates do not apply to --task {cfg.task}")
+    if (cfg.features != "paper" or cfg.feature_predictor is not None) and "features" not in takes:
         out.append(
-            "--features/--feature-predictor: --task schedule has its own columns "
-            "(hpcgym.envs.queue_observation; more with --rows informed)"
+            f"--features/--feature-predictor: --task {cfg.task} has its own columns "
+            f"({get_task(cfg.task).env_id}'s observation)"
         )
-    if cfg.stop_score != "learned":
-        out.append("--stop-score: --task schedule has no STOP action")
+    if cfg.stop_score != "learned" and "mode" not in takes:  # no STOP action
+        out.append(f"--stop-score: --task {cfg.task} has no STOP action")
     return out
 
 

@@ -2,7 +2,7 @@
 
 Every ``hpcgym`` command lives here, one module each, adding itself through an
 ``add_parser(subparsers)`` function: ``traces`` (:mod:`.traces`), ``simulate``
-(:mod:`.simulate`) and ``compare`` (:mod:`.compare`).
+(:mod:`.simulate`), ``compare`` (:mod:`.compare`) and ``heuristics`` (:mod:`.heuristics`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> Parser:
     """The ``hpcgym`` parser with every sub-command."""
     from hpcgym import __version__
-    from hpcgym.cli import compare, simulate, slurm, traces
+    from hpcgym.cli import compare, heuristics, simulate, slurm, traces
 
     parser = Parser(
         prog="hpcgym",
@@ -29,6 +29,7 @@ def build_parser() -> Parser:
     traces.add_parser(sub)
     simulate.add_parser(sub)
     compare.add_parser(sub)
+    heuristics.add_parser(sub)
     slurm.add_parser(sub)
     return parser
 

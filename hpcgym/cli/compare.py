@@ -9,7 +9,8 @@ from typing import Any
 
 from hpcgym.argtypes import positive_int
 from hpcgym.cli.errors import UsageError, check_choice, refuse_window_conflicts, writable_dir
-from hpcgym.cli.simulate import add_trace_args, load_trace
+from hpcgym.cli.simulate import add_trace_args, load_plugins, load_trace
+from hpcgym.sim.registry import heuristic_names
 from hpcgym.workload.sequences import SPLITS
 
 __all__ = ["add_parser", "compare_windows", "run_compare"]
@@ -28,13 +29,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "entry point group hpcgym.agent_loaders); eval/compare.py has every option.",
     )
     add_trace_args(c)
-    c.add_argument("--schedulers", nargs="+", default=["EASY", "EASY-AR", "EASY-SJBF", "SAF"])
+    c.add_argument(
+        "--schedulers",
+        nargs="+",
+        default=["EASY", "EASY-AR", "EASY-SJBF", "SAF"],
+        help="scheduler names (hpcgym simulate --help): NAME, POLICY+NAME, key=value specs; "
+        "a queue policy or backfiller of --plugin too (POLICY+EASY-SJBF)",
+    )
     c.add_argument(
         "--agents",
         nargs="+",
         default=[],
         help="agents: model .zip files (MaskablePPO, PPO, A2C, DQN... of any policy class), "
-        "zoo names, model cards, run folders, heuristic names (easy sjbf stop random first)",
+        "zoo names, model cards, run folders, heuristic names "
+        f"({' '.join(heuristic_names('agent'))})",
     )
     c.add_argument(
         "--task",
@@ -222,6 +230,7 @@ def run_compare(args: argparse.Namespace) -> int:
     from hpcgym.evaluation import write_outputs
 
     writable_dir(args.out, "--out")
+    load_plugins(args)
     wl = load_trace(args)
     ws = _windows(args, len(wl))
     starts, length = list(ws.starts), ws.length

@@ -9,14 +9,17 @@ from typing import Any
 
 from hpcgym.argtypes import positive_int
 from hpcgym.cli.errors import TRACE_LENIENT_HELP, UsageError
-from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES
+from hpcgym.sim.engine import BACKFILLS, CORRECTIONS
+from hpcgym.sim.registry import heuristic_names
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler
 
 __all__ = [
     "add_parser",
+    "add_plugin_arg",
     "add_trace_args",
     "check_window",
     "cleaning_report",
+    "load_plugins",
     "load_trace",
     "run_simulate",
 ]
@@ -62,8 +65,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
         "--scheduler",
         help="named scheduler, POLICY+NAME, or key=value spec (not with the parts below)",
     )
-    p.add_argument("--policy", default=None, help=f"queue policy (FCFS): {', '.join(POLICIES)}")
-    p.add_argument("--backfill", default=None, help=f"{'|'.join(BACKFILL_CHOICES)} (easy)")
+    p.add_argument(
+        "--policy",
+        default=None,
+        help=f"queue policy (FCFS): {', '.join(heuristic_names('policy'))}, or one registered "
+        "by --plugin",
+    )
+    p.add_argument(
+        "--backfill",
+        default=None,
+        help=f"{'|'.join(BACKFILL_CHOICES)} (easy), or a backfiller registered in Python "
+        "(hpcgym heuristics --kind backfill)",
+    )
     p.add_argument(
         "--estimator",
         default=None,
@@ -105,6 +118,33 @@ def add_trace_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--lenient", action="store_true", help=TRACE_LENIENT_HELP)
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_plugin_arg(p)
+
+
+def add_plugin_arg(p: argparse.ArgumentParser) -> None:
+    """``--plugin FILE|MODULE`` (repeatable): heuristics registered in Python."""
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="FILE|MODULE",
+        help="a Python file or module that registers heuristics (queue policies, "
+        "backfillers...: docs/heuristics.md) before the names are read; repeatable",
+    )
+
+
+def load_plugins(args: argparse.Namespace) -> None:
+    """Load the ``--plugin`` files and modules (:func:`hpcgym.sim.registry.load_heuristics`).
+
+    :raises UsageError: a file or module that does not exist
+    """
+    from hpcgym.sim.registry import load_heuristics
+
+    for source in getattr(args, "plugin", None) or []:
+        try:
+            load_heuristics(source)
+        except ValueError as exc:
+            raise UsageError(f"--plugin {source}: {exc}") from None
 
 
 def load_trace(args: argparse.Namespace) -> Any:
@@ -247,6 +287,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     """Run ``hpcgym simulate``; prints the metrics (or JSON) and returns the exit code."""
     from hpcgym.sim.engine import warmup
 
+    load_plugins(args)
     spec = _spec_from_args(args)
     wl = load_trace(args)
     length = check_window(len(wl), args.start, args.length, wl.name)

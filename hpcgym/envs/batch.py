@@ -13,14 +13,17 @@ The same call ends episodes and starts new ones. At an episode's end it computes
 agent's metrics (:func:`hpcgym.sim.metrics.metrics_kernel`, the kernel of
 ``compute_metrics``) and simulates the reference scheduler on the same window when that
 scheduler is compiled (a per-window cache keeps its metrics); the terminal reward and the
-episode-end infos are then the single env's ``_terminal``. A reset draws the window and
-the engine seed in Python with the sub-env's own generator (``_draw_window``, the first
+episode-end infos are then the single env's ``end_episode``. A reset draws the window and
+the engine seed in Python with the sub-env's own generator (``draw_window``, the first
 part of the single env's reset), and the rest is compiled: the engine's initial state as
 :class:`~hpcgym.sim.engine.Simulation` builds it, the users' columns of ``Schedule-v0``,
 the run to the first decision point and its observation. Where a part needs Python (a
 reference with a predictor, estimates other than the requests or run times), the
 sub-env does that part itself, and :meth:`BatchState.bind` copies its new episode into
-its slot of the batched arrays, where its engine then points.
+its slot of the batched arrays, where its engine then points. The batch reaches a sub-env
+only through its public episode state (:class:`~hpcgym.envs.generic_env.EpisodeState`) and
+its task (:class:`~hpcgym.tasks.DecisionTask`: ``kernel``, ``batch_problem``,
+``batch_bind``, ``batch_reset``).
 
 The state of all ``N`` episodes (see :mod:`hpcgym.sim._core` for one):
 
@@ -38,7 +41,6 @@ The state of all ``N`` episodes (see :mod:`hpcgym.sim._core` for one):
 
 from __future__ import annotations
 
-import copy
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -56,6 +58,9 @@ from hpcgym.sim import _core_ext as KX
 from hpcgym.sim import _layout
 from hpcgym.sim import metrics as _metrics
 from hpcgym.sim.metrics import KERNEL_METRICS, metrics_kernel
+from hpcgym.sim.options import POLICIES
+from hpcgym.tasks.backfill import KERNEL_BACKFILL
+from hpcgym.tasks.schedule import KERNEL_QUEUE
 
 __all__ = [
     "TASK_BACKFILL",
@@ -66,9 +71,9 @@ __all__ = [
     "refresh_cache",
 ]
 
-#: task ids of the compiled step
-TASK_BACKFILL = 0
-TASK_SCHEDULE = 1
+#: the compiled step's branches (a task's ``kernel``: :mod:`hpcgym.tasks`)
+TASK_BACKFILL = KERNEL_BACKFILL
+TASK_SCHEDULE = KERNEL_QUEUE
 #: the float metrics of an episode, then the count of backfilled jobs (rows of AGENT, REF)
 N_FLOAT = len(KERNEL_METRICS)
 EPISODE_METRICS: tuple[str, ...] = (*KERNEL_METRICS, "backfilled")
@@ -441,21 +446,20 @@ refresh_cache()
 def fast_path_problem(env: Any) -> str | None:
     """Why sub-env ``env`` (after a reset) cannot be stepped by the compiled batch step,
     or ``None`` when it can: every per-step part of its configuration must be compiled
-    (no online estimator or feature predictor, no extended features, no dense reward, a
-    built-in backfiller inside ``Schedule-v0``, its default rows)."""
-    sim = env._sim
+    (no online estimator or feature predictor, no dense reward, a built-in backfiller
+    inside the queue decision, and what its task says: ``task.batch_problem``, e.g.
+    Backfill-v0's extended features or Schedule-v0's informed rows)."""
+    sim = env.state.sim
     if sim is None:
         return "no episode"
-    if getattr(env, "rows", "default") != "default":
-        return (
-            f"rows={env.rows!r} (their history is kept in Python and the compiled step "
-            "builds the default rows only): use the vector env's Python step, compiled=False"
-        )
+    if env.task.kernel is None:
+        return f"the task {env.task.name!r} (it has no compiled step)"
+    problem = env.task.batch_problem(env)
+    if problem is not None:
+        return problem
     if int(sim.C[K.C_ONLINE]) != 0:
         return "an online estimator or feature predictor (it predicts in Python at arrivals)"
-    if env._ext is not None:
-        return "extended features (their state is kept in Python)"
-    if env._credit is not None:
+    if env.state.credit is not None:
         return "the dense reward (paid in Python job by job)"
     if int(sim.C[K.C_POLICY]) == K.POL_EXTERNAL and int(sim.C[K.C_BACKFILL]) == K.BF_EXTERNAL:
         return "an external backfiller inside the queue decision"
@@ -470,7 +474,7 @@ def compiled_reference(spec: Any) -> int | None:
     itself."""
     if spec is None or spec.decider is not None or spec.warm is not None:
         return None
-    if spec.ranks_apart:  # the compiled reset fills one estimate row
+    if spec.ranks_apart or spec.policy.upper() not in POLICIES:  # one estimate row; compiled
         return None
     est = spec._estimator()
     if not isinstance(est, str):
@@ -513,7 +517,7 @@ class BatchState:
         self.C = np.zeros((n, K.NC), dtype=np.int64)
         self.PF = np.zeros((n, 2, 1))
         self.POS = np.zeros((n, n_jobs), dtype=np.int64)
-        width = n_jobs if first._pred.shape[0] > 0 else 0
+        width = n_jobs if first.state.pred.shape[0] > 0 else 0
         self.PRED = np.zeros((n, width))
         self.ROWS = np.full((n, kq), -1, dtype=np.int64)
         self.ATDEC = np.zeros(n, dtype=np.bool_)
@@ -533,8 +537,8 @@ class BatchState:
         self.QPOP = np.zeros((n, 2 if schedule else 0))
         self.QSEEN = np.zeros((n, 1 if schedule else 0), dtype=np.int64)
         self.tau = LOG_TAU if first.time_scale == "log" else 0.0
-        #: the row order's policy id of every sub-env (Schedule-v0: its trace's reference)
-        self.order_id = np.array([int(getattr(e, "_order_id", 0)) for e in envs], dtype=np.int64)
+        #: the row order's policy id of every sub-env (Schedule-v0: set by its task's bind)
+        self.order_id = np.zeros(n, dtype=np.int64)
         tau = self.tau
         self.den_e = float(np.log1p(first.est_scale / tau) if tau > 0 else first.est_scale)
         self.den_w = float(np.log1p(first.wait_scale / tau) if tau > 0 else first.wait_scale)
@@ -574,7 +578,7 @@ class BatchState:
         firsts: list[Any] = []
         self.TRACE = np.zeros(n, dtype=np.int64)
         for i, env in enumerate(envs):
-            t = traces.setdefault(id(env._workload), len(traces))
+            t = traces.setdefault(id(env.workload), len(traces))
             if t == len(firsts):
                 firsts.append(env)
             self.TRACE[i] = t
@@ -597,13 +601,13 @@ class BatchState:
         self.RS = np.zeros((work, K.NS))
         self.RC = np.zeros((work, K.NC), dtype=np.int64)
         self.RPF = np.zeros((work, 2, 2 * n_jobs + 4 if conservative else 1))
-        longest = max(len(e._workload) for e in firsts) if self.ref_on else 0
+        longest = max(len(e.workload) for e in firsts) if self.ref_on else 0
         self.REFC = np.full((nt, longest, len(EPISODE_METRICS)), np.nan)
         if not self.ref_on:
             return
         for t, env in enumerate(firsts):
             spec = env.reference
-            template = spec.make_simulation(env._workload.window(0, n_jobs), 0)
+            template = spec.make_simulation(env.workload.window(0, n_jobs), 0)
             self.RS0[t] = template.S
             self.RC0[t] = template.C
             self.RAUTO[t] = spec.starvation == "auto"
@@ -617,11 +621,11 @@ class BatchState:
         for i, env in enumerate(envs):
             if int(self.TRACE[i]) == len(firsts):
                 firsts.append(env)
-        kinds = [compiled_reference(e._spec) for e in firsts]
+        kinds = [compiled_reference(e.agent_scheduler) for e in firsts]
         #: whether resets are compiled too (else each sub-env resets itself in Python)
         self.reset_on = all(k is not None for k in kinds)
         nt = len(firsts)
-        longest = max(len(e._workload) for e in firsts) if self.reset_on else 0
+        longest = max(len(e.workload) for e in firsts) if self.reset_on else 0
         self.TSUB = np.zeros((nt, longest))
         self.TRUN = np.zeros((nt, longest))
         self.TREQ = np.zeros((nt, longest))
@@ -635,20 +639,21 @@ class BatchState:
         if not self.reset_on:
             return
         for t, env in enumerate(firsts):
-            w = env._workload
+            w = env.workload
             m = len(w)
             self.TSUB[t, :m], self.TRUN[t, :m], self.TREQ[t, :m] = w.submit, w.runtime, w.request
             self.TPROC[t, :m], self.TUSER[t, :m] = w.procs, w.user
-            # a throwaway twin builds the template (Schedule-v0's _make_simulation sets state)
-            template = copy.copy(env)._make_simulation(w.window(env.valid_starts[0], n_jobs), 0)
+            # a throwaway twin of the task builds the template (it keeps episode scratch)
+            window = w.window(env.valid_starts[0], n_jobs)
+            template = env.task.spawn().make_simulation(env, window, 0)
             self.AS0[t] = template.S
             self.AC0[t] = template.C
-            self.AAUTO[t] = env._spec.starvation == "auto"
+            self.AAUTO[t] = env.agent_scheduler.starvation == "auto"
 
     def reset(self, indices: list[int], seed: int | list[int | None] | None = None,
               options: dict[str, Any] | None = None) -> None:  # fmt: skip
         """Reset the sub-envs ``indices`` in one compiled call: each draws its window and
-        engine seed with its own generator (the single env's :meth:`_draw_window`: the same
+        engine seed with its own generator (the single env's ``draw_window``: the same
         windows as its own reset), the rest is compiled; equal to the sub-env's own reset.
 
         :param indices: the sub-envs
@@ -664,22 +669,20 @@ class BatchState:
         for k, i in enumerate(indices):
             env = self.envs[i]
             s = seed[k] if isinstance(seed, list) else seed
-            start, sim_seed = env._draw_window(s, options)
-            sim = env._sim
-            sim.workload = env._workload.window(start, n_jobs)
+            start, sim_seed = env.draw_window(s, options)
+            st = env.state
+            sim = st.sim
+            sim.workload = env.workload.window(start, n_jobs)
             sim.rng = np.random.default_rng(sim_seed)
-            env._start = start
-            env._done = False
-            env._final_info = {}
+            st.start = start
+            st.done = False
+            st.final_info = {}
             self.START[i] = start
             resetting[i] = True
         self._threaded(self._idle, self._none, resetting)
         for i in indices:
             self.sync(i)
-            if self.task == TASK_SCHEDULE:
-                qf = self.envs[i]._qf
-                qf.n_users = nu = int(self.NUSERS[i])
-                qf.hist = self.QHIST[i, :nu]
+            self.envs[i].task.batch_reset(self, i)
 
     def bind(self, i: int) -> None:
         """Move sub-env ``i``'s episode (just reset by its own code) into slot ``i`` and
@@ -688,7 +691,8 @@ class BatchState:
         :raises ValueError: the window's length differs from the batch's
         """
         env = self.envs[i]
-        sim = env._sim
+        st = env.state
+        sim = st.sim
         if len(sim.workload) != self.n_jobs:
             raise ValueError(
                 f"window of {len(sim.workload)} jobs in a batch of {self.n_jobs}-job windows"
@@ -697,48 +701,26 @@ class BatchState:
             buf[i] = getattr(sim, name)
             setattr(sim, name, buf[i])
         sim._view = None  # the view is rebuilt on the slot's arrays
-        self.POS[i] = env._pos
-        env._pos = self.POS[i]
         if self.PRED.shape[1]:
-            self.PRED[i] = env._pred
-            env._pred = self.PRED[i]
-        self.ROWS[i] = env._rows
-        env._rows = self.ROWS[i]
-        env._out = (self.obs[i], self.mask[i], env._rows)
-        if self.task == TASK_SCHEDULE:
-            self._bind_queue(i, env)
-        self.ATDEC[i] = env._at_decision
-        self.NCAND[i] = env._ncand
-        self.STEPS[i] = env._steps
-        self.OVER[i] = env._overflow
-        self.START[i] = env._start
-
-    def _bind_queue(self, i: int, env: Any) -> None:
-        qf = env._qf
-        nu = qf.hist.shape[0]
-        self.ORDER[i] = env._order_buf
-        env._order_buf = self.ORDER[i]
-        self.QUSER[i] = qf.user
-        self.QRATIO[i] = qf.ratio
-        self.QHIST[i] = 0.0
-        self.QHIST[i, :nu] = qf.hist
-        self.QCOUNT[i] = 0
-        self.QCOUNT[i, :nu] = qf.count
-        self.QSCRATCH[i] = 0
-        self.QSCRATCH[i, :, :nu] = qf.scratch
-        self.QPOP[i] = qf.pop
-        self.QSEEN[i] = qf.seen
-        qf.user, qf.ratio = self.QUSER[i], self.QRATIO[i]
-        qf.hist, qf.count = self.QHIST[i, :nu], self.QCOUNT[i]
-        qf.scratch, qf.pop, qf.seen = self.QSCRATCH[i], self.QPOP[i], self.QSEEN[i]
+            self.PRED[i] = st.pred
+            st.pred = self.PRED[i]
+        self.ROWS[i] = st.rows
+        st.rows = self.ROWS[i]
+        st.out = (self.obs[i], self.mask[i], st.rows)
+        env.task.batch_bind(self, i)
+        self.ATDEC[i] = st.at_decision
+        self.NCAND[i] = st.count
+        self.STEPS[i] = st.steps
+        self.OVER[i] = st.overflow
+        self.START[i] = st.start
 
     def sync(self, i: int) -> None:
         """Write slot ``i``'s per-step counters back into sub-env ``i``'s attributes."""
-        env = self.envs[i]
-        env._at_decision = bool(self.ATDEC[i])
-        env._ncand = int(self.NCAND[i])
-        env._steps = int(self.STEPS[i])
-        env._overflow = int(self.OVER[i])
+        st = self.envs[i].state
+        st.at_decision = bool(self.ATDEC[i])
+        st.count = int(self.NCAND[i])
+        st.steps = int(self.STEPS[i])
+        st.overflow = int(self.OVER[i])
 
     def episode_end(self, i: int) -> tuple[dict[str, float], dict[str, float] | None] | None:
         """The agent's and the reference's metrics of sub-env ``i``'s ended episode, or

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numba import njit
 
-from hpcgym.sim.view import EngineView
+from hpcgym.sim.view import EngineView, easy_test
 
 if TYPE_CHECKING:
     from hpcgym.envs.features import EpisodeFeatures
@@ -287,7 +287,7 @@ def _build(
         if p > free:
             continue
         e = est[j]
-        easy = now + e <= shadow or p <= extra
+        easy = easy_test(now, e, p, free, shadow, extra)  # the engine's EASY test
         if guarded and not easy:
             continue
         total += 1

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.sim.engine import POLICIES
+from hpcgym.sim.registry import heuristic_names
 from hpcgym.sim.schedulers import NAMED, SchedulerSpec, get_scheduler, starvation_label
 from hpcgym.workload.core import Workload
 
@@ -109,7 +109,7 @@ def resolve_reference(
                 )
         else:
             plain = {k.lower() for k in NAMED}
-            if text.upper() in POLICIES and text.lower() not in plain:
+            if text.upper() in heuristic_names("policy") and text.lower() not in plain:
                 raise ValueError(
                     f"reference {text!r} is a queue policy, not a scheduler: name the "
                     f"backfilling too ({text.upper()}+EASY-SJBF), or write ENV+EASY-SJBF "

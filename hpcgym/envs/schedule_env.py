@@ -1,46 +1,26 @@
 """The Gymnasium job-ordering env ``hpcgym/Schedule-v0`` (RLScheduler's decision).
 
-See :class:`ScheduleEnv` for the specification and ``docs/env.md`` for the notes.
+See :class:`ScheduleEnv` for the specification and ``docs/env.md`` for the notes. The
+decision itself is :class:`hpcgym.tasks.schedule.ScheduleTask`; the env machinery is the
+generic :class:`~hpcgym.envs.generic_env.TaskEnv`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
-import numpy as np
-from gymnasium import spaces
-
-from hpcgym.envs._args import _choice
-from hpcgym.envs.backfill_env import BackfillEnv
-from hpcgym.envs.informed_rows import (
-    INFORMED_COLUMNS,
-    ROW_SETS,
-    EpisodeHistory,
-    TraceHistory,
-    build_informed,
-    default_row_predictor,
-    parse_history,
-)
-from hpcgym.envs.queue_observation import QUEUE_COLUMNS, QueueFeatures, build_queue
-from hpcgym.sim.engine import Event, Simulation, policy_id
-from hpcgym.sim.references import deployable_policy, reference_policy, starvation_threshold
+from hpcgym.envs.generic_env import TaskEnv
 from hpcgym.sim.schedulers import SchedulerSpec
+from hpcgym.tasks.base import COMMON_OPTIONS
+from hpcgym.tasks.schedule import BACKFILLERS, ScheduleTask
 from hpcgym.workload.core import Workload
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = ["BACKFILLERS", "ScheduleEnv"]
 
-#: backfilling inside the env: name -> (engine backfill, named scheduler of the reference)
-BACKFILLERS: dict[str, tuple[str, str]] = {
-    "sjbf": ("sjbf", "EASY-SJBF"),
-    "easy": ("easy", "EASY"),
-    "none": ("none", "NONE"),
-}
 
-
-class ScheduleEnv(BackfillEnv):
+class ScheduleEnv(TaskEnv):
     """Learning the order of the queue: which waiting job goes next (RLScheduler).
 
     ## Description
@@ -254,198 +234,55 @@ class ScheduleEnv(BackfillEnv):
         row_predictor: str | Any | None = None,
         row_history: int | str | None = None,
     ) -> None:
-        bf = _choice("backfill", str(backfill).lower(), BACKFILLERS)
-        self.rows = _choice("rows", rows, ROW_SETS)
-        informed = self.rows == "informed"
-        if not informed and (row_predictor is not None or row_history is not None):
-            raise ValueError("row_predictor and row_history apply to rows='informed' only")
-        warmup = parse_history("log" if row_history is None else row_history)
-        engine_bf, named = BACKFILLERS[bf]
-        label = trace.name if isinstance(trace, Workload) else trace
-        label = None if label is None else str(label)
-        special = reference.strip().lower() if isinstance(reference, str) else None
-        guarded = special != "unguarded"
-        self.order = str(
-            order or (deployable_policy(label) if guarded else reference_policy(label))
+        task = ScheduleTask(order, backfill, commit_head, rows, row_predictor, row_history)
+        common = {k: v for k, v in locals().items() if k in COMMON_OPTIONS}
+        super().__init__(task, **common)  # every argument but the task's own
+        self.task: ScheduleTask
+
+    @property
+    def order(self) -> str:
+        """The row order's policy (row 0: its choice)."""
+        return self.task.order
+
+    @property
+    def backfill(self) -> str:
+        """The backfilling inside the env (``sjbf``, ``easy`` or ``none``)."""
+        return self.task.backfill
+
+    @property
+    def commit_head(self) -> bool:
+        """A chosen head keeps its place until it starts."""
+        return self.task.commit_head
+
+    @property
+    def rows(self) -> str:
+        """The row set (``default`` or ``informed``)."""
+        return self.task.rows
+
+    @property
+    def mode(self) -> str:
+        """Deprecated: Schedule-v0 has no backfill candidates; what a card's ``mode`` says
+        of this task is ``env.task.variant`` (``"schedule"``)."""
+        import warnings
+
+        warnings.warn(
+            "ScheduleEnv.mode is deprecated (Schedule-v0 has no backfill candidate mode; it "
+            "read 'guarded'): use env.task.variant",
+            FutureWarning,
+            stacklevel=2,
         )
-        policy_id(self.order)  # validates the name
-        self.order = self.order.upper()
-        if special in ("default", "unguarded"):
-            reference = f"ENV+{named}"  # the env's order and starvation rule
-        platform = starvation == "platform" or (starvation == "default" and guarded)
-        if starvation == "default" and not guarded:
-            starvation = None
-        super().__init__(
-            trace=trace,
-            machine_size=machine_size,
-            policy=self.order,
-            estimator=estimator,
-            correction=correction,
-            starvation=None if platform else starvation,
-            window_length=window_length,
-            split=split,
-            train_fraction=train_fraction,
-            validation_fraction=validation_fraction,
-            reference=None,  # resolved below, with the starvation rule
-            objective=objective,
-            max_queue=max_queue,
-            invalid_action=invalid_action,
-            invalid_penalty=invalid_penalty,
-            wait_scale=wait_scale,
-            trace_kwargs=trace_kwargs,
-            estimator_kwargs=estimator_kwargs,
-            render_mode=render_mode,
-            est_scale=est_scale,
-            reward_mode=reward_mode,
-            load_weighting=load_weighting,
-            reward_scale=reward_scale,
-            time_scale=time_scale,
-            rank_estimator=rank_estimator,
-            rank_estimator_kwargs=rank_estimator_kwargs,
-            feature_predictor=(row_predictor or default_row_predictor(warmup))
-            if informed
-            else None,
-        )
-        self._history = (  # the accounting log of the informed rows (per trace)
-            TraceHistory(self._workload, warmup) if informed else None
-        )
-        if platform:  # the thesis's guard: 3 x the platform's largest allowed run time
-            theta = starvation_threshold(self._workload)
-            self._spec = dataclasses.replace(self._spec, starvation=theta)
-        #: the starvation threshold of the agent's queue (seconds, ``"auto"`` or ``None``)
-        self.starvation = self._spec.starvation
-        self.reference = self._resolve_normalizer(reference)  # type: ignore[arg-type]
-        self._norm_key = None if self.reference is None else repr(self.reference.to_dict())
-        self.backfill = bf
-        self._engine_backfill = engine_bf
-        self.commit_head = bool(commit_head)
-        self._order_id = policy_id(self.order)
-        self._tau = 10.0 if self.time_scale == "log" else 0.0
-        #: name of every observation column, in order
-        self.feature_names = QUEUE_COLUMNS + (tuple(INFORMED_COLUMNS) if informed else ())
-        self.n_features = len(self.feature_names)
-        self.observation_space = spaces.Box(
-            0.0, 1.0, (self.max_queue, self.n_features), dtype=np.float32
-        )
-        self.action_space = spaces.Discrete(self.max_queue)
-        self._init_episode_state()
+        return "guarded"
 
-    def _init_episode_state(self) -> None:
-        super()._init_episode_state()
-        nf = getattr(self, "n_features", len(QUEUE_COLUMNS))
-        self._obs = np.zeros((self.max_queue, nf), dtype=np.float32)
-        self._mask = np.zeros(self.max_queue, dtype=bool)
-        self._qf: QueueFeatures | None = None
-        self._eh: EpisodeHistory | None = None
-        self._order_buf = np.zeros(0, dtype=np.int64)
+    @property
+    def _eh(self) -> Any:
+        return self.task.eh
 
-    # ------------------------------------------------------------ episode core
-    def _make_simulation(self, window: Workload, seed: int) -> Simulation:
-        sp = self._spec
-        self._qf = QueueFeatures(window.user, window.runtime, window.request)
-        self._order_buf = np.zeros(len(window), dtype=np.int64)
-        if self._history is not None:
-            start = int(window.offset - self._workload.offset)
-            self._eh = EpisodeHistory(self._history, start, window)
-        return Simulation(
-            window,
-            policy="external",
-            backfill=self._engine_backfill,
-            estimate=sp._estimator(),
-            correction=sp.correction,
-            starvation=sp.starvation,
-            rest_order=self.order,
-            commit_head=self.commit_head,
-            seed=seed,
-            rank_estimate=sp._rank_estimator(),
-        )
-
-    def _observe(self, ev: Event) -> None:
-        kq = self.max_queue
-        sim = self._sim
-        assert sim is not None
-        if ev == Event.QUEUE:
-            assert self._qf is not None
-            order = sim.policy_order(self.order)
-            if self._eh is not None:  # rows="informed"
-                self._obs, self._mask, self._rows, self._ncand = build_informed(
-                    sim.view, order, len(order), self._qf, self._eh, self._pred,
-                    self.est_scale, self.wait_scale, kq, self._out, self._tau,
-                )  # fmt: skip
-            else:
-                self._obs, self._mask, self._rows, self._ncand = build_queue(
-                    sim.view,
-                    order,
-                    len(order),
-                    self._qf,
-                    self.est_scale,
-                    self.wait_scale,
-                    kq,
-                    self._out,
-                    self._tau,
-                )
-            if self._ncand > kq:
-                self._overflow += 1
-            self._at_decision = True
-            return
-        if self._out is not None:
-            self._obs.fill(0.0)
-            self._mask.fill(False)
-            self._rows.fill(-1)
-        else:
-            self._obs = np.zeros((kq, self.n_features), dtype=np.float32)
-            self._mask = np.zeros(kq, dtype=bool)
-            self._rows = np.full(kq, -1, dtype=np.int64)
-        self._mask[0] = True  # the one valid action of a finished episode
-        self._ncand = 0
-        self._at_decision = False
-
-    def _fallback_action(self) -> int:
-        """What an invalid action does: row 0, the reference policy's choice."""
-        return 0
-
-    def _apply(self, a: int) -> tuple[Event, bool]:
-        sim = self._sim
-        assert sim is not None
-        sim.choose(int(self._rows[a]))
-        return sim.advance(), False
-
-    def _info(self) -> dict[str, Any]:
-        info = super()._info()
-        info["decisions"] = self._sim.view.queue_decisions  # type: ignore[union-attr]
-        return info
-
-    def _invalid(self, action: Any) -> ValueError:
-        valid = np.flatnonzero(self._mask).tolist()
-        return ValueError(
-            f"invalid action {action!r}: valid actions now are {valid} (rows with a waiting "
-            "job). Use info['action_mask'] or env.get_wrapper_attr('action_masks')(), or the "
-            "default invalid_action='stop' to turn invalid actions into row 0."
-        )
-
-    def action_masks(self) -> np.ndarray:
+    def action_masks(self) -> Any:
         """Valid actions now: bool ``(K,)`` (the rows with a waiting job).
 
         :raises RuntimeError: before the first :meth:`reset`
         """
         return super().action_masks()
-
-    def render(self) -> str | None:
-        """``render_mode="ansi"``: the queue decision as text (machine state and rows)."""
-        if self.render_mode != "ansi" or self._sim is None:
-            return None
-        view = self._sim.view
-        lines = [
-            f"t={view.now:.0f}s free={view.free}/{view.machine_size} waiting={view.n_waiting} "
-            f"running={view.n_running}"
-        ]
-        for r in np.flatnonzero(self._mask[: self._ncand] if self._at_decision else []):
-            j = int(self._rows[r])
-            lines.append(
-                f"  row {r:3d}: job {j} procs={int(view.procs[j])} "
-                f"est={view.estimate[j]:.0f}s wait={view.now - view.submit[j]:.0f}s"
-            )
-        return "\n".join(lines)
 
     def __repr__(self) -> str:
         return (

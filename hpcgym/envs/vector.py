@@ -1,16 +1,17 @@
-"""The native batched vector env of ``hpcgym/Backfill-v0``: :class:`BackfillVectorEnv`.
+"""The native batched vector env of every decision task: :class:`TaskVectorEnv`
+(:class:`BackfillVectorEnv`, :class:`ScheduleVectorEnv`).
 
 ``N`` backfilling simulations stepped in one process, with batched ``(N, K, F)``
 observations and ``(N, K + 1)`` masks written in place by the observation builder. Every
-sub-env is a :class:`~hpcgym.envs.backfill_env.BackfillEnv` twin sharing the loaded
-workload; the vector env calls the same per-episode core as the single env
-(``_reset_episode``, ``_transition``), so both produce the same episodes, step for step.
+sub-env is a twin of the single env (:meth:`~hpcgym.envs.generic_env.TaskEnv.spawn`) sharing
+the loaded workload; the vector env calls the single env's one step
+(:meth:`~hpcgym.envs.generic_env.TaskEnv.reset_episode`, ``transition``), or the compiled
+batch step (:mod:`hpcgym.envs.batch`), so both produce the same episodes, step for step.
 See ``docs/env.md`` (*Vector env*) for the semantics and the measured speed.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,17 +20,15 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from hpcgym.envs.backfill_env import BackfillEnv
-from hpcgym.envs.batch import TASK_BACKFILL, TASK_SCHEDULE, BatchState, fast_path_problem
+from hpcgym.envs.batch import BatchState, fast_path_problem
+from hpcgym.envs.generic_env import TaskEnv
 from hpcgym.envs.schedule_env import ScheduleEnv
 from hpcgym.sim import _core as K
-from hpcgym.sim.estimators import Estimator
 
-__all__ = ["BackfillVectorEnv", "ScheduleVectorEnv", "trace_mix"]
+__all__ = ["BackfillVectorEnv", "ScheduleVectorEnv", "TaskVectorEnv", "trace_mix"]
 
 
-def trace_mix(
-    env_kwargs: dict[str, Any], env_class: type[BackfillEnv] = BackfillEnv
-) -> list[dict[str, Any]]:
+def trace_mix(env_kwargs: dict[str, Any], env_class: Any = BackfillEnv) -> list[dict[str, Any]]:
     """The :class:`~hpcgym.envs.backfill_env.BackfillEnv` keywords of every trace of
     ``env_kwargs["trace"]`` (a name, or a list of them: a *trace mix*).
 
@@ -54,28 +53,10 @@ def trace_mix(
     return [first, *({**env_kwargs, "trace": t, **scales} for t in traces[1:])]
 
 
-def spawn(env: BackfillEnv, obs_out: np.ndarray, mask_out: np.ndarray) -> BackfillEnv:
-    """A twin of ``env`` for :class:`~hpcgym.envs.vector.BackfillVectorEnv`: the same
-    configuration and the same (read-only) workload, its own generator, episode state
-    and feature predictor, writing its observation and mask into the given slices.
-
-    :param obs_out: ``(K, F)`` float32 C-contiguous slice of the batched observation
-    :param mask_out: ``(K + 1,)`` bool slice of the batched mask
-    :return: the new env (no episode yet: call ``reset``)
-    """
-    twin = copy.copy(env)
-    if isinstance(env._fpred, Estimator):
-        twin._fpred = copy.deepcopy(env._fpred)  # bound to one window at a time
-    twin.observation_space = copy.deepcopy(env.observation_space)
-    twin.action_space = copy.deepcopy(env.action_space)
-    twin._np_random = None
-    twin._np_random_seed = None
-    twin._init_episode_state()
-    twin._out = (obs_out, mask_out, twin._rows)
-    twin._obs, twin._mask = obs_out, mask_out
-    obs_out.fill(0.0)
-    mask_out.fill(False)
-    return twin
+def spawn(env: TaskEnv, obs_out: np.ndarray, mask_out: np.ndarray) -> TaskEnv:
+    """A twin of ``env`` writing into the given slices (:meth:`TaskEnv.spawn
+    <hpcgym.envs.generic_env.TaskEnv.spawn>`)."""
+    return env.spawn(obs_out, mask_out)
 
 
 def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
@@ -86,8 +67,10 @@ def _autoreset_mode(mode: str | AutoresetMode) -> AutoresetMode:
         raise ValueError(f"unknown autoreset_mode {mode!r}; valid: {valid}") from None
 
 
-class BackfillVectorEnv(VectorEnv):
-    """``num_envs`` backfilling envs stepped in one process, with batched arrays.
+class TaskVectorEnv(VectorEnv):
+    """``num_envs`` envs of one decision task stepped in one process, with batched arrays
+    (``TaskVectorEnv(N, task="backfill", ...)``; the subclasses below fix the task). The
+    examples below are Backfill-v0's.
 
     Equivalent, step for step, to ``gymnasium.vector.SyncVectorEnv([lambda:
     BackfillEnv(**env_kwargs)] * num_envs)`` (same seeds and actions: the same
@@ -168,7 +151,7 @@ class BackfillVectorEnv(VectorEnv):
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "autoreset_mode": AutoresetMode.NEXT_STEP}
     #: the single env this vector env batches
-    env_class: type[BackfillEnv] = BackfillEnv
+    env_class: Any = TaskEnv
 
     def __init__(
         self,
@@ -200,7 +183,7 @@ class BackfillVectorEnv(VectorEnv):
         self._obs_buf = np.zeros((n, kq, first.n_features), dtype=np.float32)
         self._mask_buf = np.zeros((n, int(first.action_space.n)), dtype=bool)
         #: the sub-envs (read-only use, please: ``envs[i].simulation``, ``candidate_jobs()``)
-        self.envs: tuple[BackfillEnv, ...] = tuple(
+        self.envs: tuple[TaskEnv, ...] = tuple(
             spawn(firsts[i % len(firsts)], self._obs_buf[i], self._mask_buf[i]) for i in range(n)
         )
         #: the trace of every sub-env (``trace`` given as a list: ``trace[i % len(trace)]``)
@@ -243,11 +226,12 @@ class BackfillVectorEnv(VectorEnv):
             if option is True:
                 raise ValueError(f"compiled=True: this configuration has {problem}")
             return
-        task = TASK_SCHEDULE if isinstance(self.envs[0], ScheduleEnv) else TASK_BACKFILL
-        sim = self.envs[0]._sim
-        assert sim is not None
+        first = self.envs[0]
+        kernel = first.task.kernel
+        assert kernel is not None  # fast_path_problem said so
+        n_jobs = len(first.simulation.workload)
         self.batch = BatchState(
-            self.envs, self._obs_buf, self._mask_buf, task, len(sim.workload), self.threads
+            self.envs, self._obs_buf, self._mask_buf, kernel, n_jobs, self.threads
         )
         for i in range(self.num_envs):
             self.batch.bind(i)
@@ -294,12 +278,12 @@ class BackfillVectorEnv(VectorEnv):
             self._autoreset[chosen] = False
         for i in chosen if batch is None or not batch.reset_on else ():
             env = self.envs[i]
-            env._reset_episode(seeds[i], opts)
+            env.reset_episode(seeds[i], opts)
             if batch is not None:
                 batch.bind(i)
             self._autoreset[i] = False
             if self.full_info:
-                self._add_info(infos, env._info(), i)
+                self._add_info(infos, env.info(), i)
         if not self._started:
             self._started = True
             self._start_batch()
@@ -345,25 +329,25 @@ class BackfillVectorEnv(VectorEnv):
         pending = autoreset.tolist()
         for i, env in enumerate(self.envs):
             if pending[i]:  # NEXT_STEP: this step resets sub-env i, ignoring its action
-                env._reset_episode(None, None)
+                env.reset_episode(None, None)
                 if full:
-                    add(infos, env._info(), i)
+                    add(infos, env.info(), i)
                 continue
-            r, term, violation, invalid = env._transition(alist[i])
+            r, term, violation, invalid = env.transition(alist[i])
             rewards[i] = r
             terminated[i] = term
-            trunc = limit is not None and env._steps >= limit  # as TimeLimit: even if term
+            trunc = limit is not None and env.state.steps >= limit  # as TimeLimit: even if term
             truncated[i] = trunc
             if full:
-                info: dict[str, Any] | None = env._step_info(violation, invalid)
+                info: dict[str, Any] | None = env.step_info(violation, invalid)
             else:  # only the episode-end entries
-                info = env._final_info if term else None
+                info = env.state.final_info if term else None
             if same_step and (term or trunc):
                 if info is None or not full:
-                    info = {"action_mask": env._mask.copy(), **(info or {})}
-                add(infos, {"final_obs": env._obs.copy(), "final_info": info}, i)
-                env._reset_episode(None, None)
-                info = env._info() if full else None
+                    info = {"action_mask": env.state.mask.copy(), **(info or {})}
+                add(infos, {"final_obs": env.state.obs.copy(), "final_info": info}, i)
+                env.reset_episode(None, None)
+                info = env.info() if full else None
             if info:
                 add(infos, info, i)
         term = np.array(terminated, dtype=bool)
@@ -399,14 +383,15 @@ class BackfillVectorEnv(VectorEnv):
             if invalid.any():
                 if first.invalid_action == "raise":
                     i = int(np.flatnonzero(invalid)[0])
-                    raise envs[i]._invalid(acts[i])
-                acts[invalid] = first._fallback_action()
+                    raise envs[i].invalid_error(acts[i])
+                acts[invalid] = first.task.fallback_action(first.max_queue)
                 rewards[invalid] += first.invalid_penalty
         if any_pending:
             acts[pending] = 0
         batch.step(acts, active)
-        if first.mode == "penalized":
-            rewards[batch.violation & active] += first.violation_penalty
+        penalty = first.task.step_reward(True)  # a violation's (Backfill-v0: penalized)
+        if penalty:
+            rewards[batch.violation & active] += penalty
         term = active & (batch.event == K.EV_DONE)
         limit = self.max_episode_steps
         trunc = active & (batch.STEPS >= limit) if limit is not None else np.zeros(n, dtype=bool)
@@ -418,10 +403,10 @@ class BackfillVectorEnv(VectorEnv):
             for i in np.flatnonzero(term).tolist():
                 env = envs[i]
                 batch.sync(i)
-                env._done = True
-                rewards[i] += env._terminal(batch.episode_end(i))
+                env.state.done = True
+                rewards[i] += env.end_episode(batch.episode_end(i))
                 if not same_step:
-                    add(infos, env._final_info, i)
+                    add(infos, env.state.final_info, i)
         if any_pending:
             self._reset_batch(np.flatnonzero(pending).tolist())
         if same_step:
@@ -430,9 +415,10 @@ class BackfillVectorEnv(VectorEnv):
                 for i in ended:
                     env = envs[i]
                     batch.sync(i)
-                    final_info = env._final_info if term[i] else {}
-                    final = {"action_mask": env._mask.copy(), **final_info}
-                    self._add_info(infos, {"final_obs": env._obs.copy(), "final_info": final}, i)
+                    final_info = env.state.final_info if term[i] else {}
+                    final = {"action_mask": env.state.mask.copy(), **final_info}
+                    ended_info = {"final_obs": env.state.obs.copy(), "final_info": final}
+                    self._add_info(infos, ended_info, i)
                 self._reset_batch(ended)
             self._autoreset.fill(False)
         else:
@@ -449,7 +435,7 @@ class BackfillVectorEnv(VectorEnv):
             batch.reset(indices)
             return
         for i in indices:
-            self.envs[i]._reset_episode(None, None)
+            self.envs[i].reset_episode(None, None)
             batch.bind(i)
 
     def _sync(self) -> None:
@@ -515,10 +501,21 @@ class BackfillVectorEnv(VectorEnv):
         return f"{name}({self.envs[0]!r}, num_envs={self.num_envs}{extra})"
 
 
-class ScheduleVectorEnv(BackfillVectorEnv):
+class BackfillVectorEnv(TaskVectorEnv):
+    """``num_envs`` backfilling envs (:class:`~hpcgym.envs.backfill_env.BackfillEnv`)
+    stepped in one process with batched arrays (:class:`TaskVectorEnv`): ``(N, K + 1)``
+    masks (column ``K`` = STOP) and ``MultiDiscrete([K + 1] * N)`` actions.
+
+    ``gymnasium.make_vec("hpcgym/Backfill-v0", num_envs=N, **env_kwargs)`` builds it.
+    """
+
+    env_class = BackfillEnv
+
+
+class ScheduleVectorEnv(TaskVectorEnv):
     """``num_envs`` job-ordering envs (:class:`~hpcgym.envs.schedule_env.ScheduleEnv`)
     stepped in one process with batched arrays: the semantics of
-    :class:`BackfillVectorEnv` (spaces, autoreset modes, seeding, trace mix, infos), with
+    :class:`TaskVectorEnv` (spaces, autoreset modes, seeding, trace mix, infos), with
     ``(N, K)`` masks (no STOP column) and ``MultiDiscrete([K] * N)`` actions.
 
     ``gymnasium.make_vec("hpcgym/Schedule-v0", num_envs=N, **env_kwargs)`` builds it.

@@ -22,6 +22,7 @@ import numpy as np
 from hpcgym.evaluation.card_text import OPTION_KEYS, card_markdown
 from hpcgym.evaluation.gating import read_gate
 from hpcgym.evaluation.loaders import default_agents_dir
+from hpcgym.tasks import card_task
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
@@ -75,13 +76,6 @@ CARD_ENV_KEYS: tuple[str, ...] = (
     "row_predictor",
     "row_history",
 )
-
-
-#: card keys of Backfill-v0 only (a Schedule-v0 card's ``policy`` is its env's ``order``)
-_BACKFILL_ONLY: tuple[str, ...] = ("policy", "mode", "feature_predictor", "features")
-
-#: card keys of Schedule-v0 only (its rows: :mod:`hpcgym.envs.informed_rows`)
-_SCHEDULE_ONLY: tuple[str, ...] = ("rows", "row_predictor", "row_history")
 
 
 def canonical_trace(name: str | None) -> str:
@@ -152,11 +146,7 @@ class ModelCard:
         env = {k: data[k] for k in CARD_ENV_KEYS if data.get(k) is not None}
         env["policy"] = str(data["policy"]).upper()
         env["mode"] = str(data["mode"]).lower()
-        if data.get("task", "backfill") == "schedule":  # a Schedule-v0 agent: its row order
-            env = {k: v for k, v in env.items() if k not in _BACKFILL_ONLY}
-            env.update(task="schedule", order=str(data["policy"]).upper())
-        else:
-            env = {k: v for k, v in env.items() if k not in _SCHEDULE_ONLY}
+        env = card_task(data).card_env(env, data)  # the arguments its task's env takes
 
         def num(key: str) -> float | None:
             v = data.get(key)
@@ -236,16 +226,7 @@ def _env_free(reference: Any) -> Any:
 def _task_keys(cfg: dict[str, Any]) -> dict[str, Any]:
     """``policy`` and ``mode`` of a run's card; a Schedule-v0 run adds ``task`` and writes
     its row order as ``policy`` (mode ``schedule``)."""
-    if cfg.get("task", "backfill") != "schedule":
-        return {"policy": cfg.get("policy", "FCFS"), "mode": cfg.get("mode", "guarded")}
-    from hpcgym.sim.references import schedule_order
-
-    order = schedule_order(cfg.get("policy"), canonical_trace(cfg.get("trace")))
-    out = {"task": "schedule", "policy": order, "mode": "schedule"}
-    if cfg.get("rows", "default") != "default":  # the informed rows: the env's 24 columns
-        out["rows"] = cfg["rows"]
-        out.update({k: cfg[k] for k in ("row_predictor", "row_history") if cfg.get(k) is not None})
-    return out
+    return card_task(cfg).card_keys(cfg, canonical_trace(cfg.get("trace")))
 
 
 def card_from_run(

@@ -18,7 +18,10 @@ it for the card's Markdown; the agent itself is built by the caller's agent load
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
+
+from hpcgym.sim.registry import RegistryView, list_heuristics
 
 __all__ = ["GATE_FALLBACKS", "GATE_KEY", "default_fallback", "gate_markdown", "read_gate"]
 
@@ -27,12 +30,11 @@ GATE_KEY = "gate"
 
 #: Heuristic agents a gate may fall back to (the deterministic ones of
 #: :data:`hpcgym.evaluation.methods.AGENT_HEURISTICS`) -> what they play in guarded mode.
-GATE_FALLBACKS: dict[str, str] = {
-    "sjbf": "EASY-SJBF's choice",
-    "easy": "EASY's choice",
-    "first": "the first valid row",
-    "stop": "STOP: never backfill",
-}
+#: A read-only view of the registered heuristic agents that have a fallback place
+#: (:func:`hpcgym.sim.registry.register_agent_heuristic`).
+GATE_FALLBACKS: Mapping[str, str] = RegistryView(
+    "agent", lambda h: h.plays, lambda h: h.fallback is not None, lambda h: h.fallback
+)
 
 
 def read_gate(data: dict[str, Any], where: str = "model card") -> dict[str, Any] | None:
@@ -77,10 +79,9 @@ def default_fallback(reference: str) -> str:
     from hpcgym.sim import get_scheduler
 
     backfill = str(get_scheduler(reference).backfill).lower()
-    if backfill == "sjbf":
-        return "sjbf"
-    if backfill == "easy":
-        return "easy"
+    for agent in list_heuristics("agent"):  # the fallback that mirrors that backfiller
+        if agent.mirrors == backfill and agent.fallback is not None:
+            return agent.name
     raise ValueError(
         f"no gate fallback plays like {reference} (backfill {backfill!r}): give one of "
         + ", ".join(GATE_FALLBACKS)

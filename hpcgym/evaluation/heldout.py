@@ -43,6 +43,7 @@ from hpcgym.evaluation.statistics import paired_comparison, verdict
 from hpcgym.evaluation.windows import load_quartiles, load_quartiles_text, select_windows
 from hpcgym.sim.schedulers import policy_name
 from hpcgym.sim.warmstart import split_warm
+from hpcgym.tasks import card_task
 
 __all__ = [
     "HELDOUT_REFERENCES",
@@ -109,7 +110,8 @@ def heldout_references(policy: str, warm: str | None = None) -> list[str]:
 
 
 def _is_schedule(card: ModelCard) -> bool:
-    return card.data.get("task", "backfill") == "schedule"
+    """The agent orders the queue (its test: every queue policy, the fairness tail)."""
+    return card_task(card.data).orders_queue
 
 
 def _starvation_suffix(card: ModelCard) -> str:

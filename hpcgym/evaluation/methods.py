@@ -12,7 +12,7 @@ the one stated with ``task=``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,9 @@ from hpcgym.evaluation.loaders import (
     resolve_agent_name,
     task_of_spaces,
 )
+from hpcgym.sim.registry import RegistryView
 from hpcgym.suggest import did_you_mean
+from hpcgym.tasks import DEFAULT_TASK, card_task
 
 __all__ = [
     "AGENT_HEURISTICS",
@@ -48,20 +50,14 @@ __all__ = [
 ]
 
 #: Heuristic agents selectable by name (``--agents easy sjbf stop random first``) -> the
-#: default label of the method. The agent object itself comes from the caller's
+#: default label of the method: a read-only view of the registered heuristic agents
+#: (:mod:`hpcgym.sim.registry`). The agent object itself comes from the caller's
 #: ``agent_loader`` (:mod:`hpcgym.evaluation.loaders`), called with the name.
-AGENT_HEURISTICS: dict[str, str] = {
-    "easy": "EasyAgent",
-    "sjbf": "SJBFAgent",
-    "stop": "StopAlways",
-    "random": "RandomValid",
-    "first": "FirstValid",
-}
+AGENT_HEURISTICS: Mapping[str, str] = RegistryView("agent", lambda h: h.label)
 
-#: The tasks an agent plays (``--task``): the env of each is ``hpcgym.envs.task_env(task)``.
+#: The tasks an agent plays (``--task``): the env of each is ``hpcgym.envs.task_env(task)``
+#: (the built-in ones; :func:`hpcgym.tasks.list_tasks` has every registered task).
 TASK_NAMES: tuple[str, ...] = ("schedule", "backfill")
-#: Heuristic agents that play Schedule-v0 too (row 0 is the env's queue order; random).
-_SCHEDULE_HEURISTICS: tuple[str, ...] = ("first", "random")
 
 #: Schedulers of ``eval/compare.py`` when neither ``--schedulers`` nor ``--agents`` is given.
 DEFAULT_SCHEDULERS: tuple[str, ...] = ("EASY", "EASY-AR", "EASY-SJBF", "SAF", "EASY++")
@@ -110,7 +106,7 @@ class Method:
     @property
     def task(self) -> str:
         """The task an agent plays (``schedule`` or ``backfill``; schedulers: ``backfill``)."""
-        return str(self.env.get("task", "backfill"))
+        return str(self.env.get("task", DEFAULT_TASK))
 
     @property
     def steps(self) -> int | None:
@@ -170,23 +166,20 @@ def scheduler_method(spec: str, label: str | None = None) -> Method:
 def _task_env(task: str, k: int | None, policy: str | None, mode: str) -> dict[str, Any]:
     """The env arguments of an agent without a card: Backfill-v0's queue policy and mode,
     or Schedule-v0's queue order (``policy``; ``None``: the env's default for the trace)."""
-    if task == "schedule":
-        env: dict[str, Any] = {"task": "schedule", "max_queue": k}
-        if policy is not None:
-            env["order"] = policy.upper()
-        return env
-    return {"policy": (policy or "FCFS").upper(), "mode": mode, "max_queue": k}
+    from hpcgym.tasks import get_task
+
+    return get_task(task).agent_env(policy, mode, k)
 
 
 def _check_task(task: str | None) -> str | None:
     if task is None:
         return None
-    t = str(task).strip().lower()
-    if t not in TASK_NAMES:
-        raise MethodUnavailable(
-            f"unknown task {task!r}{did_you_mean(t, TASK_NAMES)}; valid: {', '.join(TASK_NAMES)}"
-        )
-    return t
+    from hpcgym.tasks import get_task
+
+    try:
+        return get_task(task).name
+    except ValueError as exc:
+        raise MethodUnavailable(str(exc)) from None
 
 
 def object_method(
@@ -308,18 +301,19 @@ def agent_method(
     label = label or given_label
     key = what.strip().lower()
     if key in AGENT_HEURISTICS:
-        if task == "schedule" and key not in _SCHEDULE_HEURISTICS:
+        plays = card_task({"task": task}).heuristic_agents  # None: every one
+        if plays is not None and key not in plays:
             raise MethodUnavailable(
-                f"{key!r} is a backfilling heuristic (hpcgym/Backfill-v0); on the schedule "
-                f"task: {', '.join(_SCHEDULE_HEURISTICS)} (row 0 is the env's queue order)"
+                f"{key!r} is a backfilling heuristic (hpcgym/Backfill-v0); on the {task} "
+                f"task: {', '.join(plays)} (row 0 is the env's queue order)"
             )
-        env = _task_env(task or "backfill", max_queue or 128, policy, mode)
+        env = _task_env(task or DEFAULT_TASK, max_queue or 128, policy, mode)
         name = AGENT_HEURISTICS[key]
         pol = str(env.get("policy", env.get("order", "FCFS")))
         default_label = name if pol == "FCFS" else f"{pol}+{name}"
-        if task == "schedule":
+        if card_task({"task": task}).orders_queue:
             order = env.get("order")
-            default_label = f"schedule-{order}+{name}" if order else f"schedule-{name}"
+            default_label = f"{task}-{order}+{name}" if order else f"{task}-{name}"
         return Method(
             label=label or default_label,
             kind="agent",

@@ -292,8 +292,9 @@ class EvalResult:
         pols = {m.env.get("policy", m.env.get("order")) for m in heur} - {None}
         if pols - {"FCFS"} and len(pols) == 1:
             parts.append(f"--policy {pols.pop()}")
-        if any(m.env.get("task") == "schedule" for m in heur):
-            parts.append("--task schedule")
+        tasks = sorted({m.env.get("task") for m in heur} - {None})
+        if tasks:  # heuristics of another task than the default (Backfill-v0)
+            parts.append(f"--task {tasks[0]}")
         if scheds:
             parts.append("--schedulers " + " ".join(scheds))
         if ags:

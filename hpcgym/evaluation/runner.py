@@ -54,6 +54,7 @@ from hpcgym.evaluation.play import (
 from hpcgym.evaluation.results import EvalResult
 from hpcgym.evaluation.windows import WindowSet
 from hpcgym.sim.metrics import head_delay_summary, request_reservation_delays
+from hpcgym.tasks import DEFAULT_TASK, card_task
 from hpcgym.workload.core import Workload
 
 if TYPE_CHECKING:
@@ -343,7 +344,7 @@ def _get_env(trace_key: str, method: Method, length: int, model: Any | None) -> 
     from hpcgym.envs import task_env
 
     kw = dict(method.env)
-    env_cls = task_env(kw.pop("task", "backfill"))
+    env_cls = task_env(kw.pop("task", DEFAULT_TASK))
     if getattr(model, "observation_space", None) is None:
         model = None  # a callable agent: no space to check
     if model is not None:
@@ -453,8 +454,8 @@ def _head_delays(task: _Task, out: dict[str, Any]) -> dict[str, Any]:
     record: conservative backfilling)."""
     wl: Workload = _CTX["traces"][task.trace]
     window = wl.window(int(task.start), int(task.length))
-    schedule_agent = (task.method.env or {}).get("task") == "schedule"
-    if task.method.policy == "FCFS" and not schedule_agent:
+    orders_queue = card_task(task.method.env).orders_queue  # the agent's queue, not FCFS
+    if task.method.policy == "FCFS" and not orders_queue:
         return head_delay_summary(request_reservation_delays(window, out["job_start"]))
     if out["job_head_since"] is None:  # conservative backfilling: no record
         return dict.fromkeys(HEAD_DELAY_METRICS)

@@ -28,14 +28,17 @@ from hpcgym.evaluation.report import OBJECTIVES_CAPTION, ratio_cell, size_class_
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import verdict_caption
 from hpcgym.evaluation.windows import select_windows
+from hpcgym.sim.registry import list_heuristics
 from hpcgym.sim.schedulers import policy_name
+from hpcgym.tasks import card_task
 
 __all__ = ["SCHEDULE_POLICIES", "schedule_boards", "schedule_markdown"]
 
-#: the queue policies of every board (with EASY-SJBF backfilling)
-SCHEDULE_POLICIES: tuple[str, ...] = (
-    "FCFS", "SJF", "SQF", "SAF", "LJF", "LQF", "LAF", "WFP3", "UNICEF", "F1", "F2", "F3", "F4",
-)  # fmt: skip
+#: the queue policies of every board (with EASY-SJBF backfilling): the compiled built-ins of
+#: the registry (:mod:`hpcgym.sim.registry`), without other spellings (SPF, LPF)
+SCHEDULE_POLICIES: tuple[str, ...] = tuple(
+    h.name for h in list_heuristics("policy") if h.builtin and h.alias_of is None
+)
 
 
 def _name(policy: str) -> str:
@@ -71,7 +74,7 @@ def schedule_boards(
         agents = [
             card_method(c)
             for c in cards
-            if c.data.get("task") == "schedule"
+            if card_task(c.data).board == "schedule"
             and list(((c.data.get("test") or {}).get(trace) or {}).get("starts") or [])
             == list(b["starts"])
         ]
@@ -108,7 +111,8 @@ def schedule_markdown(boards: Sequence[dict[str, Any]]) -> list[str]:
         "[schedule_env.md](schedule_env.md#fairness-in-every-comparison)); "
         "with a worse tail it reads *inconclusive (longer tail)*. " + verdict_caption() + " "
         "`second trace` as above. " + OBJECTIVES_CAPTION + " The one-step lookaheads of "
-        "this task are reference points, in [research/schedule.md](research/schedule.md).",
+        "this task are reference points; the room above the reference is measured by the "
+        "headroom ladder of [research/report.md](research/report.md).",
         "",
     ]
     for b in boards:

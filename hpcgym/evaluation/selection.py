@@ -53,7 +53,7 @@ from hpcgym.evaluation.methods import agent_method, scheduler_method
 from hpcgym.evaluation.runner import evaluate
 from hpcgym.evaluation.statistics import HOLDOUT_MIN_WINDOWS, choice_holdout
 from hpcgym.evaluation.windows import load_quartiles, select_windows
-from hpcgym.sim.references import schedule_order
+from hpcgym.tasks import card_task
 from hpcgym.workload.sequences import VALIDATION_FRACTION
 
 __all__ = [
@@ -183,18 +183,13 @@ def run_reference(config: dict[str, Any]) -> str:
         raise ValueError("the run has no reference scheduler: give one")
     policy = str(config.get("policy", "FCFS")).upper()
     trace = config.get("trace")
-    if config.get("task") == "schedule":  # the env's row order: FCFS = the trace's reference
-        policy = schedule_order(policy, None if trace is None else str(trace))
+    task = card_task(config)
+    policy = task.queue_policy(policy, None if trace is None else str(trace))
     ref = str(ref)
     if ref[:4].upper() == "ENV+":  # the env's own queue (and Schedule-v0's starvation guard)
         from hpcgym.envs.reward import resolve_reference
 
-        starvation = None
-        if config.get("task") == "schedule":
-            from hpcgym.sim.references import starvation_threshold
-            from hpcgym.workload import load, trace_spec
-
-            starvation = starvation_threshold(load(trace_spec(trace) if trace else None))
+        starvation = task.reference_starvation(None if trace is None else str(trace))
         spec = resolve_reference(ref, policy, starvation)
         assert spec is not None
         return spec.name

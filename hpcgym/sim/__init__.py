@@ -9,6 +9,10 @@
 * :meth:`Simulation.snapshot` / :meth:`Simulation.restore` / :meth:`Simulation.clone`
   -- cheap copies of a simulation's state (rollouts, :mod:`hpcgym.sim.lookahead`).
 
+* :func:`register_policy`, :func:`register_backfill`, :func:`register_chooser`,
+  :func:`register_estimator` -- the one registry of heuristics (:mod:`hpcgym.sim.registry`,
+  ``docs/heuristics.md``).
+
 See ``docs/engine.md`` for the exact semantics.
 """
 
@@ -23,6 +27,14 @@ from hpcgym.sim.engine import (
     simulate,
 )
 from hpcgym.sim.metrics import compute_metrics
+from hpcgym.sim.registry import (
+    get_heuristic,
+    list_heuristics,
+    register_backfill,
+    register_chooser,
+    register_estimator,
+    register_policy,
+)
 from hpcgym.sim.schedulers import (
     NAMED,
     SchedulerSpec,
@@ -42,8 +54,14 @@ __all__ = [
     "SimSnapshot",
     "Simulation",
     "compute_metrics",
+    "get_heuristic",
     "get_scheduler",
+    "list_heuristics",
     "list_schedulers",
     "policy_name",
+    "register_backfill",
+    "register_chooser",
+    "register_estimator",
+    "register_policy",
     "simulate",
 ]

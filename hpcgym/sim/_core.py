@@ -13,8 +13,10 @@ The entry point is :func:`advance`: it runs the event loop until the simulation 
 done (``EV_DONE``), an online estimator must estimate newly arrived jobs
 (``EV_ESTIMATE``), or -- with ``backfill = external`` -- a backfill decision is due
 (``EV_DECISION``), or -- with the ``external`` queue policy -- the head of the queue
-must be chosen (``EV_QUEUE``), or the next event lies after ``S_UNTIL`` (``EV_PAUSE``). The
-caller answers and calls :func:`advance` again; there is only one loop. Built-in
+must be chosen (``EV_QUEUE``), or -- with inspection on (``C_INSPECT``) -- the start of the
+queue policy's head awaits the inspector's verdict (``EV_INSPECT``), or the next event lies
+after ``S_UNTIL`` (``EV_PAUSE``). The caller answers and calls :func:`advance` again; there
+is only one loop. Built-in
 backfillers (EASY, SJBF, conservative) decide inside the same pass, at the same
 decision point, without leaving compiled code.
 
@@ -28,6 +30,7 @@ import math
 import numpy as np
 from numba import njit
 
+from hpcgym.sim._inspect import _inspect  # the inspection decision (SchedInspector)
 from hpcgym.sim._layout import *  # the state layout; re-exported for callers
 
 
@@ -331,14 +334,36 @@ def _compute_shadow(JF, JI, S, C, head):
 
 
 @njit(cache=True)
-def easy_allows(JF, JI, S, C, j):
-    """EASY's test: fits now and ends by the shadow, or fits in the extra processors."""
-    p = JI[I_PROCS, j]
-    if p > C[C_FREE]:
+def easy_test(now, est, procs, free, shadow, extra):
+    """EASY's test, written once: a job of ``procs`` processors and estimate ``est`` fits
+    now and ends by the head's shadow time, or fits in the extra processors (the env's
+    ``easy`` column reads it too, :mod:`hpcgym.envs.observation`)."""
+    if procs > free:
         return False
-    if S[S_T] + JF[F_EST, j] <= S[S_SHADOW]:
+    if now + est <= shadow:
         return True
-    return p <= C[C_EXTRA]
+    return procs <= extra
+
+
+@njit(cache=True)
+def easy_allows(JF, JI, S, C, j):
+    """EASY's test (:func:`easy_test`) of waiting job ``j`` at the current decision."""
+    return easy_test(S[S_T], JF[F_EST, j], JI[I_PROCS, j], C[C_FREE], S[S_SHADOW], C[C_EXTRA])
+
+
+@njit(cache=True)
+def easy_next(JF, JI, S, C, order, nb, k0):
+    """EASY backfilling, written once: the position of the first job of ``order[k0:nb]``
+    (a backfill order) that EASY allows now, or -1. The compiled EASY and SJBF passes start
+    it and continue after it; :class:`hpcgym.sim.deciders.EasyDecider` starts it and is
+    asked again (a start only lowers the free and extra processors, so a job EASY refused
+    earlier in the order stays refused: both are the same single pass)."""
+    for k in range(k0, nb):
+        if C[C_FREE] <= 0:
+            return -1
+        if easy_allows(JF, JI, S, C, order[k]):
+            return k
+    return -1
 
 
 @njit(cache=True)
@@ -526,7 +551,8 @@ def _order_external(JF, JI, S, C, h):
 # ------------------------------------------------------------ scheduling pass
 @njit(cache=True)
 def _schedule(JF, JI, S, C, PF):
-    """One scheduling pass at S_T. Returns EV_DECISION if an external decision is due."""
+    """One scheduling pass at S_T. Returns the event of a decision due (EV_DECISION,
+    EV_QUEUE, EV_INSPECT), else -1."""
     old_head = C[C_HEAD]
     renew = False  # a job ahead of the head started: the head's reservation is new
     C[C_HEAD] = -1
@@ -565,8 +591,20 @@ def _schedule(JF, JI, S, C, PF):
         if bfmode == BF_CONSERVATIVE:
             _conservative_pass(JF, JI, S, C, PF)
             return -1
+        inspect = C[C_INSPECT] != 0
+        if inspect:  # a re-entered pass: a job started ahead of the head before
+            renew = C[C_QRENEW] == 1
+            C[C_QRENEW] = 0
         # start from the head while it fits
         while C[C_OLEN] > 0 and JI[I_PROCS, order[0]] <= C[C_FREE]:
+            if inspect:
+                verdict = _inspect(JI, C, order[0])
+                if verdict == EV_INSPECT:
+                    C[C_HEAD] = old_head  # kept for the bookkeeping of the re-entered pass
+                    C[C_QRENEW] = 1 if renew else 0
+                    return EV_INSPECT
+                if verdict == 1:  # rejected: nothing more starts now; wait for an event
+                    return -1
             _start_job(JF, JI, S, C, order[0], False)
             _remove_from_queue(JI, C, order[0])
             renew = True
@@ -588,12 +626,10 @@ def _schedule(JF, JI, S, C, PF):
         return -1
     nb = _fill_backfill_order(JF, JI, C, bfmode == BF_SJBF)
     bf = JI[I_BFORDER]
-    for k in range(nb):
-        if C[C_FREE] <= 0:
-            break
-        j = bf[k]
-        if easy_allows(JF, JI, S, C, j):
-            backfill_start(JF, JI, S, C, j)
+    k = easy_next(JF, JI, S, C, bf, nb, 0)
+    while k >= 0:
+        backfill_start(JF, JI, S, C, bf[k])
+        k = easy_next(JF, JI, S, C, bf, nb, k + 1)
     return -1
 
 
@@ -632,14 +668,22 @@ def advance(JF, JI, S, C, PF):
                 return EV_QUEUE
             C[C_PHASE] = P_EVENTS
             ev = _schedule(JF, JI, S, C, PF)
-            if ev == EV_DECISION or ev == EV_QUEUE:
+            if ev != -1:  # a decision is due
+                return ev
+            continue
+        if phase == P_INSPECT:
+            if C[C_IANSWER] < 0:
+                return EV_INSPECT
+            C[C_PHASE] = P_EVENTS
+            ev = _schedule(JF, JI, S, C, PF)
+            if ev != -1:  # a decision is due
                 return ev
             continue
         if phase == P_ARRIVE:
             _enqueue(JF, JI, C, C[C_ARR_LO], C[C_ARR_HI])
             C[C_PHASE] = P_EVENTS
             ev = _schedule(JF, JI, S, C, PF)
-            if ev == EV_DECISION or ev == EV_QUEUE:
+            if ev != -1:  # a decision is due
                 return ev
             continue
         # ---- P_EVENTS: next event time
@@ -684,7 +728,7 @@ def advance(JF, JI, S, C, PF):
                 return EV_ESTIMATE
             _enqueue(JF, JI, C, nxt, hi)
         ev = _schedule(JF, JI, S, C, PF)
-        if ev == EV_DECISION or ev == EV_QUEUE:
+        if ev != -1:  # a decision is due
             return ev
 
 

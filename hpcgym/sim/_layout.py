@@ -40,7 +40,8 @@ I_BFHEAD = 9  # head job when the job was backfilled (-1 otherwise)
 I_NCORR = 10  # number of corrections applied to the job
 I_STARTLOG = 11  # log of started jobs, in start order, length C_NSTART
 I_BFORDER = 12  # scratch: backfill order
-NI = 13
+I_NREJECT = 13  # inspection: times the inspector rejected the job's start
+NI = 14
 
 ST_FUTURE = 0
 ST_WAITING = 1
@@ -89,7 +90,14 @@ C_QRENEW = 29  # external queue policy: a job started ahead of the head in this 
 C_QDECISIONS = 30  # queue decisions asked of the caller
 C_QREST = 31  # external queue policy: the policy ordering the jobs behind the head
 C_RANKSEP = 32  # 1: queue keys rank by F_RANK; 0 (default): by F_EST, the reservation estimate
-NC = 33
+C_INSPECT = 33  # 1: every start of the queue policy's pick is inspected (EV_INSPECT); 2: off
+# after the pending verdict (Simulation.disable_inspection at a decision)
+C_IJOB = 34  # inspection: the job whose start awaits the verdict (-1: none)
+C_IANSWER = 35  # inspection: the verdict on C_IJOB (-1: none yet, 0 accept, 1 reject)
+C_IMAXREJ = 36  # inspection: rejections allowed per job
+C_IDECISIONS = 37  # inspection decisions asked of the caller
+C_IREJECTS = 38  # inspection: rejections
+NC = 39
 
 # phases
 P_EVENTS = 0
@@ -97,6 +105,7 @@ P_ARRIVE = 1
 P_DECIDE = 2
 P_DONE = 3
 P_QUEUE = 4
+P_INSPECT = 5
 
 # events returned by advance()
 EV_DONE = 0
@@ -104,6 +113,7 @@ EV_ESTIMATE = 1
 EV_DECISION = 2
 EV_PAUSE = 3
 EV_QUEUE = 4
+EV_INSPECT = 5
 
 # backfill modes
 BF_NONE = 0

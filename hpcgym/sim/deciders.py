@@ -39,14 +39,17 @@ Each decider has ``name``, ``candidates`` (the candidate mode it needs) and
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from hpcgym.sim.lookahead import Lookahead, LookaheadOracle
+from hpcgym.sim import _core as K
 from hpcgym.sim.probabilistic import _scan_kernel
+from hpcgym.sim.registry import RegistryView
 from hpcgym.sim.renamed import RENAMED_DECIDERS, renamed
+from hpcgym.suggest import did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     from hpcgym.sim.engine import Simulation
@@ -119,7 +122,8 @@ class Decider(Protocol):
 
 
 class EasyDecider:
-    """EASY in Python: the first EASY-allowed candidate in the backfill order.
+    """EASY as a decider: the first EASY-allowed candidate in the backfill order, found by
+    the compiled core's own EASY pass (:func:`hpcgym.sim._core.easy_next`).
 
     With ``candidates="easy"`` this reproduces the compiled EASY (policy order) and
     SJBF (``external_order="sjbf"``) passes exactly (tested in ``tests/test_engine.py``).
@@ -137,12 +141,9 @@ class EasyDecider:
 
     def __call__(self, sim: Simulation) -> int | None:
         self._counters["decider_calls"] += 1
-        jobs, easy = sim.candidates()
-        allowed = set(jobs[easy].tolist())
-        for j in sim.backfill_order():
-            if int(j) in allowed:
-                return int(j)
-        return None
+        order = sim.backfill_order()
+        k = K.easy_next(sim.JF, sim.JI, sim.S, sim.C, order, len(order), 0)  # the one pass
+        return None if k < 0 else int(order[k])
 
 
 class ProbabilisticBackfiller:
@@ -306,20 +307,21 @@ class ProbabilisticBackfiller:
         return int(cand[k])
 
 
-#: registered deciders: name -> class
-DECIDERS: dict[str, type] = {
-    "probabilistic": ProbabilisticBackfiller,
-    "easy": EasyDecider,
-    "lookahead1-clairvoyant": LookaheadOracle,
-    "lookahead1-online": Lookahead,
-}
+#: registered deciders: name -> class (a read-only view of :mod:`hpcgym.sim.registry`: the
+#: backfillers given as a decider, :func:`hpcgym.sim.registry.register_backfill`)
+DECIDERS: Mapping[str, Any] = RegistryView(
+    "backfill", lambda h: h.resolve(), lambda h: h.factory is not None
+)
 
 
 def make_decider(name: str, **kwargs: Any) -> Any:
     """A fresh decider by registered name (see :data:`DECIDERS`)."""
     key = renamed(str(name).strip().lower(), RENAMED_DECIDERS, "decider")
     if key not in DECIDERS:
-        raise ValueError(f"unknown decider {name!r}; valid choices: {', '.join(DECIDERS)}")
+        raise ValueError(
+            f"unknown decider {name!r}{did_you_mean(key, DECIDERS)}; valid choices: "
+            f"{', '.join(DECIDERS)}"
+        )
     try:
         return DECIDERS[key](**kwargs)
     except TypeError as exc:  # unknown option

@@ -42,6 +42,7 @@ from hpcgym.sim import _core_ext as KX
 from hpcgym.sim._estimates import setup_estimate
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, Estimator, canonical_name
 from hpcgym.sim.feed import EstimatorFeed, cap_estimates  # re-exported
+from hpcgym.sim.inspection import Inspection
 from hpcgym.sim.metrics import compute_metrics
 from hpcgym.sim.options import (  # the option tables, re-exported
     BACKFILLS,
@@ -84,6 +85,7 @@ class Event(enum.IntEnum):
     DECISION = K.EV_DECISION
     PAUSE = K.EV_PAUSE  # advance(until=...) stopped before an event later than `until`
     QUEUE = K.EV_QUEUE  # policy="external": choose the head of the queue (choose())
+    INSPECT = K.EV_INSPECT  # inspection on: accept() or reject() the pick's start
 
 
 @dataclass
@@ -131,8 +133,8 @@ class SimSnapshot:
     py: dict[str, Any]
 
 
-class Simulation:
-    """The resumable state of one simulated window.
+class Simulation(Inspection):
+    """The resumable state of one simulated window (inspection: :class:`Inspection`).
 
     :param workload: jobs to simulate (a window of a trace; submit-ordered)
     :param policy: queue policy name (see :data:`POLICIES`), or ``external``: the caller
@@ -499,7 +501,8 @@ class Simulation:
         }
         if int(C[K.C_POLICY]) == K.POL_EXTERNAL:
             out["queue_decisions"] = int(C[K.C_QDECISIONS])
-        for d in (self.decider, self.chooser):
+        out.update(self._inspection_counters())
+        for d in (self.decider, self.chooser, self.inspector):
             extra = getattr(d, "counters", None)
             if isinstance(extra, dict):
                 out.update(extra)
@@ -528,17 +531,22 @@ class Simulation:
         self,
         decide: Callable[[Simulation], int | None] | None = None,
         choose: Callable[[Simulation], int] | None = None,
+        reject: Callable[[Simulation], bool] | None = None,
     ) -> SimResult:
         """Run to the end. With ``backfill="external"``, ``decide(sim)`` returns the job
         to start at each decision point, or ``None`` to stop backfilling there
         (default: the simulation's ``decider``); with ``policy="external"``,
         ``choose(sim)`` returns the head at each queue decision (default: the
-        ``chooser``). The time spent in both counts in the result's ``sim_seconds``."""
+        ``chooser``); with inspection on, ``reject(sim)`` is True to reject the pick
+        (default: the ``inspector``). Their time counts in the result's ``sim_seconds``."""
         decide = self.decider if decide is None else decide
         choose = self.chooser if choose is None else choose
+        reject = self.inspector if reject is None else reject
         while (ev := self.advance()) != Event.DONE:
             t0 = time.perf_counter()
-            if ev == Event.QUEUE:
+            if ev == Event.INSPECT:
+                self._answer(reject)
+            elif ev == Event.QUEUE:
                 if choose is None:
                     raise RuntimeError("policy='external' needs a choose() callback")
                 self.choose(choose(self))

@@ -7,39 +7,23 @@ that turns a name into the compiled core's id (the valid choices listed on a wro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hpcgym.sim import _core as K
+from hpcgym.sim.registry import RegistryView, get_heuristic
 from hpcgym.suggest import did_you_mean
 
 __all__ = ["BACKFILLS", "CANDIDATE_MODES", "CORRECTIONS", "POLICIES", "policy_id"]
 
-#: queue policies: name -> (kernel id, key formula)
-POLICIES: dict[str, tuple[int, str]] = {
-    "FCFS": (K.POL_FCFS, "s"),
-    "SJF": (K.POL_SJF, "r"),
-    "SPF": (K.POL_SJF, "r"),
-    "SQF": (K.POL_SQF, "n"),
-    "SAF": (K.POL_SAF, "r*n"),
-    "LJF": (K.POL_LJF, "-r"),
-    "LPF": (K.POL_LJF, "-r"),
-    "LQF": (K.POL_LQF, "-n"),
-    "LAF": (K.POL_LAF, "-r*n"),
-    "WFP3": (K.POL_WFP3, "-(w/r)^3*n"),
-    "UNICEF": (K.POL_UNICEF, "-w/(log2(max(n,2))*r)"),
-    "F1": (K.POL_F1, "log10(r)*n + 870*log10(s)"),
-    "F2": (K.POL_F2, "sqrt(r)*n + 25600*log10(s)"),
-    "F3": (K.POL_F3, "r*n + 6.86e6*log10(s)"),
-    "F4": (K.POL_F4, "r*sqrt(n) + 5.3e5*log10(s)"),
-}
+#: queue policies of the compiled core: name -> (kernel id, key formula); a read-only view of
+#: :mod:`hpcgym.sim.registry` (Python policies registered there are played through a chooser)
+POLICIES: Mapping[str, tuple[int, str]] = RegistryView(
+    "policy", lambda h: (h.kernel, h.formula), lambda h: h.compiled
+)
 
-BACKFILLS: dict[str, int] = {
-    "none": K.BF_NONE,
-    "easy": K.BF_EASY,
-    "sjbf": K.BF_SJBF,
-    "conservative": K.BF_CONSERVATIVE,
-    "external": K.BF_EXTERNAL,
-}
+#: backfill modes of the compiled core: name -> kernel id (a read-only registry view)
+BACKFILLS: Mapping[str, int] = RegistryView("backfill", lambda h: h.kernel, lambda h: h.compiled)
 
 CORRECTIONS: dict[str, int] = {
     "requested": K.CORR_REQUEST,
@@ -51,9 +35,13 @@ CORRECTIONS: dict[str, int] = {
 CANDIDATE_MODES: dict[str, int] = {"easy": K.CAND_EASY, "fit": K.CAND_FIT}
 
 
-def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
+def _choice(kind: str, value: str, table: Mapping[str, Any]) -> Any:
+    text = str(value)
+    for key in (text, text.lower(), text.upper()):
+        if key in table:
+            return table[key]
     for k in table:
-        if k.lower() == str(value).lower():
+        if k.lower() == text.lower():
             return table[k]
     hint = did_you_mean(value, table)
     raise ValueError(f"unknown {kind} {value!r}{hint}; valid choices: {', '.join(table)}")
@@ -62,8 +50,19 @@ def _choice(kind: str, value: str, table: dict[str, Any]) -> Any:
 def policy_id(name: str) -> int:
     """The compiled core's id of queue policy ``name`` (any case; ``external`` too).
 
-    :raises ValueError: for an unknown name, with the valid choices
+    :raises ValueError: for an unknown name, with the valid choices (the nearest first), or
+        a queue policy registered as a Python priority function (the message says how the
+        engine plays it)
     """
-    if str(name).lower() == "external":
+    key = str(name).strip().upper()
+    if key == "EXTERNAL":
         return K.POL_EXTERNAL
-    return int(_choice("policy", name, {**POLICIES, "external": None})[0])
+    if key in POLICIES:
+        return int(POLICIES[key][0])
+    entry = get_heuristic("policy", name)  # raises for an unknown name
+    raise ValueError(
+        f"queue policy {entry.name!r} is a Python priority function: the engine plays it "
+        f"through a scheduler (get_scheduler('{entry.name}+EASY')), or as policy='external' "
+        f"with chooser=PriorityChooser('{entry.name}') and rest_order='SJF' "
+        "(hpcgym.sim.priority)"
+    )

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -42,8 +43,10 @@ import numpy as np
 from hpcgym.sim import _core as K
 from hpcgym.sim import _core_ext as KX
 from hpcgym.sim.lookahead import Lookahead, bsld, parse_horizon
+from hpcgym.sim.registry import RegistryView
 from hpcgym.sim.renamed import RENAMED_DECIDERS, renamed
 from hpcgym.sim.samplers import _int_option
+from hpcgym.suggest import did_you_mean
 
 if TYPE_CHECKING:  # pragma: no cover
     from hpcgym.sim.engine import Simulation
@@ -254,19 +257,19 @@ class ScheduleLookahead(Lookahead):
         return int(opts[best])
 
 
-#: registered queue deciders: name -> class
-CHOOSERS: dict[str, type] = {
-    "policy": PolicyChooser,
-    "schedule-lookahead1-clairvoyant": ScheduleOracle,
-    "schedule-lookahead1-online": ScheduleLookahead,
-}
+#: registered queue deciders: name -> class (a read-only view of :mod:`hpcgym.sim.registry`,
+#: :func:`hpcgym.sim.registry.register_chooser`)
+CHOOSERS: Mapping[str, Any] = RegistryView("chooser", lambda h: h.resolve())
 
 
 def make_chooser(name: str, **kwargs: Any) -> Any:
     """A fresh queue decider by registered name (see :data:`CHOOSERS`)."""
     key = renamed(str(name).strip().lower(), RENAMED_DECIDERS, "queue decider")
     if key not in CHOOSERS:
-        raise ValueError(f"unknown queue decider {name!r}; valid choices: {', '.join(CHOOSERS)}")
+        raise ValueError(
+            f"unknown queue decider {name!r}{did_you_mean(key, CHOOSERS)}; valid choices: "
+            f"{', '.join(CHOOSERS)}"
+        )
     try:
         return CHOOSERS[key](**kwargs)
     except TypeError as exc:

@@ -46,8 +46,9 @@ from typing import Any
 
 import numpy as np
 
-from hpcgym.sim.engine import BACKFILLS, CORRECTIONS, POLICIES, SimResult, Simulation
+from hpcgym.sim.engine import CORRECTIONS, SimResult, Simulation
 from hpcgym.sim.estimators import BUILTIN_ESTIMATORS, canonical_name, make_estimator
+from hpcgym.sim.registry import get_heuristic, heuristic_names
 from hpcgym.sim.renamed import RENAMED_DECIDERS, RENAMED_SCHEDULERS, renamed
 from hpcgym.sim.warmstart import warm_label
 from hpcgym.suggest import did_you_mean
@@ -145,12 +146,15 @@ class SchedulerSpec:
         chooser = None
         if getattr(decider, "decides", "backfill") == "queue":
             chooser, decider = decider, None  # a queue decider: policy="external"
+        rest = self.policy
+        if not get_heuristic("policy", self.policy).compiled:  # a Python priority function
+            chooser, rest = self._priority_chooser(chooser, decider)
         if decider is not None:
             backfill, candidates = "external", decider.candidates
         return Simulation(
             workload,
             policy="external" if chooser is not None else self.policy,
-            rest_order=self.policy,
+            rest_order=rest,
             chooser=chooser,
             backfill=backfill or self.backfill,
             estimate=self._estimator(),
@@ -162,6 +166,24 @@ class SchedulerSpec:
             decider=decider,
             rank_estimate=self._rank_estimator(),
         )
+
+    def _priority_chooser(self, chooser: Any, decider: Any) -> tuple[Any, str]:
+        """The chooser that plays this scheduler's Python queue policy, and the rest order
+        it needs (:mod:`hpcgym.sim.priority`)."""
+        from hpcgym.sim.priority import REST_ORDER, PriorityChooser
+
+        why = None
+        if chooser is not None:
+            why = f"the queue decider {self.decider!r} chooses the head itself"
+        elif decider is not None and hasattr(decider, "_futures"):
+            why = f"the lookahead {self.decider!r} rolls out with a compiled queue policy"
+        elif self.starvation is not None:
+            why = "the starvation rule is not available to a Python priority function"
+        elif self.ranks_apart:
+            why = "a Python priority function ranks by its own keys, not by rank="
+        if why is not None:
+            raise ValueError(f"scheduler {self.name!r} with queue policy {self.policy!r}: {why}")
+        return PriorityChooser(self.policy), REST_ORDER
 
     def make_decider(self) -> Any:
         """A fresh decider of this scheduler, or ``None`` (compiled backfilling)."""
@@ -182,8 +204,7 @@ class SchedulerSpec:
         return res
 
     def with_policy(self, policy: str) -> SchedulerSpec:
-        _check("policy", policy, POLICIES)
-        new = policy.upper()
+        new = get_heuristic("policy", policy).name
         own = re.compile(rf"\b{re.escape(self.policy)}\b")
         desc = self.description
         if own.search(desc):  # "FCFS + EASY ..." -> "SJF + EASY ...", "SAF order" too
@@ -226,11 +247,16 @@ def policy_name(name: str, policy: str = "FCFS") -> str:
     :param policy: a queue policy (:data:`POLICIES`, any case)
     :raises ValueError: for an unknown policy, with the valid choices
     """
-    _check("policy", policy, POLICIES)
-    return name if policy.upper() == "FCFS" else f"{policy.upper()}+{name}"
+    policy = get_heuristic("policy", policy).name
+    return name if policy == "FCFS" else f"{policy}+{name}"
 
 
-def _check(kind: str, value: str, table: dict[str, Any]) -> None:
+def _policies() -> list[str]:
+    """Every registered queue policy's name (compiled and Python)."""
+    return heuristic_names("policy")
+
+
+def _check(kind: str, value: str, table: Any) -> None:
     if value.lower() not in {k.lower() for k in table}:
         hint = did_you_mean(value, table)
         raise ValueError(f"unknown {kind} {value!r}{hint}; valid choices: {', '.join(table)}")
@@ -419,11 +445,16 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
         else:
             opts[k] = _value(v)
     if "policy" in kw:
-        _check("policy", kw["policy"], POLICIES)
-        kw["policy"] = kw["policy"].upper()
+        kw["policy"] = get_heuristic("policy", kw["policy"]).name
     if "backfill" in kw:
-        _check("backfill", kw["backfill"], {k: v for k, v in BACKFILLS.items() if k != "external"})
-        kw["backfill"] = kw["backfill"].lower()
+        valid = [b for b in heuristic_names("backfill") if b != "external"]
+        _check("backfill", kw["backfill"], valid)  # external: only the env's own
+        bf = get_heuristic("backfill", kw["backfill"])
+        if bf.compiled:
+            kw["backfill"] = bf.name
+        else:  # a backfiller given as a decider: backfill=NAME means decider=NAME
+            kw.pop("backfill")
+            kw.setdefault("decider", bf.name)
     if "correction" in kw:
         _check("correction", kw["correction"], CORRECTIONS)
     if "starvation" in kw and kw["starvation"] != "auto":
@@ -459,7 +490,7 @@ def _new_name(name: str) -> str:
     """``name`` (``NAME`` or ``POLICY+NAME``) with an old scheduler name replaced by the
     new one (:mod:`hpcgym.sim.renamed`; a :class:`FutureWarning` says so)."""
     policy, plus, rest = name.partition("+")
-    if rest and policy.strip().upper() in POLICIES:
+    if rest and policy.strip().upper() in _policies():
         return policy + plus + renamed(rest, RENAMED_SCHEDULERS)
     return renamed(name, RENAMED_SCHEDULERS)
 
@@ -493,7 +524,7 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
     if text.lower() in _LOOKUP:
         return _LOOKUP[text.lower()]
     policy, _, rest = text.partition("+")
-    if rest and policy.upper() in POLICIES:  # POLICY+NAME (NAME may hold "+": SJF+EASY++)
+    if rest and policy.upper() in _policies():  # POLICY+NAME (NAME may hold "+": SJF+EASY++)
         base = _LOOKUP.get(rest.lower())
         if base is None:
             hint = did_you_mean(rest, NAMED)
@@ -501,11 +532,11 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
                 f"unknown scheduler {rest!r}{hint} in {spec!r}; valid: {', '.join(NAMED)}"
             )
         return replace(base.with_policy(policy), name=f"{policy.upper()}+{base.name}")
-    known = [*NAMED, *(f"{p}+{n}" for p in POLICIES for n in NAMED)]
+    known = [*NAMED, *(f"{p}+{n}" for p in _policies() for n in NAMED)]
     raise ValueError(
         f"unknown scheduler {spec!r}{did_you_mean(text, known)}; valid names: "
         f"{', '.join(NAMED)}; or POLICY+NAME "
-        f"(policies: {', '.join(POLICIES)}), or key=value,... ({', '.join(_SPEC_KEYS)}, and "
+        f"(policies: {', '.join(_policies())}), or key=value,... ({', '.join(_SPEC_KEYS)}, and "
         "the decider's options), or NAME,key=value,..."
     )
 

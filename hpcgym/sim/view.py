@@ -25,7 +25,11 @@ from hpcgym.sim import _core as K
 if TYPE_CHECKING:
     from hpcgym.sim.engine import Simulation
 
-__all__ = ["EngineView"]
+__all__ = ["EngineView", "easy_test"]
+
+#: EASY's test (``easy_test(now, est, procs, free, shadow, extra) -> bool``), the compiled
+#: core's own: for row builders that read the view
+easy_test = K.easy_test
 
 
 def _ro(a: np.ndarray) -> np.ndarray:
@@ -151,6 +155,11 @@ class EngineView:
         return int(self._C[K.C_CANDMODE]) == K.CAND_EASY
 
     # ------------------------------------------------------------ counters
+    @property
+    def inspections(self) -> int:
+        """Inspection decisions asked so far (:mod:`hpcgym.sim.inspection`)."""
+        return int(self._C[K.C_IDECISIONS])
+
     @property
     def decisions(self) -> int:
         return int(self._C[K.C_DECISIONS])

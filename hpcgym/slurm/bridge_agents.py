@@ -338,9 +338,10 @@ def make_orderer(
     card: dict[str, Any] = {}
     if card_path is not None:
         from hpcgym.evaluation.cards import load_model_card
+        from hpcgym.tasks import card_task
 
         card = load_model_card(card_path).data
-        if card.get("task", "backfill") != "schedule":
+        if not card_task(card).orders_queue:
             policy = str(card.get("policy", "FCFS")).upper()
             for value, flag in ((order, "--order"), (est_scale, "--est-scale")):
                 if value is not None:

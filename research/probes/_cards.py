@@ -127,9 +127,15 @@ def cards_markdown_main(
     :param render: model card dicts -> Markdown
     :param argv: the arguments (default: the process's)
     """
-    from eval import _common as C
+    import argparse
 
-    p = C.make_parser(prog, (doc or "").split("\n\n")[0])
+    from hpcgym.cli.errors import Parser, run_command
+
+    p = Parser(
+        prog=prog,
+        description=(doc or "").split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument(
         "--agents",
         nargs="+",
@@ -148,7 +154,12 @@ def cards_markdown_main(
         missing = [str(d) for d in folders if not d.is_dir()]
         if missing:
             raise UsageError(f"--agents: not a folder: {', '.join(missing)}")
-        C.write_or_print(render(load_cards(folders)), args.out)
+        text = render(load_cards(folders))
+        if args.out:
+            Path(args.out).write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+            print(f"wrote {args.out}")
+        else:
+            print(text.rstrip("\n"))
         return 0
 
-    return C.run(p, body)
+    return run_command(p.prog, body)

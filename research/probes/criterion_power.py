@@ -50,8 +50,16 @@ from statistics import NormalDist
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.criterion_power`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.criterion_power", *sys.argv[1:]]
+    )
 
 from hpcgym.evaluation.statistics import VERDICT_ALPHA, bootstrap_log_means  # noqa: E402
 

@@ -1,11 +1,11 @@
 """A cloned student that departs from EASY-SJBF only when it is confident.
 
-The BC/DAgger student of ``train/imitate.py`` learns the teacher's choice *on average*
+The BC/DAgger student of ``research/imitation/imitate.py`` learns the teacher's choice *on average*
 and its argmax departs from EASY-SJBF's row more often than the teacher does
 (docs/research/findings.md). ``hpcgym_agents.GatedAgent`` keeps EASY-SJBF's row (``SJBFAgent``:
 the EASY-allowed row with the smallest estimate column, ties to the first row -- exactly
 EASY-SJBF's choice in guarded mode) unless the student gives another action a probability
-of at least ``tau``. It is played on the VALIDATION windows of ``train/imitate.py``
+of at least ``tau``. It is played on the VALIDATION windows of ``research/imitation/imitate.py``
 (``select_windows`` seed 7) and compared with EASY-SJBF::
 
     HPCGYM_TRACE_DIR=../shared/traces python research/probes/imitation_confident.py \\
@@ -19,16 +19,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.imitation_confident`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.imitation_confident", *sys.argv[1:]]
+    )
 
 from hpcgym_agents import GatedAgent, SJBFAgent, load_model  # noqa: E402
-from train.imitation.measure import compare_on_validation, format_table  # noqa: E402
+from research.imitation.measure import compare_on_validation, format_table  # noqa: E402
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("model", help="bc_model.zip of train/imitate.py")
+    p.add_argument("model", help="bc_model.zip of research/imitation/imitate.py")
     p.add_argument("--trace", default="SDSC-SP2")
     p.add_argument("--length", type=int, default=512)
     p.add_argument("--windows", type=int, default=30)

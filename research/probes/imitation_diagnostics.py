@@ -1,11 +1,11 @@
 """Can the kernel student learn the teacher's choices at all? (docs/research/findings.md)
 
-Reads the teacher-labelled decision points that ``train/imitate.py --save-data`` wrote
+Reads the teacher-labelled decision points that ``research/imitation/imitate.py --save-data`` wrote
 (``<out>/data.npz``: LOOKAHEAD1-CLAIRVOYANT's labels on training windows) and fits the
 student (the kernel policy of ``train.build.new_model``) three ways, each on the same
 training / held-out episodes (held-out: whole windows):
 
-* ``teacher``: the teacher's labels (what ``train/imitate.py`` does);
+* ``teacher``: the teacher's labels (what ``research/imitation/imitate.py`` does);
 * ``sjbf``: EASY-SJBF's own choice as the label -- can the network represent the
   reference's rule with the env's observation? (capacity / feature-scale check);
 * ``teacher+flag``: the teacher's labels, with a 13th column marking the row EASY-SJBF
@@ -29,12 +29,21 @@ from pathlib import Path
 import numpy as np
 import torch as th
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.imitation_diagnostics`
+    import os
 
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable,
+        [sys.executable, "-m", "research.probes.imitation_diagnostics", *sys.argv[1:]],
+    )
+
+from research.imitation.bc import accuracy, fit, held_out_split, make_student  # noqa: E402
+from research.imitation.data import Dataset  # noqa: E402
 from train.config import TrainConfig  # noqa: E402
-from train.imitation.bc import accuracy, fit, held_out_split, make_student  # noqa: E402
-from train.imitation.data import Dataset  # noqa: E402
 
 
 def with_sjbf_flag(d: Dataset) -> Dataset:
@@ -49,7 +58,7 @@ def with_sjbf_flag(d: Dataset) -> Dataset:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("data", help="data.npz of train/imitate.py --save-data")
+    p.add_argument("data", help="data.npz of research/imitation/imitate.py --save-data")
     p.add_argument("--trace", default="SDSC-SP2", help="the trace the data came from")
     p.add_argument("--epochs", type=int, default=20)
     p.add_argument("--lr", type=float, default=1e-3)

@@ -2,10 +2,10 @@
 
 Two PPO runs with the same options (``train.config.TrainConfig``, preset ``fast``), seed
 and number of environment steps, built by :func:`train.build.new_model`: one starts from
-fresh weights, the other from the weights of a ``bc_model.zip`` of ``train/imitate.py``
+fresh weights, the other from the weights of a ``bc_model.zip`` of ``research/imitation/imitate.py``
 (same network: kernel 32-16-8, learned STOP logit, flat value head -- the value head was
 regressed on the teacher episodes' returns). Both final models, and the BC model itself,
-are played on the VALIDATION windows of ``train/imitate.py`` against EASY-SJBF::
+are played on the VALIDATION windows of ``research/imitation/imitate.py`` against EASY-SJBF::
 
     HPCGYM_TRACE_DIR=../shared/traces python research/probes/imitation_finetune.py \\
         runs/imitate-sdsc/bc_model.zip --trace SDSC-SP2 --steps 1000000 --out /tmp/ft
@@ -23,13 +23,21 @@ from typing import Any
 
 import torch as th
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.imitation_finetune`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.imitation_finetune", *sys.argv[1:]]
+    )
 
 from hpcgym_agents.loading import load_model  # noqa: E402
+from research.imitation.measure import compare_on_validation, format_table  # noqa: E402
 from train.build import new_model, plan_rollout  # noqa: E402
 from train.config import TrainConfig  # noqa: E402
-from train.imitation.measure import compare_on_validation, format_table  # noqa: E402
 
 
 def train_ppo(cfg: TrainConfig, steps: int, init: str | None, path: Path) -> dict[str, Any]:
@@ -54,7 +62,7 @@ def train_ppo(cfg: TrainConfig, steps: int, init: str | None, path: Path) -> dic
 
 def main() -> None:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    p.add_argument("bc_model", help="bc_model.zip of train/imitate.py")
+    p.add_argument("bc_model", help="bc_model.zip of research/imitation/imitate.py")
     p.add_argument("--trace", default="SDSC-SP2")
     p.add_argument("--steps", type=int, default=1_000_000)
     p.add_argument("--seed", type=int, default=0)

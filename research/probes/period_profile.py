@@ -1,6 +1,6 @@
 """Is a method's gain the same in every period of a trace? (never the test split)
 
-The CMA-ES searches of a linear backfilling score (``train/search.py``) gain on their
+The CMA-ES searches of a linear backfilling score (``research/search/``) gain on their
 train windows and lose it on the validation windows (docs/research/findings.md). Two
 readings: the search fits the noise of the windows it sees (then every period of the
 training range looks alike, and the validation range is one more such period), or the
@@ -50,8 +50,16 @@ from pathlib import Path
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.period_profile`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.period_profile", *sys.argv[1:]]
+    )
 
 from research.probes._played import merge_stored_tests, stored_test_row  # noqa: E402
 

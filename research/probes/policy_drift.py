@@ -44,8 +44,14 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.policy_drift`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "research.probes.policy_drift", *sys.argv[1:]])
 
 __all__ = ["Drift", "decision_points", "drift", "main", "starting_policy"]
 

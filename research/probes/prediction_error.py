@@ -39,8 +39,16 @@ from pathlib import Path
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.prediction_error`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.prediction_error", *sys.argv[1:]]
+    )
 
 from hpcgym.sim import get_scheduler  # noqa: E402
 from hpcgym.sim.estimators import make_estimator  # noqa: E402

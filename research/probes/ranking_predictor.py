@@ -31,8 +31,16 @@ from pathlib import Path
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.ranking_predictor`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.ranking_predictor", *sys.argv[1:]]
+    )
 
 from hpcgym.evaluation.statistics import paired_comparison  # noqa: E402
 from hpcgym.predictors import make_estimator  # noqa: E402

@@ -29,8 +29,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m research.probes.recipes`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "research.probes.recipes", *sys.argv[1:]])
 
 from hpcgym.evaluation.card_text import command_flags  # noqa: E402
 from research.probes._cards import cards_markdown_main  # noqa: E402
@@ -111,8 +115,8 @@ def recipe_of(card: Card) -> str:
     if not command and card.get("reward_mode") is None:  # cards of the reproduction
         return " · ".join([*parts, "the paper's recipe (RLBackfilling reproduction)"])
     search = card.get("search")
-    if search:  # train/search.py: the recipe is the search, not the weights it found
-        hidden = int(search.get("hidden") or 0)  # train/search.py --hidden H
+    if search:  # research/search/search.py: the recipe is the search, not the weights it found
+        hidden = int(search.get("hidden") or 0)  # research/search/search.py --hidden H
         score = f"score with {hidden} hidden ReLU units" if hidden else "linear score"
         parts.append(
             f"CMA-ES {score} on {search.get('windows')} x {search.get('length')} train windows"

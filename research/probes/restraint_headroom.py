@@ -31,8 +31,16 @@ from typing import Any
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.restraint_headroom`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.restraint_headroom", *sys.argv[1:]]
+    )
 
 from hpcgym import evaluation as E  # noqa: E402
 from hpcgym.envs.backfill_env import BackfillEnv  # noqa: E402

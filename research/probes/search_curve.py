@@ -1,6 +1,6 @@
 """Does what a linear-score search gains on its train windows reach the validation range?
 
-``train/search.py`` ships CMA-ES's mean at the end of the search and scores each generation
+``research/search/`` ships CMA-ES's mean at the end of the search and scores each generation
 on that generation's fresh *train-split* windows only. This replays the mean of every
 ``--every``-th generation (its weights are in the search's ``search_state.pkl``), and the
 start, on **fixed** windows of a split -- by default the 30 x 1,024-job validation windows
@@ -36,8 +36,14 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.search_curve`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "research.probes.search_curve", *sys.argv[1:]])
 
 __all__ = ["curve", "main", "search_config"]
 
@@ -48,15 +54,15 @@ def search_config(out: Path) -> Any:
 
     :raises ConfigError: ``out`` holds no finished or stopped search
     """
+    from research.search.search import build_parser, ppo_config
     from train.config import ConfigError
-    from train.search import _ppo_config, build_parser
 
     path = out / "search.json"
     if not path.is_file():
         raise ConfigError(f"{path} is missing: not the folder of a finished or stopped search")
     argv = shlex.split(json.loads(path.read_text())["search_command"])[2:]
     _, rest = build_parser().parse_known_args(argv)
-    return _ppo_config(rest)
+    return ppo_config(rest)
 
 
 def curve(
@@ -83,8 +89,8 @@ def curve(
     """
     from hpcgym.evaluation.statistics import paired_comparison
     from hpcgym.sim.schedulers import policy_name
+    from research.search.linear_search import STATE_FILE, Evaluations, SearchProblem
     from train.config import ConfigError
-    from train.linear_search import STATE_FILE, Evaluations, SearchProblem
 
     if every < 1:
         raise ConfigError(f"--every must be at least 1, got {every}")

@@ -49,8 +49,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if __name__ == "__main__" and not __package__:  # run by path: `python -m research.probes.targets`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(sys.executable, [sys.executable, "-m", "research.probes.targets", *sys.argv[1:]])
 
 from hpcgym.evaluation.heldout import WARM_HELDOUT, card_warm  # noqa: E402
 from hpcgym.evaluation.statistics import (  # noqa: E402

@@ -49,8 +49,16 @@ from pathlib import Path
 
 import numpy as np
 
-if __package__ in (None, ""):  # run as a script: make the checkout importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+if (
+    __name__ == "__main__" and not __package__
+):  # run by path: `python -m research.probes.window_dependence`
+    import os
+
+    _root = str(Path(__file__).resolve().parents[2])
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, (_root, os.environ.get("PYTHONPATH"))))
+    os.execv(
+        sys.executable, [sys.executable, "-m", "research.probes.window_dependence", *sys.argv[1:]]
+    )
 
 
 @dataclass(frozen=True)

@@ -60,8 +60,6 @@ from typing import Any
 
 GOLDEN_DIR = Path(__file__).resolve().parent
 REPO = GOLDEN_DIR.parents[1]
-if str(GOLDEN_DIR) not in sys.path:
-    sys.path.insert(0, str(GOLDEN_DIR))
 
 from golden_diff import compare_outputs  # noqa: E402  (tests/golden/golden_diff.py)
 from golden_files import load_golden, write_golden  # noqa: E402  (tests/golden/golden_files.py)
@@ -791,6 +789,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if str(REPO) not in sys.path:
-        sys.path.insert(0, str(REPO))
     raise SystemExit(main())

@@ -1,4 +1,4 @@
-"""A non-linear score for ``train/search.py --hidden H``: the linear score plus one hidden
+"""A non-linear score for ``research/search/search.py --hidden H``: the linear score plus one hidden
 layer of the same columns, played by the very network that ships.
 
 Every candidate job ``i`` (a valid row of the observation) gets

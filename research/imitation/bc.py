@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import torch as th
 
+from research.imitation.data import Dataset
 from train.build import RolloutPlan, new_model
 from train.config import TrainConfig
-from train.imitation.data import Dataset
 
 __all__ = ["FitResult", "accuracy", "held_out_split", "make_student", "fit"]
 

@@ -14,8 +14,8 @@ starts at 0 with a prior: :class:`~hpcgym_agents.kernel_policy.KernelNetwork.pri
 a found ``(w, b)`` ships as a standard run with ``--total-steps 0`` and everything of
 ``eval/`` (checkpoint selection, cards, held-out tests) applies to it unchanged; PPO can
 also start from it. ``estimate=-50`` with ``b = -3`` is EASY-SJBF's backfilling. With
-``hidden`` units (``train/search.py --hidden H``) the score gains a hidden layer of the
-same columns, played by the shipped network itself (:mod:`train.kernel_score`).
+``hidden`` units (``research/search/search.py --hidden H``) the score gains a hidden layer of the
+same columns, played by the shipped network itself (:mod:`research.search.kernel_score`).
 
 The objective of ``(w, b)`` is the one the held-out claims use: the mean over windows of
 ``ln(AVEbsld_policy / AVEbsld_reference)`` (the log of the paired geometric-mean ratio)
@@ -59,10 +59,7 @@ from hpcgym.evaluation.play import play_windows
 from hpcgym.evaluation.runner import run_baselines
 from hpcgym.evaluation.windows import select_windows
 from hpcgym_agents.heuristic import valid_and_stop
-from train.build import env_kwargs
-from train.config import ConfigError, TrainConfig
-from train.evaluator import ratio_reference
-from train.kernel_score import (
+from research.search.kernel_score import (
     KernelScore,
     hidden_start,
     normalized,
@@ -70,6 +67,9 @@ from train.kernel_score import (
     split_vector,
     vector_size,
 )
+from train.build import env_kwargs
+from train.config import ConfigError, TrainConfig
+from train.evaluator import ratio_reference
 
 __all__ = [
     "GaussianDraws",
@@ -228,7 +228,7 @@ class SearchProblem:
     :param split: the split the windows are drawn from (``train``; ``validation`` to
         look at a search from outside, as ``bench/search_curve.py`` does)
     :param hidden: hidden units of the score (0: the linear score; ``H``: the
-        one-hidden-layer score of :mod:`train.kernel_score`)
+        one-hidden-layer score of :mod:`research.search.kernel_score`)
     :param others: the other traces' workloads of a trace mix (``--mix-traces``): window
         ``i`` is played on trace ``i mod k`` of the ``k = 1 + len(others)`` traces (the
         run's ``--trace`` first), each window drawn from its own trace's ``split``, each
@@ -412,7 +412,7 @@ class SearchProblem:
         """The policy of the searched vector ``x``: its output part scaled to norm
         ``radius`` (the argmax does not depend on that scale), every number to
         :func:`short`'s 6 digits; a :class:`LinearScore` or, with :attr:`hidden` units, a
-        :class:`~train.kernel_score.KernelScore`."""
+        :class:`~research.search.kernel_score.KernelScore`."""
         n = len(self.columns)
         y = normalized(x, n, self.hidden, radius, short)
         if not self.hidden:
@@ -503,7 +503,7 @@ class Evaluations:
 
 def _hidden_result(final: KernelScore) -> dict[str, Any]:
     """The hidden layer of a ``--hidden`` search's result: ``hidden`` units, the ``vector``
-    as played (:func:`~train.kernel_score.split_vector`'s layout) and its parts."""
+    as played (:func:`~research.search.kernel_score.split_vector`'s layout) and its parts."""
     _, _, v, big_w, a = split_vector(final.vector, len(final.columns), final.hidden)
     return {
         "hidden": final.hidden,
