@@ -315,7 +315,7 @@ def test_recorded_replay_matches_conservative_best() -> None:
     """A replay recorded with the real Slurm (bench/slurm_conformance.py, HPC2N jobs
     150500-150669, two trace minutes per real second): conservative backfilling is the
     engine configuration that agrees with Slurm, far more than EASY or none."""
-    from slurm_conformance import load_raw, table
+    from bench.slurm_conformance import load_raw, table
 
     spec, res = load_raw(Path(__file__).parent / "slurm_replays" / "raw-HPC2N.json")
     assert spec == "HPC2N:150500:170:120" and len(res.workload) == 170
