@@ -489,7 +489,7 @@ def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which(
     jobs of its user in the window (first those with its request under
     ``match=user-request``), then of all other jobs; above the time already run; capped
     at its request; the request when nothing is left."""
-    from hpcgym.sim.lookahead import _WindowPools
+    from hpcgym.sim.lookahead import WindowPools
 
     w = _users_window(
         request=[1000.0, 1000.0, 1000.0, 500.0, 1000.0, 2000.0, 300.0],
@@ -497,7 +497,7 @@ def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which(
         runtime=[10.0, 20.0, 30.0, 400.0, 50.0, 600.0, 70.0],
     )
     rng = np.random.default_rng(0)
-    by_user = _WindowPools(w, "user")
+    by_user = WindowPools(w, "user")
     draws = by_user.draw(np.array([0, 3, 4]), np.zeros(3), 400, rng)
     assert set(draws[:, 0]) == {20.0, 30.0, 400.0}  # never its own run time
     assert set(draws[:, 1]) == {10.0, 20.0, 30.0}
@@ -506,7 +506,7 @@ def test_user_pool_runtimes_know_the_users_run_times_but_not_which_job_is_which(
     cond = by_user.draw(np.array([0, 3]), np.array([25.0, 450.0]), 200, rng)
     assert set(cond[:, 0]) == {30.0, 400.0}
     assert set(cond[:, 1]) == {500.0}
-    by_request = _WindowPools(w, "user-request")
+    by_request = WindowPools(w, "user-request")
     d = by_request.draw(np.array([0, 3]), np.zeros(2), 200, rng)
     assert set(d[:, 0]) == {20.0, 30.0}  # same user and request first
     assert set(d[:, 1]) == {10.0, 20.0, 30.0}  # its request is the user's only one: the user's
@@ -525,14 +525,14 @@ def test_predecessor_runtimes_take_the_previous_like_job():
     """``runtimes=predecessor``: the real run time of the user's job with the same
     request submitted just before (finished or not), where it is above the time already
     run; otherwise user-pool's draws by user and request."""
-    from hpcgym.sim.lookahead import _WindowPools
+    from hpcgym.sim.lookahead import WindowPools
 
     w = _users_window(
         request=[1000.0, 500.0, 1000.0, 1000.0, 500.0, 1000.0],
         user=[1, 1, 1, 2, 1, 1],
         runtime=[10.0, 200.0, 30.0, 40.0, 300.0, 60.0],
     )
-    pools = _WindowPools(w, "user-request")
+    pools = WindowPools(w, "user-request")
     np.testing.assert_array_equal(pools.previous, [np.nan, np.nan, 10.0, np.nan, 200.0, 30.0])
     rng = np.random.default_rng(0)
     d = pools.predecessor(np.array([2, 4, 5, 0]), np.zeros(4), 100, rng)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hpcgym.slurm import LocalSlurm, SlurmUnavailable, parse_jobcomp, parse_sacct
+from hpcgym.slurm import LocalSlurm, SlurmUnavailable, host, parse_jobcomp, parse_sacct
 from hpcgym.slurm import harness as H
 from hpcgym.slurm.conformance import anchored, classify, compare, engine_workload, order_conforming
 from hpcgym.slurm.records import parse_limit, parse_time
@@ -117,7 +117,8 @@ def test_unavailable_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(H.os, "geteuid", lambda: 1000)
     assert "root" in H.slurm_unavailable()
     monkeypatch.setattr(H.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(H, "_which", lambda name: None if name == "slurmd" else "/bin/true")
+    # the programs are looked up where slurm_unavailable lives (hpcgym.slurm.host)
+    monkeypatch.setattr(host, "which", lambda name: None if name == "slurmd" else "/bin/true")
     why = H.slurm_unavailable()
     assert why is not None and "slurmd" in why and "apt-get install" in why
     with pytest.raises(SlurmUnavailable, match="slurmd"):
@@ -237,12 +238,12 @@ def test_a_daemon_behind_a_forking_launcher_is_stopped_too(
     """A launcher that forks (``faketime``, a shell script) hides the daemon from the child
     process the harness started; the daemon's own PID file finds it."""
     _need()
-    real = H._which("slurmd")
+    real = H.which("slurmd")
     wrapper = tmp_path / "slurmd"
     wrapper.write_text(f'#!/bin/sh\n{real} "$@"\nexit $?\n')  # sh forks, then waits
     wrapper.chmod(0o755)
-    which = H._which
-    monkeypatch.setattr(H, "_which", lambda n: str(wrapper) if n == "slurmd" else which(n))
+    which = H.which
+    monkeypatch.setattr(H, "which", lambda n: str(wrapper) if n == "slurmd" else which(n))
     with LocalSlurm(cpus=2) as s:
         workdir = s.dir
         assert len(_our_processes(workdir)) >= 4  # munged, slurmctld, sh, slurmd
@@ -314,7 +315,7 @@ def test_recorded_replay_matches_conservative_best() -> None:
     """A replay recorded with the real Slurm (bench/slurm_conformance.py, HPC2N jobs
     150500-150669, two trace minutes per real second): conservative backfilling is the
     engine configuration that agrees with Slurm, far more than EASY or none."""
-    from slurm_conformance import load_raw, table
+    from bench.slurm_conformance import load_raw, table
 
     spec, res = load_raw(Path(__file__).parent / "slurm_replays" / "raw-HPC2N.json")
     assert spec == "HPC2N:150500:170:120" and len(res.workload) == 170

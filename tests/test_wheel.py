@@ -98,6 +98,7 @@ def test_wheel_contents(wheel: Path) -> None:
     for a in agents:  # every model with its card and its page
         assert a[: -len(".zip")] + ".json" in names and a[: -len(".zip")] + ".md" in names
     assert "hpcgym_agents/pretrained/README.md" in names
+    assert "hpcgym/py.typed" in names  # PEP 561: type checkers read the annotations
     assert "hpcgym_agents/pretrained/retired.json" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     meta = next(n for n in names if n.endswith(".dist-info/METADATA"))

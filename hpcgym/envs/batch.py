@@ -507,7 +507,9 @@ class BatchState:
         kq = obs.shape[1]
         first = envs[0]
         self.envs = envs
-        self.threads = min(int(threads), numba.config.NUMBA_NUM_THREADS) if threads else None
+        # numba.config sets its attributes from the environment at import: mypy cannot see them
+        most = numba.config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+        self.threads = min(int(threads), most) if threads else None
         self.task = int(task)
         self.n_jobs = int(n_jobs)
         self.obs, self.mask = obs, mask

@@ -139,7 +139,7 @@ def workload_fingerprint(w: Workload) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{w.name}|{w.machine_size}|{len(w)}|{w.offset}".encode())
     for col in (w.submit, w.runtime, w.procs, w.request):
-        h.update(np.ascontiguousarray(col).view(np.uint8))
+        h.update(np.ascontiguousarray(col).view(np.uint8).data)
     return h.hexdigest()
 
 

@@ -350,15 +350,15 @@ class TaskVectorEnv(VectorEnv):
                 info = env.info() if full else None
             if info:
                 add(infos, info, i)
-        term = np.array(terminated, dtype=bool)
-        trunc_ = np.array(truncated, dtype=bool)
+        terms = np.array(terminated, dtype=bool)
+        truncs = np.array(truncated, dtype=bool)
         if same_step:
             autoreset.fill(False)
         else:
-            np.logical_or(term, trunc_, out=autoreset)
+            np.logical_or(terms, truncs, out=autoreset)
         if not full:
             self._mask_info(infos, self._all)
-        return self._observations(), np.array(rewards, dtype=np.float64), term, trunc_, infos
+        return self._observations(), np.array(rewards, dtype=np.float64), terms, truncs, infos
 
     def _step_batch(
         self, acts: np.ndarray
@@ -467,7 +467,8 @@ class TaskVectorEnv(VectorEnv):
             raise RuntimeError("action_masks() before reset(): call reset() first")
         return self._mask_buf.copy()
 
-    def render(self) -> tuple[str | None, ...]:
+    # the sub-envs' text (None without a render_mode): Gymnasium's annotation has no None
+    def render(self) -> tuple[str | None, ...]:  # type: ignore[override]
         """Every sub-env's :meth:`~hpcgym.envs.backfill_env.BackfillEnv.render`."""
         self._sync()
         return tuple(env.render() for env in self.envs)

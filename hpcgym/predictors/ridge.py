@@ -120,7 +120,7 @@ class LogRidgeEstimator(ELossEstimator):
         super().bind(workload, rng)  # self._pending: d(x) of submitted, unfinished jobs
         self._a = self.ridge * np.eye(self.n_inputs)
         self._b = np.zeros(self.n_inputs)
-        self.weights = np.zeros(self.n_inputs)
+        self.weights: np.ndarray = np.zeros(self.n_inputs)
         self._stale = False
         # log accuracy of the user's last finished job per (user, request) and
         # (user, request, procs)

@@ -46,6 +46,10 @@ class _Static(Estimator):
         super().bind(workload, rng)
         self._cache: np.ndarray | None = None
 
+    def static_estimates(self) -> np.ndarray:
+        """All estimates at once (float64, one per job of the bound workload)."""
+        raise NotImplementedError
+
     def predict(self, job: int, view: SystemView) -> float:
         if self._cache is None:
             self._cache = self.static_estimates()

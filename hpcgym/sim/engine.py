@@ -279,7 +279,8 @@ class Simulation(Inspection):
             C[K.C_ONLINE] |= int(rank.online)
         self.JF, self.JI, self.S, self.C = JF, JI, S, C
         self.PF = np.zeros((2, 2 * n + 4) if bf == K.BF_CONSERVATIVE else (2, 1))
-        self._feed = EstimatorFeed(self.estimator) if main.online else None
+        est = self.estimator  # an online estimate always has its estimator object
+        self._feed = EstimatorFeed(est) if main.online and est is not None else None
         re_ = self.rank_estimator
         self._rank_feed = EstimatorFeed(re_) if re_ is not None and re_.online else None
         self._sim_seconds = 0.0
@@ -652,7 +653,7 @@ class Simulation(Inspection):
             # fast path (rollouts): nothing else refers to the generator
             new.rng = _copy_generator(self.rng)
         else:
-            keys = ("estimator", "_feed", "rank_estimator", "_rank_feed", "rng")
+            keys: tuple[str, ...] = ("estimator", "_feed", "rank_estimator", "_rank_feed", "rng")
             keys += ("decider", "chooser") if decider else ()
             py = {k: getattr(self, k) for k in keys}
             for k, v in self._py_state(new, py, self).items():

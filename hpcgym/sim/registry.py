@@ -540,8 +540,8 @@ def _builtins() -> None:
             "online one-step lookahead over Monte Carlo futures",
         ),
     ]
-    for name, kid, factory, desc in bf:
-        _builtin(Heuristic("backfill", name, desc, kernel=kid, factory=factory))
+    for name, bf_id, factory, desc in bf:
+        _builtin(Heuristic("backfill", name, desc, kernel=bf_id, factory=factory))
     ch = [
         ("policy", "PolicyChooser", "the first job of a built-in policy's order"),
         (

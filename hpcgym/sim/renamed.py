@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
+from types import FrameType
 
 __all__ = ["RENAMED_DECIDERS", "RENAMED_SCHEDULERS", "renamed"]
 
@@ -50,7 +51,7 @@ def renamed(name: str, table: dict[str, str], kind: str = "scheduler") -> str:
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside :mod:`hpcgym.sim` (the user's call)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    frame = sys._getframe(2)  # the caller of renamed()
+    frame: FrameType | None = sys._getframe(2)  # the caller of renamed()
     level = 2
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(here):
         frame = frame.f_back

@@ -251,7 +251,10 @@ class Ave2ResidualSampler(_FromFinishedJobs):
 
     def _reset(self) -> None:
         self._hist: dict[int, deque[float]] = {}
-        self._err = {True: deque(maxlen=self.pool), False: deque(maxlen=self.pool)}
+        self._err: dict[bool, deque[float]] = {
+            True: deque(maxlen=self.pool),
+            False: deque(maxlen=self.pool),
+        }
         self._err_arr: dict[bool, np.ndarray | None] = {True: None, False: None}
 
     def _point(self, user: int, request: float) -> tuple[float, bool]:

@@ -525,13 +525,13 @@ def get_scheduler(spec: str | SchedulerSpec) -> SchedulerSpec:
         return _LOOKUP[text.lower()]
     policy, _, rest = text.partition("+")
     if rest and policy.upper() in _policies():  # POLICY+NAME (NAME may hold "+": SJF+EASY++)
-        base = _LOOKUP.get(rest.lower())
-        if base is None:
+        named = _LOOKUP.get(rest.lower())
+        if named is None:
             hint = did_you_mean(rest, NAMED)
             raise ValueError(
                 f"unknown scheduler {rest!r}{hint} in {spec!r}; valid: {', '.join(NAMED)}"
             )
-        return replace(base.with_policy(policy), name=f"{policy.upper()}+{base.name}")
+        return replace(named.with_policy(policy), name=f"{policy.upper()}+{named.name}")
     known = [*NAMED, *(f"{p}+{n}" for p in _policies() for n in NAMED)]
     raise ValueError(
         f"unknown scheduler {spec!r}{did_you_mean(text, known)}; valid names: "

@@ -614,14 +614,14 @@ class Bridge:
             done.extend(todo)
             self._print(rec)
         else:
-            for j in todo:
-                r = self.runner(["scontrol", "update", f"jobid={j}", f"priority={prio[j]}"])
+            for jid in todo:
+                r = self.runner(["scontrol", "update", f"jobid={jid}", f"priority={prio[jid]}"])
                 if r.returncode == 0:
-                    done.append(j)
+                    done.append(jid)
                 elif _gone(r):
-                    gone.append(j)
+                    gone.append(jid)
                 else:  # the controller is away (or refuses): retry at the next pass
-                    errors.append(str(_failed(f"scontrol update jobid={j}", r)))
+                    errors.append(str(_failed(f"scontrol update jobid={jid}", r)))
                     break
         self._write(rec)
         return rec

@@ -30,13 +30,11 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import random
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -46,25 +44,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from hpcgym.slurm.replay import ReplayResult
 
+from hpcgym.slurm.host import (
+    REQUIRED,
+    SlurmError,
+    SlurmUnavailable,
+    free_ports,
+    port_open,
+    slurm_unavailable,
+    stop_with_parent,
+    terminate,
+    which,
+)
 from hpcgym.slurm.records import SACCT_FIELDS, JobRecord, parse_jobcomp, parse_sacct, parse_time
 from hpcgym.workload.core import Workload
-
-try:  # Linux: a daemon is told to stop when the Python process that started it dies
-    import ctypes
-
-    _LIBC: Any = ctypes.CDLL(None, use_errno=True)
-    _PR_SET_PDEATHSIG = 1
-except (ImportError, OSError):  # pragma: no cover - not Linux
-    _LIBC = None
-
-
-def _stop_with_parent() -> None:
-    """In a daemon's child process, before exec: SIGTERM when its parent dies (Linux's
-    ``PR_SET_PDEATHSIG``), so that a test or script killed without running the context
-    manager's exit (a time-out, SIGKILL) leaves no daemon behind."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
-
 
 __all__ = [
     "DEFAULT_SCHEDULER_PARAMETERS",
@@ -77,19 +69,6 @@ __all__ = [
     "slurm_unavailable",
 ]
 
-#: the binaries each accounting mode needs (searched on PATH, then in /usr/sbin, /sbin)
-REQUIRED = {
-    "jobcomp": ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scontrol", "scancel"),
-    "slurmdbd": (
-        "slurmdbd",
-        "sacct",
-        "sacctmgr",
-        "mariadbd|mysqld",
-        "mariadb-install-db|mysql_install_db",
-        "mariadb|mysql",
-    ),
-}
-
 #: sched/backfill every second, at a one-second resolution (the default 60 s would blur a
 #: time-scaled replay), with a window of a week and a test depth that covers the queue;
 #: the main scheduler also runs every second.
@@ -97,81 +76,6 @@ DEFAULT_SCHEDULER_PARAMETERS = (
     "bf_interval=1,bf_resolution=1,bf_window=10080,bf_max_job_test=1000,"
     "bf_continue,sched_interval=1,default_queue_depth=1000"
 )
-
-_SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
-
-
-class SlurmUnavailable(RuntimeError):
-    """Slurm cannot run here (the message says why: a missing binary, not root)."""
-
-
-class SlurmError(RuntimeError):
-    """A daemon did not start, or a client command failed (the message has its output)."""
-
-
-def _which(name: str) -> str | None:
-    for alt in name.split("|"):
-        found = shutil.which(alt)
-        if found is None:
-            for d in _SBIN:
-                p = Path(d) / alt
-                if p.is_file() and os.access(p, os.X_OK):
-                    found = str(p)
-                    break
-        if found is not None:
-            return found
-    return None
-
-
-def slurm_unavailable(accounting: str = "jobcomp") -> str | None:
-    """Why :class:`LocalSlurm` cannot run here, or ``None`` if it can.
-
-    :param accounting: ``"jobcomp"`` or ``"slurmdbd"`` (also needs slurmdbd and MariaDB)
-    :return: a one-line reason (for ``pytest.skip``), or ``None``
-    """
-    if accounting not in REQUIRED:
-        raise ValueError(f"accounting must be one of {sorted(REQUIRED)}, not {accounting!r}")
-    if not hasattr(os, "geteuid") or os.geteuid() != 0:
-        return "a private Slurm needs root (slurmd runs jobs as their user)"
-    names = list(REQUIRED["jobcomp"])
-    if accounting == "slurmdbd":
-        names += REQUIRED["slurmdbd"]
-    missing = [n for n in names if _which(n) is None]
-    if missing:
-        return (
-            f"Slurm binaries missing: {', '.join(missing)} (Debian: apt-get install slurmctld "
-            "slurmd slurm-client munge"
-            + (" slurmdbd mariadb-server" if accounting == "slurmdbd" else "")
-            + ")"
-        )
-    return None
-
-
-#: ports handed out by this process (a second instance never gets the same one)
-_GIVEN: set[int] = set()
-_GIVEN_LOCK = threading.Lock()
-#: below Linux's ephemeral range (32768-60999), so no outgoing connection holds them
-_PORT_RANGE = (12000, 32000)
-
-
-def _free_ports(n: int) -> list[int]:
-    """``n`` distinct TCP ports, free on 127.0.0.1 now and not handed out before by this
-    process, drawn at random below the ephemeral range."""
-    rng = random.Random()
-    ports: list[int] = []
-    with _GIVEN_LOCK:
-        while len(ports) < n:
-            port = rng.randrange(*_PORT_RANGE)
-            if port in _GIVEN or port in ports:
-                continue
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-                try:
-                    s.bind(("127.0.0.1", port))
-                except OSError:
-                    continue
-            ports.append(port)
-        _GIVEN.update(ports)
-    return ports
 
 
 class LocalSlurm:
@@ -291,7 +195,7 @@ class LocalSlurm:
                 + [f"slurmd{i}" for i in range(self.nodes)]
                 + (["slurmdbd", "mysql"] if self.accounting == "slurmdbd" else [])
             )
-            self.ports = dict(zip(names, _free_ports(len(names)), strict=True))
+            self.ports = dict(zip(names, free_ports(len(names)), strict=True))
             self.cluster = f"hpcgym{os.getpid()}x{self.ports['slurmctld']}"
             self._start_munge()
             if self.accounting == "slurmdbd":
@@ -299,13 +203,13 @@ class LocalSlurm:
                 self._start_slurmdbd()
             self._write_conf()
             self._spawn(
-                "slurmctld", [_which("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)]
+                "slurmctld", [which("slurmctld") or "slurmctld", "-D", "-i", "-f", str(self.conf)]
             )
             self._wait_for(self._controller_up, "slurmctld")
             for name in self.node_names:
                 self._spawn(
                     "slurmd" if self.nodes == 1 else f"slurmd-{name}",
-                    [_which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", name],
+                    [which("slurmd") or "slurmd", "-D", "-f", str(self.conf), "-N", name],
                 )
             self._wait_for(self._node_idle, "slurmd (node idle)")
         except BaseException:
@@ -320,7 +224,7 @@ class LocalSlurm:
                 self.run(["scancel", "--full", "--user=root"], check=False, timeout=10)
                 self._wait_for(lambda: not self.queue_ids(), "jobs to end", timeout=15, fail=False)
         for name, proc in reversed(self._procs):
-            _terminate(proc, name)
+            terminate(proc, name)
         self._procs.clear()
         self._stop_by_pid_files()
         if self._started and not self.keep and self._workdir_arg is None and self.dir != Path():
@@ -392,7 +296,7 @@ class LocalSlurm:
                 stdin=subprocess.DEVNULL,
                 env={**self.env, **kw.pop("env", {})},
                 start_new_session=True,  # a Ctrl-C of the caller reaches us, not the daemons
-                preexec_fn=_stop_with_parent,  # ...but the caller's death reaches them
+                preexec_fn=stop_with_parent,  # ...but the caller's death reaches them
                 **kw,
             )
         finally:
@@ -408,7 +312,7 @@ class LocalSlurm:
         self._spawn(
             "munged",
             [
-                _which("munged") or "munged",
+                which("munged") or "munged",
                 "-F",
                 "--force",
                 f"--socket={m / 'munge.socket'}",
@@ -423,7 +327,7 @@ class LocalSlurm:
     def _start_database(self) -> None:
         db = self.dir / "db"
         db.mkdir(exist_ok=True)
-        install = _which("mariadb-install-db|mysql_install_db") or "mysql_install_db"
+        install = which("mariadb-install-db|mysql_install_db") or "mysql_install_db"
         out = subprocess.run(
             [
                 install,
@@ -443,7 +347,7 @@ class LocalSlurm:
         self._spawn(
             "mariadbd",
             [
-                _which("mariadbd|mysqld") or "mysqld",
+                which("mariadbd|mysqld") or "mysqld",
                 "--no-defaults",
                 f"--datadir={db}",
                 f"--socket={sock}",
@@ -456,7 +360,7 @@ class LocalSlurm:
                 "--skip-log-bin",
             ],
         )
-        client = _which("mariadb|mysql") or "mysql"
+        client = which("mariadb|mysql") or "mysql"
 
         def _ready() -> bool:
             r = subprocess.run(
@@ -507,12 +411,12 @@ class LocalSlurm:
         os.chmod(conf, 0o600)
         self._spawn(
             "slurmdbd",
-            [_which("slurmdbd") or "slurmdbd", "-D"],
+            [which("slurmdbd") or "slurmdbd", "-D"],
             env={"SLURM_CONF": str(self.conf)},
         )
         # slurmdbd reads slurmdbd.conf from the directory of SLURM_CONF
         self._wait_for(
-            lambda: _port_open(self.ports["slurmdbd"]),
+            lambda: port_open(self.ports["slurmdbd"]),
             "slurmdbd",
             timeout=max(self.start_timeout, 120),
         )
@@ -649,7 +553,7 @@ class LocalSlurm:
         :param timeout: seconds
         """
         argv = list(argv)
-        exe = _which(argv[0])
+        exe = which(argv[0])
         if exe is not None:
             argv[0] = exe
         r = subprocess.run(argv, capture_output=True, text=True, env=self.env, timeout=timeout)
@@ -751,26 +655,6 @@ class LocalSlurm:
 def _slurm_time(t: float) -> str:
     """A Unix time as Slurm's ``YYYY-MM-DDTHH:MM:SS`` (UTC; the clients run with TZ=UTC)."""
     return datetime.fromtimestamp(int(t), tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _terminate(proc: subprocess.Popen[bytes], name: str, grace: float = 10.0) -> None:
-    """Stop one child daemon by its PID: SIGTERM, then SIGKILL after ``grace`` seconds."""
-    if proc.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=5)
 
 
 __all__ += ["parse_time"]

@@ -2,7 +2,7 @@
 
 The harness reads its own replays back with these (job id, state, submit / eligible /
 start / end times, limit, cores). The parsing is the workload layer's Slurm accounting
-reader (:func:`hpcgym.workload.sacct.accounting_records`, one parser of each line and
+reader (:func:`hpcgym.workload.sacct_records.accounting_records`, one parser of each line and
 time form); loading a *site's* accounting as an hpcgym workload, with the cleaning
 report, is :func:`hpcgym.workload.sacct.read_accounting` (``docs/workloads.md``).
 """

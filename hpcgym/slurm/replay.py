@@ -200,7 +200,7 @@ def replay(
         executable=workload.executable.copy(),
         queue=workload.queue.copy(),
         source=workload.source,
-        meta={**workload.meta, "slurm_time_scale": time_scale},
+        meta={**workload.meta, "slurm_time_scale": f"{time_scale:g}"},
     )
     return ReplayResult(
         workload=ran,

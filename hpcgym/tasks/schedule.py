@@ -211,7 +211,7 @@ class ScheduleTask(DecisionTask):
             f"running={view.n_running}"
         ]
         state = env.state
-        mask = state.mask[: state.count] if state.at_decision else []
+        mask: np.ndarray | list[bool] = state.mask[: state.count] if state.at_decision else []
         for r in np.flatnonzero(mask):
             j = int(state.rows[r])
             lines.append(

@@ -126,7 +126,7 @@ class Workload:
     def __post_init__(self) -> None:
         n = len(self.submit)
         for col, dt in COLUMNS.items():
-            arr = np.ascontiguousarray(getattr(self, col), dtype=dt)
+            arr: np.ndarray = np.ascontiguousarray(getattr(self, col), dtype=dt)
             if arr.shape != (n,):
                 raise ValueError(f"column {col!r} has shape {arr.shape}, expected ({n},)")
             setattr(self, col, arr)

@@ -37,6 +37,7 @@ import warnings
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 
@@ -436,7 +437,7 @@ def read_swf(
     return Workload(
         name=name or _default_name(p),
         machine_size=machine_size,
-        **cols,
+        **cast("dict[str, Any]", cols),  # the columns, by keyword
         report=report,
         source=str(p),
         meta=meta,
@@ -596,8 +597,10 @@ def write_swf(workload: Workload, path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def _write_text(fh: object, header: str, table: np.ndarray, fmt: list[str]) -> None:
-    text = io.TextIOWrapper(fh, encoding="latin-1", errors="replace", newline="\n")  # type: ignore[arg-type]
+def _write_text(
+    fh: gzip.GzipFile | io.BufferedWriter, header: str, table: np.ndarray, fmt: list[str]
+) -> None:
+    text = io.TextIOWrapper(fh, encoding="latin-1", errors="replace", newline="\n")
     text.write(header)
     np.savetxt(text, table, fmt=fmt, delimiter=" ")
     text.flush()

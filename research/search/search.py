@@ -8,7 +8,7 @@ the env (``--trace``, ``--policy``, ``--estimator``, ``--correction``, ``--refer
 ``--features``, ``--time-scale``, ``--feature-predictor``...) is accepted and means the
 same; the result is the ``--row-prior``/``--stop-init`` of a ``train/ppo.py --total-steps
 0`` run, which ``--ship`` makes (``<out>/run``), ready for ``eval/select_checkpoint.py``,
-``eval/card.py`` and ``eval/heldout.py``::
+``python -m train.card`` and ``eval/heldout.py``::
 
     python -m research.search --trace SDSC-SP2 --preset fast --time-scale log \\
         --features extended --init estimate=-50 --windows 32 --time-limit 40 \\

@@ -245,7 +245,7 @@ def _raise_max_share(times: np.ndarray, counts: np.ndarray, n_max: int) -> np.nd
 def _tsafrir(
     runtime: np.ndarray, rng: np.random.Generator, max_estimate: int
 ) -> tuple[np.ndarray, dict[str, str]]:
-    n = runtime.shape[0]
+    n = int(runtime.shape[0])
     if max_estimate < _HOUR:
         raise ValueError(f"max_estimate={max_estimate} s must be at least one hour (3600 s)")
     if float(runtime.max()) > max_estimate:
