@@ -53,3 +53,10 @@ def test_moved_scripts_forward_with_a_future_warning(tmp_path: Path) -> None:
         old.stderr
     )
     assert old.stdout.startswith("usage: python -m research.search")
+
+
+def test_eval_card_forwards_to_train_card(tmp_path: Path) -> None:
+    old = _run(str(REPO / "eval" / "card.py"), "--help", cwd=tmp_path)
+    assert old.returncode == 0, old.stderr
+    assert "FutureWarning: eval/card.py has moved: run `python -m train.card`" in old.stderr
+    assert old.stdout.startswith("usage: python -m train.card")
