@@ -26,18 +26,11 @@ from train.overrides import option_keys, parse_set, read_config_file, set_text
 __all__ = ["SHOWN", "OneLineParser", "ParsedArgs", "build_parser", "parse_args"]
 
 DESCRIPTION = """\
-Train the kernel policy (hpcgym_agents.KernelPolicy) with sb3-contrib's MaskablePPO on
-a decision task: which job to backfill (--task backfill, hpcgym/Backfill-v0, the
-RLBackfilling paper's) or which job to start next (--task schedule, hpcgym/Schedule-v0).
-Evaluates it on fixed windows of the trace's validation split (the last 10% of the
-training range; the test split is never read) next to the classic schedulers. Logs to
-TensorBoard (tensorboard --logdir runs/); one folder per run: <logdir>/<run-name>/, whose
-config.json records every option.
-
-Shown here: the options most runs need. Every other option (hyperparameters, observation
-and reward settings, the kernel network, ...) is set by its name: --set KEY=VALUE
-(repeatable) or in a config file, --config FILE (TOML, JSON or YAML; KEY = VALUE lines).
-The valid keys, their defaults and what they do: docs/training.md, "Arguments".
+Train the kernel policy with MaskablePPO on a decision task (--task: backfill, schedule,
+inspect; hpcgym.tasks), evaluated on validation windows beside the classic schedulers
+(the test split is never read). One folder per run, <logdir>/<run-name>/, whose
+config.json records every option; TensorBoard: tensorboard --logdir runs/.
+Every option not shown: --set KEY=VALUE or --config FILE (docs/training.md, "Arguments").
 """
 
 #: The options ``--help`` shows (field names); the others: ``--config`` / ``--set``.
@@ -50,9 +43,35 @@ SHOWN: frozenset[str] = frozenset(
 )
 
 EPILOG = """\
-Defaults are the RLBackfilling paper's hyperparameters mapped onto SB3 (docs/training.md,
-"Paper -> SB3 hyperparameters"); --preset fast fits a 30-minute budget on 2 cores.
+Defaults: the RLBackfilling paper's hyperparameters (docs/training.md).
 """
+
+#: One line of ``--help`` per shown option (the full text: docs/training.md, "Arguments").
+BRIEF: dict[str, str] = {
+    "trace": "trace name or SWF path; synthetic[:KEY=VALUE,...]",
+    "task": "the decision learned",
+    "policy": "queue policy: the rows' order, the plain reference's",
+    "reference": "scheduler the reward is relative to (default: the task's reference)",
+    "mode": "backfill candidates",
+    "features": "observation columns of Backfill-v0",
+    "preset": "paper (hours of CPU) or fast (30 minutes on 2 cores)",
+    "total_steps": "environment steps to train for",
+    "epochs": "PPO updates to train for",
+    "time_limit": "stop after this many minutes of wall time, then finish the run",
+    "n_envs": "parallel training envs",
+    "algo": "sb3 (MaskablePPO) or lean (same loss, ~2x faster)",
+    "torch_threads": "torch threads while collecting rollouts",
+    "seed": "seed of everything",
+    "device": "torch device: cpu, cuda, mps, auto",
+    "eval_every": "updates between evaluations",
+    "eval_windows": "validation windows per evaluation",
+    "checkpoint_every": "updates between checkpoints",
+    "keep_checkpoints": "checkpoints kept, the newest N; 0 = all",
+    "logdir": "parent folder of the runs",
+    "run_name": "run folder name",
+    "progress": "no progress bar",
+    "verbose": "print SB3's log tables",
+}
 
 GROUPS: dict[str, str] = {
     "workload": "workload and env",
@@ -101,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The parser of ``train/ppo.py`` (no defaults: only given options are set)."""
     p = OneLineParser(
         prog="python train/ppo.py",
+        usage="%(prog)s [--trace TRACE] [--task TASK] [--preset {paper,fast}] [options]",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -120,10 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
             target = exclusive[opt.exclusive]
         flag = opt.flag_of(f.name)
         default = getattr(defaults, f.name) if f.name != "epochs" else None
-        help_text = opt.help
-        if opt.metavar is not None and opt.choices is not None:
+        help_text = BRIEF.get(f.name, opt.help)
+        if opt.metavar is not None and opt.choices is not None and f.name not in BRIEF:
             help_text += "; one of: " + ", ".join(opt.choice_list() or ())
-        if opt.show_default:
+        if opt.show_default and default is not None and f.name != "reference":
             help_text += f" (default: {_default_text(default)})"
         help_text = help_text.replace("%", "%%")
         if f.name not in SHOWN:
@@ -147,39 +167,31 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="+",
         type=int,
         metavar="SEED",
-        help="train one run per seed, one after the other, in <run>/seed-<s> (each a normal "
-        "resumable run); writes <run>/seeds.json and prints per seed the final validation "
-        "ratio vs the reference [95%% interval] and across seeds its mean and spread "
-        "(excludes --seed; --resume <run> resumes every unfinished seed)",
+        help="one run per seed in <run>/seed-<s>, and their spread",
     )
     groups["length"].add_argument(
         "--seed-jobs",
         type=positive_int,
         metavar="N",
-        help="with --seeds (or resuming a seeds run): train N seeds at the same time, each "
-        "in its own process (default 1: one after the other); give each its core "
-        "(--torch-threads 1, the fast preset's default)",
+        help="with --seeds: train N seeds at the same time (default: 1)",
     )
     groups["more"].add_argument(
         "--config",
         dest="config_file",
         metavar="FILE",
-        help="read options from FILE (TOML, JSON, YAML): KEY = VALUE with the names of "
-        "--set; a run's config.json works too; options on the command line win",
+        help="options from a TOML, JSON or YAML file (a run's config.json too)",
     )
     groups["more"].add_argument(
         "--set",
         dest="set_pairs",
         action="append",
         metavar="KEY=VALUE",
-        help="set any option by its name, e.g. --set anchor_kl=0.1 --set "
-        "kernel_arch=32,16,8 (repeatable; valid keys: docs/training.md, 'Arguments')",
+        help="any option by name, e.g. --set rows=informed (repeatable)",
     )
     groups["eval"].add_argument(
         "--resume",
         metavar="PATH",
-        help="continue a run: its folder (latest checkpoint) or a checkpoint .zip; the run's "
-        "config.json supplies the other options",
+        help="continue a run (its folder) or a checkpoint .zip",
     )
     return p
 
