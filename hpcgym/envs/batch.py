@@ -702,7 +702,7 @@ class BatchState:
         for name, buf in (("JF", self.JF), ("JI", self.JI), ("S", self.S), ("C", self.C)):
             buf[i] = getattr(sim, name)
             setattr(sim, name, buf[i])
-        sim._view = None  # the view is rebuilt on the slot's arrays
+        sim.rebind_arrays()  # the view is rebuilt on the slot's arrays
         if self.PRED.shape[1]:
             self.PRED[i] = st.pred
             st.pred = self.PRED[i]
