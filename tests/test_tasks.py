@@ -189,3 +189,22 @@ def test_no_task_name_branches_or_private_env_members_outside_the_task_modules()
     for name in ("vector.py", "batch.py"):
         text = (root / "hpcgym" / "envs" / name).read_text(encoding="utf-8")
         assert not private.findall(text), (name, private.findall(text))
+
+
+def test_the_spaces_of_a_model_name_its_task() -> None:
+    import numpy as np
+    from gymnasium import spaces
+
+    from hpcgym.evaluation.loaders import task_of_spaces
+    from hpcgym.tasks.inspect import INSPECT_COLUMNS
+
+    def box(k: int, f: int) -> spaces.Box:
+        return spaces.Box(0.0, 1.0, (k, f), dtype=np.float32)
+
+    assert task_of_spaces(box(8, 16), spaces.Discrete(8)) == "schedule"
+    assert task_of_spaces(box(8, 12), spaces.Discrete(9)) == "backfill"
+    assert task_of_spaces(box(8, len(INSPECT_COLUMNS)), spaces.Discrete(2)) == "inspect"
+    with pytest.raises(ValueError, match="fit no registered task"):
+        task_of_spaces(box(8, 16), spaces.Discrete(3))
+    with pytest.raises(ValueError, match="hpcgym/Backfill-v0"):
+        task_of_spaces(box(8, 12), spaces.Discrete(9), task="schedule")

@@ -11,6 +11,7 @@ from hpcgym.argtypes import positive_int
 from hpcgym.cli.errors import UsageError, check_choice, refuse_window_conflicts, writable_dir
 from hpcgym.cli.simulate import add_trace_args, load_plugins, load_trace
 from hpcgym.sim.registry import heuristic_names
+from hpcgym.tasks import list_tasks
 from hpcgym.workload.sequences import SPLITS
 
 __all__ = ["add_parser", "compare_windows", "run_compare"]
@@ -47,10 +48,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-ar
     c.add_argument(
         "--task",
         default=None,
-        choices=("schedule", "backfill"),
-        help="the env the --agents play: schedule (hpcgym/Schedule-v0) or backfill "
-        "(hpcgym/Backfill-v0); default: each agent's own (its card, its model's spaces); "
-        "an agent of the other task is an error naming its spaces",
+        choices=list_tasks(),
+        help="the task the --agents play (hpcgym.tasks: "
+        f"{', '.join(list_tasks())}); default: each agent's own (its card, its model's "
+        "spaces); an agent of another task is an error naming its spaces",
     )
     c.add_argument("--windows", type=positive_int, default=None, help="number of windows (10)")
     c.add_argument("--length", type=positive_int, default=None, help="jobs per window (1024)")

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcgym.evaluation.play import Policy
+from hpcgym.tasks import get_task, list_tasks
 
 __all__ = [
     "AGENT_LOADER_GROUP",
@@ -224,19 +225,21 @@ def task_of_spaces(
         _, n, atype = _space_parts(action_space)
         act = f"Discrete({n})" if n is not None else atype
         spaces = f"{otype}({', '.join(str(d) for d in shape)}) -> {act}"
-    found = None
+    fits: list[str] = []
     if len(shape) == 2 and n is not None:
-        found = {shape[0]: "schedule", shape[0] + 1: "backfill"}.get(n)
+        fits = [t for t in list_tasks() if get_task(t).fits_spaces(shape[0], shape[1], n)]
+    found = task if task in fits else (fits[0] if fits else None)
     if found is None:
         raise ValueError(
-            f"{what} has the spaces {spaces}, which fit neither hpcgym/Schedule-v0 "
-            "(observation (K, F), Discrete(K)) nor hpcgym/Backfill-v0 (observation (K, F), "
-            "Discrete(K + 1)); an agent trained on a wrapped env (flattened observations...) "
-            "can be played as a callable fn(obs, info) -> action that undoes the wrapper"
+            f"{what} has the spaces {spaces}, which fit no registered task "
+            f"({', '.join(get_task(t).env_id for t in list_tasks())}; e.g. Schedule-v0: "
+            "observation (K, F), Discrete(K); Backfill-v0: Discrete(K + 1)); an agent "
+            "trained on a wrapped env (flattened observations...) can be played as a "
+            "callable fn(obs, info) -> action that undoes the wrapper"
         )
     if task is not None and task != found:
         raise ValueError(
             f"{what} was given task={task!r}, but its spaces {spaces} are those of the "
-            f"{found} task (hpcgym/{found.capitalize()}-v0)"
+            f"{found} task ({get_task(found).env_id})"
         )
     return found

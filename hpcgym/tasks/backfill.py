@@ -115,6 +115,11 @@ class BackfillTask(DecisionTask):
     def action_space(self, max_queue: int) -> spaces.Discrete:
         return spaces.Discrete(max_queue + 1)
 
+    @classmethod
+    def fits_spaces(cls, rows: int, columns: int, actions: int) -> bool:
+        """``Discrete(K + 1)`` over ``K`` rows: the last action is STOP."""
+        return actions == rows + 1
+
     def fallback_action(self, max_queue: int) -> int:
         """STOP."""
         return max_queue

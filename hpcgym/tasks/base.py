@@ -161,6 +161,12 @@ class DecisionTask(abc.ABC):
         """The env's observation space: ``Box(0, 1, (K, len(columns)), float32)``."""
         return spaces.Box(0.0, 1.0, (max_queue, len(self.columns)), dtype=np.float32)
 
+    @classmethod
+    def fits_spaces(cls, rows: int, columns: int, actions: int) -> bool:
+        """Whether a model with ``(rows, columns)`` observations and ``Discrete(actions)``
+        plays this task (default: one action per row, ``Discrete(K)``)."""
+        return actions == rows
+
     @abc.abstractmethod
     def fallback_action(self, max_queue: int) -> int:
         """What an invalid action does, and the one valid action of a finished episode."""

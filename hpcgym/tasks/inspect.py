@@ -241,6 +241,11 @@ class InspectTask(DecisionTask):
         """``Discrete(2)``: 0 accept, 1 reject."""
         return spaces.Discrete(2)
 
+    @classmethod
+    def fits_spaces(cls, rows: int, columns: int, actions: int) -> bool:
+        """``Discrete(2)`` (accept, reject) over rows of the inspector's columns."""
+        return actions == 2 and columns == len(INSPECT_COLUMNS)
+
     def fallback_action(self, max_queue: int) -> int:
         """Accept: the base scheduler's own decision."""
         return ACCEPT
