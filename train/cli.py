@@ -46,20 +46,39 @@ EPILOG = """\
 Defaults: the RLBackfilling paper's hyperparameters (docs/training.md).
 """
 
+#: Short placeholders of the shown options in ``--help`` (the choices are in the line).
+METAVARS: dict[str, str] = {
+    "task": "TASK",
+    "mode": "MODE",
+    "features": "COLUMNS",
+    "preset": "PRESET",
+    "total_steps": "N",
+    "epochs": "N",
+    "n_envs": "N",
+    "algo": "ALGO",
+    "torch_threads": "N",
+    "eval_every": "N",
+    "eval_windows": "N",
+    "checkpoint_every": "N",
+    "run_name": "NAME",
+    "reference": "NAME",
+    "device": "DEV",
+}
+
 #: One line of ``--help`` per shown option (the full text: docs/training.md, "Arguments").
 BRIEF: dict[str, str] = {
-    "trace": "trace name or SWF path; synthetic[:KEY=VALUE,...]",
+    "trace": "trace name, SWF path or synthetic[:KEY=VALUE,...]",
     "task": "the decision learned",
-    "policy": "queue policy: the rows' order, the plain reference's",
-    "reference": "scheduler the reward is relative to (default: the task's reference)",
+    "policy": "queue policy (the rows' order)",
+    "reference": "the reward's reference scheduler (default: the task's)",
     "mode": "backfill candidates",
-    "features": "observation columns of Backfill-v0",
-    "preset": "paper (hours of CPU) or fast (30 minutes on 2 cores)",
+    "features": "Backfill-v0's columns",
+    "preset": "paper (hours of CPU) or fast (30 min on 2 cores)",
     "total_steps": "environment steps to train for",
     "epochs": "PPO updates to train for",
-    "time_limit": "stop after this many minutes of wall time, then finish the run",
+    "time_limit": "minutes of wall time, then the run finishes",
     "n_envs": "parallel training envs",
-    "algo": "sb3 (MaskablePPO) or lean (same loss, ~2x faster)",
+    "algo": "sb3 or lean (the same loss, ~2x faster)",
     "torch_threads": "torch threads while collecting rollouts",
     "seed": "seed of everything",
     "device": "torch device: cpu, cuda, mps, auto",
@@ -143,6 +162,8 @@ def build_parser() -> argparse.ArgumentParser:
         help_text = BRIEF.get(f.name, opt.help)
         if opt.metavar is not None and opt.choices is not None and f.name not in BRIEF:
             help_text += "; one of: " + ", ".join(opt.choice_list() or ())
+        elif f.name in METAVARS and opt.choice_list() is not None:
+            help_text += ": " + ", ".join(opt.choice_list() or ())
         if opt.show_default and default is not None and f.name != "reference":
             help_text += f" (default: {_default_text(default)})"
         help_text = help_text.replace("%", "%%")
@@ -159,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
                 kw["choices"] = choices
             if opt.metavar is not None:
                 kw["metavar"] = opt.metavar
+            if f.name in METAVARS:
+                kw["metavar"] = METAVARS[f.name]
         target.add_argument(flag, **kw)
         for alias in opt.aliases:
             target.add_argument(alias, **{**kw, "help": argparse.SUPPRESS})
@@ -173,20 +196,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed-jobs",
         type=positive_int,
         metavar="N",
-        help="with --seeds: train N seeds at the same time (default: 1)",
+        help="with --seeds: N seeds at a time (default: 1)",
     )
     groups["more"].add_argument(
         "--config",
         dest="config_file",
         metavar="FILE",
-        help="options from a TOML, JSON or YAML file (a run's config.json too)",
+        help="options from a TOML, JSON or YAML file",
     )
     groups["more"].add_argument(
         "--set",
         dest="set_pairs",
         action="append",
         metavar="KEY=VALUE",
-        help="any option by name, e.g. --set rows=informed (repeatable)",
+        help="any option by name (repeatable)",
     )
     groups["eval"].add_argument(
         "--resume",
