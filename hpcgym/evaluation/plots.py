@@ -192,7 +192,9 @@ def plot_slowdown_cdf(
     labels = _ordered(list(per_job), g)
     colors = method_colors(labels, g)
     fig, ax = plt.subplots(figsize=(6.8, 4.6))
-    styles = ["--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
+    # matplotlib line styles: a name, or (offset, (on, off, ...)) dashes
+    styles: list[str | tuple[int, tuple[int, ...]]] = ["--", "-.", ":", (0, (5, 1, 1, 1, 1, 1))]
+    ls: str | tuple[int, tuple[int, ...]]
     k = 0
     for lab in labels:
         v = np.sort(np.asarray(per_job[lab], dtype=np.float64).ravel())

@@ -70,10 +70,14 @@ class RankChooser:
         self.policy = str(policy).upper()
         self.mode = mode
         self.threshold = float(threshold)
-        self._array = np.asarray(rank, dtype=np.float64) if isinstance(rank, np.ndarray) else None
+        self._array: np.ndarray | None = None
         self.estimator: Estimator | None = None
-        if self._array is None:
-            self.estimator = make_estimator(rank) if isinstance(rank, str) else rank
+        if isinstance(rank, np.ndarray):
+            self._array = np.asarray(rank, dtype=np.float64)
+        elif isinstance(rank, str):
+            self.estimator = make_estimator(rank)
+        else:
+            self.estimator = rank
         label = "array" if self.estimator is None else self.estimator.name
         self.name = f"rank-{mode}-{self.policy}-{label}"
         self.counters: dict[str, int] = {}

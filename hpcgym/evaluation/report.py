@@ -239,9 +239,9 @@ def markdown_table(result: EvalResult) -> str:
         lines += ["", f"## {title}", ""]
         lines.append("| window | start | " + " | ".join(result.labels) + " |")
         lines.append("|---:|---:|" + "---:|" * len(result.labels))
-        for wi, s in enumerate(w.starts):
+        for wi, start in enumerate(w.starts):
             lines.append(
-                f"| {wi} | {s} | "
+                f"| {wi} | {start} | "
                 + " | ".join(fmt(pw[lab][wi], digits) for lab in result.labels)
                 + " |"
             )
@@ -358,6 +358,8 @@ def size_class_table(summ: list[dict], machine_size: int | None = None) -> list[
         mean, p95 = s.get(f"mean_avg_wait_{c}"), s.get(f"mean_p95_wait_{c}")
         if mean is None:
             return "—"
+        if p95 is None:  # the summary computes both from the same per-class waits
+            raise ValueError(f"summary row of {s.get('method')!r} has mean_avg_wait_{c} but no p95")
         return f"{fmt(mean / 3600.0, 2)} / {fmt(p95 / 3600.0, 2)}"
 
     lines = [
@@ -435,7 +437,10 @@ def write_outputs(
             arrays[f"start_{i}"] = result.job_start[lab]
             arrays[f"bsld_{i}"] = result.job_bsld(lab)
         p = out / "per_job.npz"
-        np.savez_compressed(p, **arrays)
+        # ignore: numpy's stubs let an "allow_pickle" key of **arrays reach that bool keyword
+        # (no key here is named so). Passing allow_pickle=True would not do: numpy releases
+        # that pyproject.toml allows without the keyword would save it as one more array.
+        np.savez_compressed(p, **arrays)  # type: ignore[arg-type]
         paths["per_job.npz"] = p
     if plots and result.methods:
         from hpcgym.evaluation import plots as P

@@ -292,7 +292,7 @@ class EvalResult:
         pols = {m.env.get("policy", m.env.get("order")) for m in heur} - {None}
         if pols - {"FCFS"} and len(pols) == 1:
             parts.append(f"--policy {pols.pop()}")
-        tasks = sorted({m.env.get("task") for m in heur} - {None})
+        tasks = sorted(t for t in {m.env.get("task") for m in heur} if t is not None)
         if tasks:  # heuristics of another task than the default (Backfill-v0)
             parts.append(f"--task {tasks[0]}")
         if scheds:

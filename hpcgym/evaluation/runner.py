@@ -502,7 +502,7 @@ def _workload_key(w: Workload) -> str:
     h = hashlib.blake2b(digest_size=12)
     h.update(f"{w.name}|{w.machine_size}|{len(w)}|{w.offset}".encode())
     for col in (w.submit, w.runtime, w.procs, w.request, w.user, w.group, w.executable):
-        h.update(np.ascontiguousarray(col).view(np.uint8))
+        h.update(np.asarray(col).tobytes())  # the raw bytes, in C order
     return h.hexdigest()
 
 
@@ -683,8 +683,7 @@ def evaluate_many(
         skipped: dict[str, str] = {}
         kept: list[tuple[int, Method]] = []
         for mi, m in enumerate(r.methods):
-            errs = [grid[(ri, mi, wi)].get("error") for wi in range(nwin)]
-            errs = [e for e in errs if e]
+            errs = [e for e in (grid[(ri, mi, wi)].get("error") for wi in range(nwin)) if e]
             if errs:
                 skipped[m.label] = errs[0]
             else:

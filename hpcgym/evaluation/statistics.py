@@ -88,7 +88,9 @@ DEFAULT_SPLITS = 2_000
 HOLDOUT_MIN_WINDOWS = 4
 
 
-def _log_ratios(values: Sequence[float], reference: Sequence[float]) -> np.ndarray:
+def _log_ratios(
+    values: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray
+) -> np.ndarray:
     x = np.asarray(values, dtype=np.float64)
     r = np.asarray(reference, dtype=np.float64)
     if x.ndim != 1 or x.shape != r.shape:
@@ -106,7 +108,9 @@ def _log_ratios(values: Sequence[float], reference: Sequence[float]) -> np.ndarr
     return np.log(x) - np.log(r)
 
 
-def geo_ratio(values: Sequence[float], reference: Sequence[float]) -> float:
+def geo_ratio(
+    values: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray
+) -> float:
     """The paired geometric-mean ratio ``exp(mean(log(values / reference)))``.
 
     :param values: the method's value per window
@@ -137,7 +141,9 @@ def _bootstrap_indices(n: int, resamples: int, seed: int | np.random.Generator) 
     return rng.integers(0, n, size=(int(resamples), n))
 
 
-def ratio_of_means(values: Sequence[float], reference: Sequence[float]) -> float:
+def ratio_of_means(
+    values: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray
+) -> float:
     """The ratio of means ``mean(values) / mean(reference)`` over the same windows (the
     windows with large values weigh more than in :func:`geo_ratio`).
 
@@ -151,8 +157,8 @@ def ratio_of_means(values: Sequence[float], reference: Sequence[float]) -> float
 
 
 def bootstrap_interval(
-    values: Sequence[float],
-    reference: Sequence[float],
+    values: Sequence[float] | np.ndarray,
+    reference: Sequence[float] | np.ndarray,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
@@ -175,7 +181,7 @@ def bootstrap_interval(
     return float(np.exp(low)), float(np.exp(high))
 
 
-def wins(values: Sequence[float], reference: Sequence[float]) -> int:
+def wins(values: Sequence[float] | np.ndarray, reference: Sequence[float] | np.ndarray) -> int:
     """Windows where the method's value is strictly lower than the reference's."""
     _log_ratios(values, reference)  # same checks
     return int(np.sum(np.asarray(values, np.float64) < np.asarray(reference, np.float64)))
@@ -335,8 +341,8 @@ def replicated_verdict(first: Any, second: Any) -> str | None:
 
 
 def paired_comparison(
-    values: Sequence[float],
-    reference: Sequence[float],
+    values: Sequence[float] | np.ndarray,
+    reference: Sequence[float] | np.ndarray,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     confidence: float = 0.95,
@@ -405,8 +411,8 @@ def spread(values: Sequence[float | None]) -> dict[str, float | int] | None:
 
 
 def choice_holdout(
-    values: Mapping[str, Sequence[float]],
-    reference: Sequence[float],
+    values: Mapping[str, Sequence[float] | np.ndarray],
+    reference: Sequence[float] | np.ndarray,
     *,
     splits: int = DEFAULT_SPLITS,
     seed: int | np.random.Generator = DEFAULT_SEED,
@@ -521,8 +527,8 @@ def p_below_one(cell: Mapping[str, Any], confidence: float = 0.95) -> float:
 
 
 def bootstrap_p_below_one(
-    values: Sequence[float],
-    reference: Sequence[float],
+    values: Sequence[float] | np.ndarray,
+    reference: Sequence[float] | np.ndarray,
     *,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int | np.random.Generator = DEFAULT_SEED,

@@ -184,7 +184,7 @@ def method_scalars(
     for metric in WINDOW_METRICS:
         vals = [r.get(metric) for r in rows]
         if rows and all(_finite(v) for v in vals):
-            out[metric_tag(metric, prefix=prefix, trace=trace)] = float(np.mean(vals))
+            out[metric_tag(metric, prefix=prefix, trace=trace)] = float(np.mean(np.asarray(vals)))
     if reference is None or reference_values is None or not rows:
         return out
     values = [float(r["avg_bsld"]) for r in rows]

@@ -117,11 +117,11 @@ def results_markdown(
             )
         if ref:
             out += ["", ratio_caption(ref, len(w["starts"]))]
-        for png in ("bsld_boxplot.png", "bsld_cdf.png"):
-            p = Path(cj).parent / png
+        for fig_file in ("bsld_boxplot.png", "bsld_cdf.png"):
+            p = Path(cj).parent / fig_file
             if p.is_file():
-                name = f"compare_{sanitize(data['trace'])}_{png}"
-                out += ["", f"![{data['trace']} {png[:-4]}]({rel(p, name)})"]
+                name = f"compare_{sanitize(data['trace'])}_{fig_file}"
+                out += ["", f"![{data['trace']} {fig_file[:-4]}]({rel(p, name)})"]
     if noise_json is not None:
         data = json.loads(Path(noise_json).read_text(encoding="utf-8"))
         res = data["avg_bsld"]
@@ -131,8 +131,8 @@ def results_markdown(
         png = Path(noise_json).with_suffix(".png")
         if png.is_file():
             out += ["", f"![noise sweep]({rel(png, png.name)})"]
-    for cap, p in (figures or {}).items():
-        out += ["", f"## {cap}", "", f"![{cap}]({rel(p)})"]
+    for cap, fig in (figures or {}).items():
+        out += ["", f"## {cap}", "", f"![{cap}]({rel(fig)})"]
     return "\n".join(out) + "\n"
 
 
@@ -201,7 +201,9 @@ def _like_for_like(paired: dict[str, Any], base: str) -> str | None:
     predictors, against which it is measured like for like -- else the cold one."""
     keys = [k for k in paired if (n := k.split(",")[0]) == base or n.endswith("+" + base)]
     warm = [k for k in keys if ",warm=" in k]
-    return (warm or keys or [None])[0]
+    if warm:
+        return warm[0]
+    return keys[0] if keys else None
 
 
 def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
@@ -224,7 +226,7 @@ def _agents_table(cards: Sequence[dict[str, Any]]) -> list[str]:
             ]
             meth = sec.get("methods") or {}
             agent = meth.get(str(card.get("name"))) or {}
-            eloss = meth.get(str(_like_for_like(paired, "ELOSS"))) or next(
+            eloss: dict[str, Any] = meth.get(str(_like_for_like(paired, "ELOSS"))) or next(
                 (v for k, v in meth.items() if k.endswith("ELOSS")), {}
             )
             late = " / ".join(

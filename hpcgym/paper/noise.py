@@ -79,8 +79,8 @@ def noise_sweep(
         context={"traces": {"noise": wl}},
     )
     acc: dict[str, dict[str, list[float]]] = {}
-    for (pol, lev, _seed), v in zip(tasks, vals, strict=True):
-        acc.setdefault(pol, {}).setdefault(lev, []).append(v)
+    for (pol, level, _seed), v in zip(tasks, vals, strict=True):
+        acc.setdefault(pol, {}).setdefault(level, []).append(v)
     return {pol: {lev: float(np.mean(v)) for lev, v in row.items()} for pol, row in acc.items()}
 
 

@@ -91,7 +91,7 @@ def table4(
         )
     results = run.evaluate(requests, reference="FCFS+EASY")
     paper = {r: dict(PAPER_TABLE4.get(r, {})) for r in rows}
-    empty = {r: {} for r in rows}
+    empty: dict[str, dict[str, float | None]] = {r: {} for r in rows}
     section = TableSection("", rows, columns, deepcopy(empty), deepcopy(empty), paper, colmap)
     for name, (wl, _m, _w), res in zip(req_rows, requests, results, strict=True):
         section.collect(name, res)

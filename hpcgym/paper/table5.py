@@ -66,12 +66,12 @@ def table5(
     order = {n: i for i, n in enumerate(rows)}
     for pol in policies:
         pol = pol.upper()
-        agent_traces = sorted(
+        pol_traces = sorted(  # the training traces of the agents with this base policy
             (tr for (tr, p) in by if p == pol), key=lambda x: (order.get(x, len(order)), x)
         )
-        if not agent_traces:
+        if not pol_traces:
             notes.append(f"{pol}: no shipped agent with the {pol} base policy")
-        cols = ["EASY", "EASY-AR"] + [f"RL-{x}" for x in agent_traces]
+        cols = ["EASY", "EASY-AR"] + [f"RL-{x}" for x in pol_traces]
         sections_cols[pol] = cols
         sources[pol] = {}
         for name in rows:
@@ -82,7 +82,7 @@ def table5(
                 scheduler_method("EASY-AR" if pol == "FCFS" else f"{pol}+EASY-AR", label="EASY-AR"),
             ]
             src = {"EASY": methods[0].spec, "EASY-AR": methods[1].spec}
-            for x in agent_traces:
+            for x in pol_traces:
                 card = by[(x, pol)]
                 methods.append(card_method(card, f"RL-{x}", run.scales))
                 src[f"RL-{x}"] = f"agent {card.name}"

@@ -180,11 +180,14 @@ def replicate(boards: Sequence[dict[str, Any]], pairs: dict[str, str] | None = N
         )
         for r in b["rows"]:
             twin = theirs.get(r.get("recipe") or r["method"])
-            r["replicated_on"] = other["trace"] if twin is not None else None
-            r["second_verdict"] = twin["verdict"] if twin is not None else None
-            r["replicated"] = (
-                replicated_verdict(r["verdict"], twin["verdict"]) if twin is not None else None
-            )
+            if twin is None or other is None:  # (no twin without the other board)
+                r["replicated_on"] = None
+                r["second_verdict"] = None
+                r["replicated"] = None
+            else:
+                r["replicated_on"] = other["trace"]
+                r["second_verdict"] = twin["verdict"]
+                r["replicated"] = replicated_verdict(r["verdict"], twin["verdict"])
 
 
 def _check(card: ModelCard, trace: str, name: str, rec: dict, got: list[float]) -> None:

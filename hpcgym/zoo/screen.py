@@ -59,7 +59,11 @@ def _setting(configs: Sequence[dict[str, Any]]) -> list[str]:
     per key, the value most of the configs have (on a tie, the earliest run's)."""
     keys = sorted({k for c in configs for k in c} - BOOKKEEPING)
     values = {k: [json.dumps(c.get(k), sort_keys=True) for c in configs] for k in keys}
-    common = {k: max(v, key=lambda x, v=v: (v.count(x), -v.index(x))) for k, v in values.items()}
+
+    def most_common(v: list[str]) -> str:
+        return max(v, key=lambda x: (v.count(x), -v.index(x)))
+
+    common = {k: most_common(v) for k, v in values.items()}
     return [
         ", ".join(f"{k}={values[k][i]}" for k in keys if values[k][i] != common[k])
         or "the common setting"
