@@ -224,3 +224,14 @@ def test_heuristics_command(capsys):
     assert "SAF" in out and "r*n" in out
     assert main(["heuristics", "--kind", "polcy"]) == 2
     assert "did you mean 'policy'" in capsys.readouterr().err
+
+
+def test_the_registry_says_which_task_a_heuristic_agent_plays() -> None:
+    from hpcgym import evaluation as E
+    from hpcgym.evaluation.methods import agent_method
+
+    with pytest.raises(E.MethodUnavailable, match=r"not play the schedule task; there: .*first"):
+        agent_method("easy", task="schedule")
+    with pytest.raises(E.MethodUnavailable, match="no heuristic agent"):
+        agent_method("first", task="inspect")
+    assert agent_method("first", task="schedule").label

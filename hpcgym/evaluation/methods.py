@@ -32,7 +32,7 @@ from hpcgym.evaluation.loaders import (
     resolve_agent_name,
     task_of_spaces,
 )
-from hpcgym.sim.registry import RegistryView
+from hpcgym.sim.registry import RegistryView, get_heuristic
 from hpcgym.suggest import did_you_mean
 from hpcgym.tasks import DEFAULT_TASK, card_task
 
@@ -303,11 +303,12 @@ def agent_method(
     label = label or given_label
     key = what.strip().lower()
     if key in AGENT_HEURISTICS:
-        plays = card_task({"task": task}).heuristic_agents  # None: every one
-        if plays is not None and key not in plays:
+        played = task or DEFAULT_TASK
+        if played not in get_heuristic("agent", key).tasks:  # the registry says who plays what
+            plays = [n for n in AGENT_HEURISTICS if played in get_heuristic("agent", n).tasks]
             raise MethodUnavailable(
-                f"{key!r} is a backfilling heuristic (hpcgym/Backfill-v0); on the {task} "
-                f"task: {', '.join(plays)} (row 0 is the env's queue order)"
+                f"{key!r} does not play the {played} task; there: "
+                f"{', '.join(plays) or 'no heuristic agent'} (hpcgym.sim.registry)"
             )
         env = _task_env(task or DEFAULT_TASK, max_queue or 128, policy, mode)
         name = AGENT_HEURISTICS[key]

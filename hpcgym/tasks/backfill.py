@@ -57,7 +57,6 @@ class BackfillTask(DecisionTask):
     default_reference = "ENV+EASY-SJBF"
     board = "backfill"
     kernel = KERNEL_BACKFILL
-    heuristic_agents = None  # every one: the heuristics are backfilling decisions
     options: ClassVar[tuple[str, ...]] = (
         "policy",
         "mode",

@@ -118,10 +118,6 @@ class DecisionTask(abc.ABC):
     kernel: ClassVar[int | None] = None
     #: the env arguments of this task (the generic env takes the others)
     options: ClassVar[tuple[str, ...]] = ()
-    #: the heuristic agents (by their short names, ``--agents first``) that play this task;
-    #: ``None``: every one. ``first`` (row 0: the base order's choice) and ``random`` play
-    #: any task whose rows are in the base order
-    heuristic_agents: ClassVar[tuple[str, ...] | None] = ("first", "random")
 
     #: name of every observation column, in order (set by the constructor)
     columns: tuple[str, ...] = ()
