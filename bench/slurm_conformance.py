@@ -34,13 +34,16 @@ import numpy as np
 
 from hpcgym.slurm import LocalSlurm, ReplayResult, slurm_unavailable
 from hpcgym.slurm.conformance import KINDS, anchored, classify, compare
-from hpcgym.slurm.harness import DEFAULT_SCHEDULER_PARAMETERS
+from hpcgym.slurm.harness import DEFAULT_SCHEDULER_PARAMETERS, EASY_SCHEDULER_PARAMETERS
 from hpcgym.workload import load
 from hpcgym.workload.core import Workload
 
 #: (trace, first job of the window, jobs, time scale: trace seconds per real second)
 DEFAULT_WINDOWS = ("SDSC-SP2:20000:160:120", "HPC2N:60500:170:60", "KTH-SP2:14000:160:120")
-SCHEDULERS = ("CONSERVATIVE", "EASY", "NONE")
+SCHEDULERS = ("SLURM-EASY", "EASY", "CONSERVATIVE", "NONE")
+#: Slurm's configurations: its own (a reservation for every pending job) and the one that
+#: reserves for the first pending job only, on busy nodes first (EASY, ``SLURM-EASY``)
+SLURM_CONFIGS = {"easy": EASY_SCHEDULER_PARAMETERS, "reserve-all": DEFAULT_SCHEDULER_PARAMETERS}
 
 
 def _window(spec: str) -> tuple[str, int, int, float]:
@@ -70,12 +73,12 @@ def run_window(
         res = slurm.replay(
             wl, time_scale=scale, lead=30.0, until="started", progress=lambda s: log(f"{name}: {s}")
         )
-    save_raw(res, spec, out / f"raw-{name}.json")
+    save_raw(res, spec, out / f"raw-{name}.json", sched_params or DEFAULT_SCHEDULER_PARAMETERS)
     log(f"{name}: done ({sum(np.isfinite(res.start))}/{jobs} started)")
     return res
 
 
-def save_raw(res: ReplayResult, spec: str, path: Path) -> None:
+def save_raw(res: ReplayResult, spec: str, path: Path, sched_params: str = "") -> None:
     w = res.workload
     rows = [
         {
@@ -97,6 +100,7 @@ def save_raw(res: ReplayResult, spec: str, path: Path) -> None:
         json.dumps(
             {
                 "window": spec,
+                "scheduler_parameters": sched_params,
                 "machine_size": w.machine_size,
                 "time_scale": res.time_scale,
                 "t0": res.t0,
@@ -147,11 +151,22 @@ def load_raw(path: Path) -> tuple[str, ReplayResult]:
     return d["window"], res
 
 
-def table(results: list[tuple[str, ReplayResult]], latency: float, tol: float) -> str:
+def matching_scheduler(params: str) -> str:
+    """The engine's scheduler for Slurm's ``SchedulerParameters``: ``SLURM-EASY`` when only
+    the first pending job gets a reservation, else ``CONSERVATIVE`` (one for every job)."""
+    return (
+        "SLURM-EASY" if "bf_job_part_count_reserve=1" in params.replace(" ", "") else "CONSERVATIVE"
+    )
+
+
+def table(
+    results: list[tuple[str, ReplayResult]], latency: float, tol: float, main: str = SCHEDULERS[0]
+) -> str:
     """The conformance table: per window and scheduler, the jobs whose start agrees with
     Slurm's (in order and within ``tol`` s) in the free-running comparison
     (:func:`~hpcgym.slurm.conformance.compare`) and decision by decision from Slurm's own
-    state (:func:`~hpcgym.slurm.conformance.anchored`)."""
+    state (:func:`~hpcgym.slurm.conformance.anchored`); the differences of ``main`` (the
+    scheduler that matches Slurm's configuration) by kind."""
     lines = [
         "| window (trace:first:jobs:scale) | procs | jobs | waited in Slurm | scheduler "
         f"| free-running: in order | within {tol:g} s | both | mean abs diff (s) "
@@ -167,7 +182,7 @@ def table(results: list[tuple[str, ReplayResult]], latency: float, tol: float) -
             c = compare(res, sched, latency=latency, tol=tol)
             a = anchored(res, sched, tol=tol)
             s = c.summary()
-            if sched == SCHEDULERS[0]:
+            if sched == main:
                 kinds += classify(res, c)
                 decisions += (
                     int(np.sum(a.delta > tol)),
@@ -191,10 +206,10 @@ def table(results: list[tuple[str, ReplayResult]], latency: float, tol: float) -
     counts = {k: kinds.count(k) for k in KINDS}
     lines += [
         "",
-        f"{SCHEDULERS[0]}, free-running, every job by kind of difference: "
+        f"{main}, free-running, every job by kind of difference: "
         + ", ".join(f"{k}: {v}" for k, v in counts.items()),
         "",
-        f"{SCHEDULERS[0]}, per decision, the jobs whose decision differs: Slurm started it "
+        f"{main}, per decision, the jobs whose decision differs: Slurm started it "
         f"later than the engine would have from the same state: {decisions[0]}; Slurm "
         f"started it where the engine would not (yet): {decisions[1]}; the same start, "
         f"but another job moved past it: {decisions[2]}",
@@ -236,9 +251,18 @@ def main(argv: list[str] | None = None) -> int:
         help="one more slurm.conf line (repeatable), e.g. DebugFlags=Backfill",
     )
     p.add_argument(
+        "--slurm-config",
+        choices=sorted(SLURM_CONFIGS),
+        default="easy",
+        help="Slurm's backfill: 'easy' reserves for the first pending job only, on busy "
+        "nodes first (bf_job_part_count_reserve=1,bf_busy_nodes; the engine's SLURM-EASY); "
+        "'reserve-all' is Slurm's own default, a reservation for every pending job "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
         "--scheduler-parameters",
-        default=DEFAULT_SCHEDULER_PARAMETERS,
-        help="Slurm's SchedulerParameters (default: %(default)s)",
+        default=None,
+        help="Slurm's SchedulerParameters in full, instead of --slurm-config's",
     )
     p.add_argument("--keep", action="store_true", help="keep each Slurm's directory (logs)")
     a = p.parse_args(argv)
@@ -248,11 +272,14 @@ def main(argv: list[str] | None = None) -> int:
         with lock:
             print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
+    params = a.scheduler_parameters or SLURM_CONFIGS[a.slurm_config]
     if a.from_raw is not None:
-        results = [load_raw(f) for f in sorted(a.from_raw.glob("raw-*.json"))]
+        raws = sorted(a.from_raw.glob("raw-*.json"))
+        results = [load_raw(f) for f in raws]
         if not results:
             print(f"error: no raw-*.json in {a.from_raw}", file=sys.stderr)
             return 2
+        params = json.loads(raws[0].read_text()).get("scheduler_parameters", "(not recorded)")
     else:
         why = slurm_unavailable()
         if why is not None:
@@ -263,9 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
         def work(spec: str) -> None:
             try:
-                out[spec] = run_window(
-                    spec, a.out, log, a.slurm_conf, a.scheduler_parameters, a.keep
-                )
+                out[spec] = run_window(spec, a.out, log, a.slurm_conf, params, a.keep)
             except BaseException as e:  # noqa: BLE001 (reported below)
                 errors.append(e)
                 log(f"{spec}: FAILED: {e}")
@@ -278,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         if errors:
             return 1
         results = [(s, out[s]) for s in a.windows]
-    text = table(results, a.latency, a.tol)
+    body = table(results, a.latency, a.tol, matching_scheduler(params))
+    text = f"Slurm's SchedulerParameters: `{params}`\n\n{body}"
     print(text)
     dest = (a.from_raw or a.out) / "table.md"
     dest.write_text(f"`python bench/slurm_conformance.py {' '.join(sys.argv[1:])}`\n\n{text}\n")

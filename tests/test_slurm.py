@@ -313,8 +313,9 @@ def test_sacct_through_slurmdbd() -> None:
 
 def test_recorded_replay_matches_conservative_best() -> None:
     """A replay recorded with the real Slurm (bench/slurm_conformance.py, HPC2N jobs
-    150500-150669, two trace minutes per real second): conservative backfilling is the
-    engine configuration that agrees with Slurm, far more than EASY or none."""
+    150500-150669, two trace minutes per real second, Slurm's own default: a reservation
+    for every pending job): on this window conservative backfilling agrees with Slurm far
+    more than EASY or none."""
     from bench.slurm_conformance import load_raw, table
 
     spec, res = load_raw(Path(__file__).parent / "slurm_replays" / "raw-HPC2N.json")
@@ -326,4 +327,30 @@ def test_recorded_replay_matches_conservative_best() -> None:
     # decision by decision, from Slurm's own state: the same, more than without backfilling
     same = {s: anchored(res, s).both.mean() for s in ("CONSERVATIVE", "NONE")}
     assert same["CONSERVATIVE"] >= 0.9 > 0.5 > same["NONE"]
-    assert "CONSERVATIVE, free-running, every job by kind" in table([(spec, res)], 0.0, 2.0)
+    text = table([(spec, res)], 0.0, 2.0, main="CONSERVATIVE")
+    assert "CONSERVATIVE, free-running, every job by kind" in text
+
+
+def test_recorded_easy_replay_matches_slurm_easy() -> None:
+    """A replay recorded with the real Slurm configured for EASY (bench/slurm_conformance.py
+    --slurm-config easy: bf_job_part_count_reserve=1,bf_busy_nodes; KTH-SP2 jobs
+    14000-14159, two trace minutes per real second): SLURM-EASY, whose reservation is
+    planned in Slurm's will-run windows aligned on the replay's clock, agrees with Slurm's
+    decisions far more than textbook EASY, and the alignment matters."""
+    from dataclasses import replace
+
+    from bench.slurm_conformance import load_raw, matching_scheduler, table
+    from hpcgym.sim import get_scheduler
+    from hpcgym.slurm.harness import EASY_SCHEDULER_PARAMETERS
+
+    spec, res = load_raw(Path(__file__).parent / "slurm_replays" / "raw-KTH-SP2-easy.json")
+    assert spec == "KTH-SP2:14000:160:120" and len(res.workload) == 160
+    same = {s: anchored(res, s).both.mean() for s in ("SLURM-EASY", "EASY", "NONE")}
+    assert same["SLURM-EASY"] >= 0.98 > 0.93 > same["EASY"] > 0.5 > same["NONE"]
+    free = {s: compare(res, s).both.mean() for s in ("SLURM-EASY", "EASY")}
+    assert free["SLURM-EASY"] >= 0.95 > 0.8 > free["EASY"]
+    unaligned = replace(get_scheduler("SLURM-EASY"), shadow_origin=1.0)
+    assert anchored(res, unaligned).both.mean() < same["SLURM-EASY"]
+    assert matching_scheduler(EASY_SCHEDULER_PARAMETERS) == "SLURM-EASY"
+    text = table([(spec, res)], 0.0, 2.0, main=matching_scheduler(EASY_SCHEDULER_PARAMETERS))
+    assert "SLURM-EASY, per decision, the jobs whose decision differs" in text

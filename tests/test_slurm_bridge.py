@@ -633,9 +633,8 @@ def test_live_saf_schedule_is_hpcgyms(tmp_path):
     which is not the order Slurm starts them in by itself."""
     import inspect
 
-    from hpcgym.sim import get_scheduler
     from hpcgym.slurm import conformance
-    from hpcgym.slurm.harness import LocalSlurm
+    from hpcgym.slurm.harness import EASY_SCHEDULER_PARAMETERS, LocalSlurm
 
     backfill = inspect.signature(conformance.compare).parameters["scheduler"].default
     # jobs on more than half the node run one at a time: Slurm's start order is then its
@@ -644,12 +643,14 @@ def test_live_saf_schedule_is_hpcgyms(tmp_path):
     # and one node behaves as the conformance setup's one node per processor
     wl = _workload(12, seed=4, cpus=16, wide=True)
     log = tmp_path / "saf.jsonl"
-    with LocalSlurm(cpus=16) as slurm, bridge_process(slurm, log, "--policy", "SAF"):
+    conf = LocalSlurm(cpus=16, scheduler_parameters=EASY_SCHEDULER_PARAMETERS)
+    with conf as slurm, bridge_process(slurm, log, "--policy", "SAF"):
         res = slurm.replay(wl, time_scale=1.0, lead=8.0)
     assert res.complete and set(res.state) == {"COMPLETED"}
     cmp = conformance.compare(res, f"SAF+{backfill}")
     # the check can fail: Slurm's own (FIFO) order would start these jobs differently
-    fifo = get_scheduler(backfill).simulate(conformance.engine_workload(res)).start
+    fifo = conformance.replay_scheduler(backfill, res).simulate(conformance.engine_workload(res))
+    fifo = fifo.start
     assert not np.array_equal(
         np.argsort(fifo, kind="stable"), np.argsort(cmp.engine_start, kind="stable")
     )

@@ -32,6 +32,7 @@ from numba import njit
 
 from hpcgym.sim._inspect import _inspect  # the inspection decision (SchedInspector)
 from hpcgym.sim._layout import *  # the state layout; re-exported for callers
+from hpcgym.sim._willrun import slurm_shadow  # the reservation as Slurm plans it
 
 
 # ------------------------------------------------------------------------- heaps
@@ -316,6 +317,9 @@ def _compute_shadow(JF, JI, S, C, head):
     k = 0
     shadow = INF
     extra = 0
+    if S[S_WILLRUN_WIN] > 0.0:
+        shadow, extra = slurm_shadow(JF, JI, S, rlen, avail, need, S[S_WILLRUN_WIN])
+        k = rlen
     while k < rlen:
         e = _run_end(JF, run[k])
         # all jobs ending at the same instant free their processors together: the

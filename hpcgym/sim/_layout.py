@@ -54,7 +54,9 @@ S_SHADOW = 1
 S_THETA = 2  # starvation threshold (<= 0: off)
 S_PENDING_T = 3  # time of the pending event batch
 S_UNTIL = 4  # advance() pauses before handling events later than this (inf: never)
-NS = 5
+S_WILLRUN_WIN = 5  # > 0: the head's reservation as Slurm's will-run test plans it (_willrun)
+S_WILLRUN_ORIGIN = 6  # the clock time of the simulation's time 0 (aligns those windows)
+NS = 7
 
 # C
 C_PHASE = 0

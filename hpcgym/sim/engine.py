@@ -179,6 +179,13 @@ class Simulation(Inspection, Switching):
         registered estimator name or :class:`Estimator` (its own random stream; capped at
         the request), or a float array of positive keys used as given: with ``SJF`` an
         array is a static priority order (smallest first; ties by submission)
+    :param shadow_window: ``0`` (default): the head's reservation starts at the first
+        instant at which it fits. ``> 0`` (EASY, SJBF, external): as Slurm's backfill plans
+        it, releasing the running jobs in windows of this many seconds, doubling, so that
+        the reservation starts at the end of the last job of the batch in which the head
+        fits (Slurm: 30; :mod:`hpcgym.sim._willrun`, the ``SLURM-EASY`` scheduler)
+    :param shadow_origin: the clock time of the simulation's time 0, seconds: Slurm aligns
+        those windows on Unix time (a replay's ``t0``); default 0
     """
 
     def __init__(
@@ -197,6 +204,8 @@ class Simulation(Inspection, Switching):
         rest_order: str = "FCFS",
         commit_head: bool = False,
         rank_estimate: str | Estimator | np.ndarray | None = None,
+        shadow_window: float = 0.0,
+        shadow_origin: float = 0.0,
     ) -> None:
         n = len(workload)
         if n == 0:
@@ -213,6 +222,11 @@ class Simulation(Inspection, Switching):
                 "external"
             )
         corr = _choice("correction", correction, CORRECTIONS)
+        if not float(shadow_window) >= 0.0 or (shadow_window and bf == K.BF_CONSERVATIVE):
+            raise ValueError(
+                f"shadow_window must be >= 0 seconds and applies to backfill none, easy, "
+                f"sjbf or external (one reservation), not {shadow_window!r} with {backfill!r}"
+            )
         cand = _choice("candidate mode", candidates, CANDIDATE_MODES)
         ext = _choice("external order", external_order, {"policy": 0, "sjbf": 1})
         self.rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
@@ -249,6 +263,8 @@ class Simulation(Inspection, Switching):
         self.rest_order = rest_order.upper()
         S[K.S_SHADOW] = np.inf
         S[K.S_UNTIL] = np.inf
+        S[K.S_WILLRUN_WIN] = float(shadow_window)
+        S[K.S_WILLRUN_ORIGIN] = float(shadow_origin)
         S[K.S_T] = workload.submit[0]
         if starvation == "auto":
             S[K.S_THETA] = 3.0 * float(workload.request.max())
@@ -294,6 +310,8 @@ class Simulation(Inspection, Switching):
             "correction": correction,
             "starvation": self.starvation,
         }
+        if shadow_window:
+            self.config["shadow_window"] = float(shadow_window)
         if self.rank_estimate_name is not None:
             self.config["rank_estimate"] = self.rank_estimate_name
         self.decider = decider

@@ -82,6 +82,11 @@ class SchedulerSpec:
         ``estimate``), apart from ``estimate``, which then serves the reservations and
         backfilling only; ``None`` (default): ``estimate`` does both
     :param rank_estimate_kwargs: keyword arguments of the ranking predictor
+    :param shadow_window: ``> 0``: the head's reservation as Slurm's will-run test plans
+        it, in windows of this many seconds (:class:`~hpcgym.sim.engine.Simulation`;
+        ``SLURM-EASY``); ``0`` (default): exact
+    :param shadow_origin: the clock time of time 0 (aligns those windows; a Slurm
+        replay's ``t0``)
     """
 
     name: str
@@ -97,6 +102,8 @@ class SchedulerSpec:
     warm: str | None = None
     rank_estimate: str | None = None
     rank_estimate_kwargs: tuple[tuple[str, Any], ...] = field(default=())
+    shadow_window: float = 0.0
+    shadow_origin: float = 0.0
 
     def _estimator(self) -> Any:
         return self._make_estimator(self.estimate, self.estimate_kwargs)
@@ -165,6 +172,8 @@ class SchedulerSpec:
             seed=seed,
             decider=decider,
             rank_estimate=self._rank_estimator(),
+            shadow_window=float(self.shadow_window),
+            shadow_origin=float(self.shadow_origin),
         )
 
     def _priority_chooser(self, chooser: Any, decider: Any) -> tuple[Any, str]:
@@ -225,6 +234,7 @@ class SchedulerSpec:
             "decider": self.decider,
             "decider_kwargs": dict(self.decider_kwargs),
             **({"warm": self.warm} if self.warm is not None else {}),
+            **({"shadow_window": self.shadow_window} if self.shadow_window else {}),
             **(
                 {
                     "rank_estimate": self.rank_estimate,
@@ -288,6 +298,12 @@ NAMED: dict[str, SchedulerSpec] = {
             "FCFS + conservative backfilling with actual runtimes",
             backfill="conservative",
             estimate="actual",
+        ),
+        _s(
+            "SLURM-EASY",
+            "FCFS + EASY with requests, the reservation as Slurm's sched/backfill plans it "
+            "(bf_job_part_count_reserve=1, bf_busy_nodes: will-run windows of 30 s)",
+            shadow_window=30.0,
         ),
         _s("SAF", "SAF order + EASY with requests (Carastan-Santos)", policy="SAF"),
         _s(
@@ -384,6 +400,8 @@ _SPEC_KEYS = (
     "starvation",
     "decider",
     "warm",
+    "shadow_window",
+    "shadow_origin",
 )
 #: other spellings of spec keys
 _KEY_ALIASES = {"rank": "rank_estimate", "rank_estimator": "rank_estimate", "estimator": "estimate"}
@@ -461,6 +479,12 @@ def _parse_kv(parts: list[str], spec: str) -> tuple[dict[str, Any], dict[str, An
         kw["starvation"] = starvation_seconds(kw["starvation"])
     if "warm" in kw:
         kw["warm"] = warm_label(kw["warm"])
+    for k in ("shadow_window", "shadow_origin"):
+        if k in kw:
+            try:
+                kw[k] = float(kw[k])
+            except ValueError:
+                raise ValueError(f"{k} must be a number of seconds, not {kw[k]!r}") from None
     if "decider" in kw:
         from hpcgym.sim.deciders import DECIDERS
         from hpcgym.sim.queue_deciders import CHOOSERS

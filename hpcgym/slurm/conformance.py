@@ -11,12 +11,12 @@ the start-time difference and whether the job keeps its place in the order of st
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from hpcgym.sim.schedulers import get_scheduler
+from hpcgym.sim.schedulers import SchedulerSpec, get_scheduler
 from hpcgym.slurm.replay import ReplayResult
 from hpcgym.workload.core import Workload
 
@@ -28,6 +28,7 @@ __all__ = [
     "compare",
     "engine_workload",
     "order_conforming",
+    "replay_scheduler",
 ]
 
 
@@ -68,6 +69,15 @@ def engine_workload(
         source=wl.source,
         meta=dict(wl.meta),
     )
+
+
+def replay_scheduler(scheduler: str | SchedulerSpec, res: ReplayResult) -> SchedulerSpec:
+    """``scheduler`` for the jobs of ``res``: one that plans its reservation in Slurm's
+    will-run windows (``SLURM-EASY``) gets them aligned on the replay's clock (``t0``)."""
+    spec = get_scheduler(scheduler)
+    if spec.shadow_window and not spec.shadow_origin:
+        spec = replace(spec, shadow_origin=float(res.t0))
+    return spec
 
 
 def order_conforming(a: np.ndarray, b: np.ndarray, tol: float) -> np.ndarray:
@@ -134,7 +144,7 @@ class Conformance:
 
 def compare(
     res: ReplayResult,
-    scheduler: str = "CONSERVATIVE",
+    scheduler: str | SchedulerSpec = "SLURM-EASY",
     *,
     latency: float = 0.0,
     min_occupancy: float = 1.0,
@@ -143,17 +153,19 @@ def compare(
     """Simulate the jobs of ``res`` with ``scheduler`` and compare the starts with Slurm's.
 
     :param res: a finished replay
-    :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`)
+    :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`; its
+        will-run windows aligned on the replay's clock, :func:`replay_scheduler`)
     :param latency: see :func:`engine_workload`
     :param min_occupancy: see :func:`engine_workload`
     :param tol: a start counts as the same when it differs by at most ``tol`` seconds
     """
     wl = engine_workload(res, latency=latency, min_occupancy=min_occupancy)
-    sim = get_scheduler(scheduler).simulate(wl)
+    spec = replay_scheduler(scheduler, res)
+    sim = spec.simulate(wl)
     eng = np.asarray(sim.start, dtype=np.float64)
     delta = res.start - eng
     return Conformance(
-        scheduler=scheduler,
+        scheduler=spec.name,
         tol=tol,
         slurm_start=res.start.copy(),
         engine_start=eng,
@@ -201,7 +213,7 @@ def classify(res: ReplayResult, c: Conformance) -> list[str]:
 
 
 def anchored(
-    res: ReplayResult, scheduler: str = "CONSERVATIVE", *, tol: float = 2.0
+    res: ReplayResult, scheduler: str | SchedulerSpec = "SLURM-EASY", *, tol: float = 2.0
 ) -> Conformance:
     """Slurm's decisions against the engine's *from Slurm's own state*, job by job.
 
@@ -215,8 +227,17 @@ def anchored(
     it (``inf`` if none, up to Slurm's start). So each job's difference is the
     difference of one decision, given the same running jobs and the same queue.
 
+    Slurm's record is in whole seconds, so the state of its pass in second ``t`` is one of
+    a few: each job recorded as ending in ``t`` ended before the pass or after it (then its
+    cores were still busy; every combination of up to four such jobs), and a job that
+    started and ended within ``t`` may be done already. The engine makes its pass from
+    each, and the one whose starts agree best with Slurm's stands for the second (fewest
+    jobs that Slurm started in ``t`` and the engine does not, or that the engine starts and
+    Slurm started more than ``tol`` later; ties: all jobs ended before the pass).
+
     :param res: a finished replay
-    :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`)
+    :param scheduler: a named scheduler (:func:`hpcgym.sim.get_scheduler`; its will-run
+        windows aligned on the replay's clock, :func:`replay_scheduler`)
     :param tol: a start counts as the same when it differs by at most ``tol`` seconds
     """
     if not res.complete:
@@ -224,7 +245,7 @@ def anchored(
     w = res.workload
     n = len(w)
     sub, start, end = w.submit, res.start, res.end
-    spec = get_scheduler(scheduler)
+    spec = replay_scheduler(scheduler, res)
     # A job recorded as ending in second t ended before or after Slurm's pass in that
     # second, and a job that started and ended within it ran before the jobs started after
     # it in that second: the engine decides from each of these states.
@@ -236,19 +257,32 @@ def anchored(
             continue
         free = np.flatnonzero((start < t) & (end > t))
         states = [(free, waiting)]
-        if np.any((start < t) & (end == t)):
-            states.append((np.flatnonzero((start < t) & (end >= t)), waiting))
-        quick = (start[waiting] == t) & (end[waiting] == t)
-        if quick.any():  # jobs that started and ended within the second: done already
-            states.append((free, waiting[~quick]))
+        for busy in _still_running(np.flatnonzero((start < t) & (end == t))):
+            states.append((np.union1d(free, busy), waiting))
+        quick = waiting[(start[waiting] == t) & (end[waiting] == t)]
+        if len(quick):  # jobs that started and ended within the second: done already
+            states.append((free, np.setdiff1d(waiting, quick)))
+        # Slurm was in one of these states at its pass: the engine decides from the one
+        # whose starts agree best with Slurm's (ties: the first). A job that started and
+        # ended within the second is judged by the states in which it still waits.
+        best: np.ndarray | None = None
+        miss = n + 1
         for running, queue in states:
             if len(queue) == 0:
                 continue
             now = _one_pass(w, spec, running, queue, t, start, end)
-            eng[now] = np.minimum(eng[now], t)
+            eng[np.intersect1d(now, quick)] = t
+            # disagreements: a job Slurm started now that the engine does not, and one the
+            # engine starts that Slurm started more than ``tol`` later
+            rest = np.setdiff1d(queue, quick)
+            k = len(np.setdiff1d(rest[start[rest] == t], now)) + int(np.sum(start[now] > t + tol))
+            if k < miss:
+                best, miss = np.setdiff1d(now, quick), k
+        if best is not None:
+            eng[best] = np.minimum(eng[best], t)
     delta = start - eng
     return Conformance(
-        scheduler=scheduler,
+        scheduler=spec.name,
         tol=tol,
         slurm_start=start.copy(),
         engine_start=eng,
@@ -256,6 +290,17 @@ def anchored(
         within=np.abs(delta) <= tol,
         in_order=order_conforming(start, np.where(np.isfinite(eng), eng, 1e12), tol),
     )
+
+
+def _still_running(ending: np.ndarray, most: int = 4) -> list[np.ndarray]:
+    """The sets of ``ending`` jobs (recorded as ending in the second of a pass) that may
+    still have held their cores at the pass: every non-empty subset of up to ``most``
+    jobs, else all of them."""
+    if len(ending) > most:
+        return [ending]
+    return [
+        ending[[(m >> i) & 1 == 1 for i in range(len(ending))]] for m in range(1, 1 << len(ending))
+    ]
 
 
 def _one_pass(
@@ -268,10 +313,15 @@ def _one_pass(
     end: np.ndarray,
 ) -> np.ndarray:
     """The waiting rows that ``spec`` starts at ``t``, with ``running`` running since their
-    Slurm starts (their limits as estimates) and ``waiting`` queued at ``t`` in row order."""
+    Slurm starts (their limits as estimates) and ``waiting`` queued at ``t`` in row order.
+
+    A running job recorded as ending at ``t`` (whole seconds) is still running at the pass:
+    it ends half a second later in the engine, so that the pass at ``t`` sees its cores
+    busy (the state "it ended after Slurm's pass in that second")."""
     rows = np.concatenate([running, waiting])
     is_run = np.arange(len(rows)) < len(running)
     occ = np.where(is_run, end[rows] - start[rows], np.maximum(end[rows] - start[rows], 1.0))
+    occ = np.where(is_run & (end[rows] <= t), t + 0.5 - start[rows], occ)
     occ = np.maximum(occ, 1e-3)
     order = np.argsort(np.where(is_run, start[rows], t), kind="stable")
     rows, is_run, occ = rows[order], is_run[order], occ[order]

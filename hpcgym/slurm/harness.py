@@ -60,6 +60,7 @@ from hpcgym.workload.core import Workload
 
 __all__ = [
     "DEFAULT_SCHEDULER_PARAMETERS",
+    "EASY_SCHEDULER_PARAMETERS",
     "JobRecord",
     "LocalSlurm",
     "SlurmError",
@@ -75,6 +76,13 @@ __all__ = [
 DEFAULT_SCHEDULER_PARAMETERS = (
     "bf_interval=1,bf_resolution=1,bf_window=10080,bf_max_job_test=1000,"
     "bf_continue,sched_interval=1,default_queue_depth=1000"
+)
+#: :data:`DEFAULT_SCHEDULER_PARAMETERS` with a reservation for the first pending job only
+#: (``bf_job_part_count_reserve=1``), planned on busy nodes first (``bf_busy_nodes``): with
+#: one node per core, EASY backfilling, which the engine's ``SLURM-EASY`` reproduces
+#: (docs/engine.md, "Against a real Slurm")
+EASY_SCHEDULER_PARAMETERS = (
+    DEFAULT_SCHEDULER_PARAMETERS + ",bf_job_part_count_reserve=1,bf_busy_nodes"
 )
 
 
