@@ -246,22 +246,19 @@ def anchored(
     n = len(w)
     sub, start, end = w.submit, res.start, res.end
     spec = replay_scheduler(scheduler, res)
-    # A job recorded as ending in second t ended before or after Slurm's pass in that
-    # second, and a job that started and ended within it ran before the jobs started after
-    # it in that second: the engine decides from each of these states.
     events = np.unique(np.concatenate([sub, start, end]))
     eng = np.full(n, np.inf)
     for t in events:
         waiting = np.flatnonzero((sub <= t) & (start >= t))
         if len(waiting) == 0:
             continue
-        free = np.flatnonzero((start < t) & (end > t))
-        states = [(free, waiting)]
+        running_after = np.flatnonzero((start < t) & (end > t))  # still running after t
+        states = [(running_after, waiting)]
         for busy in _still_running(np.flatnonzero((start < t) & (end == t))):
-            states.append((np.union1d(free, busy), waiting))
+            states.append((np.union1d(running_after, busy), waiting))
         quick = waiting[(start[waiting] == t) & (end[waiting] == t)]
         if len(quick):  # jobs that started and ended within the second: done already
-            states.append((free, np.setdiff1d(waiting, quick)))
+            states.append((running_after, np.setdiff1d(waiting, quick)))
         # Slurm was in one of these states at its pass: the engine decides from the one
         # whose starts agree best with Slurm's (ties: the first). A job that started and
         # ended within the second is judged by the states in which it still waits.
